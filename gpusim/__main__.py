@@ -1,0 +1,5 @@
+import sys
+
+from gpusim.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""The `gpusim` command line."""

@@ -1,0 +1,71 @@
+"""Helpers shared by the subcommands: writing JSON atomically, parsing `--set k=v`."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from gpusim.errors import GpusimError
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file in the same folder and a rename, so a reader
+    never sees a half-written file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def emit_json(obj, dest: str | None) -> None:
+    """`dest` '-' prints to stdout, a path writes the file atomically, None does nothing."""
+    if dest is None:
+        return
+    text = json.dumps(obj, indent=2, default=_jsonable) + "\n"
+    if dest == "-":
+        sys.stdout.write(text)
+    else:
+        write_atomic(dest, text)
+
+
+def _jsonable(obj):
+    import numpy as np
+
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, (set, tuple)):
+        return list(obj)
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def parse_sets(items: list[str] | None) -> dict[str, object]:
+    """`--set n=1024 --set block=128` -> {'n': 1024, 'block': 128} (ints, floats or strings)."""
+    out: dict[str, object] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise GpusimError(f"--set {item!r}: expected KEY=VALUE")
+        out[key.strip()] = _number(value.strip())
+    return out
+
+
+def _number(text: str):
+    for conv in (int, float):
+        try:
+            return conv(text, 0) if conv is int else conv(text)
+        except ValueError:
+            pass
+    return text

@@ -1,0 +1,612 @@
+"""Functional executor: runs a kernel lane by lane with real values.
+
+Blocks run in batches; within a batch, every warp has its own pc and SIMT stack, and all warps
+standing at the lowest pc step together as one numpy operation over their active lanes (so a
+uniform kernel runs each instruction once per batch, not once per warp). Warps are independent
+except at `bar.sync`, shared memory and atomics, so any interleaving that respects barriers is a
+valid execution; this one keeps warps converged, which is also what makes it fast."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpusim.errors import DeadlockError, KernelFault, LaunchError
+from gpusim.functional import atomics
+from gpusim.functional.launch import Launch
+from gpusim.functional.memory import BASE_ADDRESS, GlobalMemory
+from gpusim.functional.semantics import alu
+from gpusim.functional.simt_stack import SimtStack
+from gpusim.functional.stats import ExecStats
+from gpusim.functional.stream import BatchRecorder, BlockStream
+from gpusim.isa.program import SPECIAL_REGISTERS, Instruction, Operand, Program
+from gpusim.isa.types import TYPES
+
+WARP = 32
+RUN, WAIT, DONE = 0, 1, 2
+DEFAULT_MAX_STEPS_PER_WARP = 1_000_000
+DEFAULT_BATCH_LANES = 1 << 16
+_LANE = np.arange(WARP)
+
+
+@dataclass
+class ExecResult:
+    """What a functional launch produced: statistics (memory holds the values)."""
+
+    program: Program
+    launch: Launch
+    stats: ExecStats
+
+
+def _param_bytes(program: Program, params: dict) -> bytes:
+    names = {p.name for p in program.params}
+    for key in params:
+        if key not in names:
+            raise LaunchError(f"unknown kernel parameter '{key}'; {program.name} takes "
+                              + (", ".join(p.name for p in program.params) or "none"), field=key)
+    size = max((p.offset + TYPES[p.type].bytes for p in program.params), default=0)
+    buf = bytearray(-(-size // 8) * 8)
+    for p in program.params:
+        if p.name not in params:
+            raise LaunchError(f"missing value for .param .{p.type} {p.name}", field=p.name)
+        t = TYPES[p.type]
+        v = params[p.name]
+        try:
+            if t.is_float:
+                arr = np.asarray(float(v), dtype=t.dtype)
+            else:
+                iv = int(v)
+                if iv != v:
+                    raise ValueError
+                if not -(1 << (t.bits - 1)) <= iv < (1 << t.bits):
+                    raise LaunchError(f"{iv} does not fit .{p.type}", field=p.name)
+                arr = np.asarray(iv & ((1 << t.bits) - 1), dtype=np.uint64).astype(np.dtype(f"u{t.bytes}"))
+        except (TypeError, ValueError):
+            raise LaunchError(f"expected a .{p.type} value, got {v!r}", field=p.name) from None
+        buf[p.offset: p.offset + t.bytes] = arr.tobytes()
+    return bytes(buf)
+
+
+class _Batch:
+    """The state of a batch of thread blocks executing together."""
+
+    def __init__(self, ex: Executor, first_block: int, nblocks: int):
+        self.ex, prog, launch = ex, ex.program, ex.launch
+        self.first_block, self.nblocks = first_block, nblocks
+        T = launch.threads_per_block
+        self.wpb = -(-T // WARP)
+        W = self.W = nblocks * self.wpb
+        L = W * WARP
+        lane = np.arange(L, dtype=np.int64)
+        warp = lane // WARP
+        self.lane_block = warp // self.wpb  # block index within the batch
+        tlin = (warp % self.wpb) * WARP + (lane % WARP)
+        self.exists = (tlin < T).reshape(W, WARP)
+        self.full_lanes = int(self.exists.sum())
+        self.all_exist = self.full_lanes == L
+        self.live = self.exists.copy()
+        self.stack = SimtStack(W, self.exists)
+        self.state = np.zeros(W, dtype=np.int8)
+        self.bar_pc = np.full(W, -1, dtype=np.int64)
+        self.full = self.all_exist  # every warp runs all 32 lanes
+        # registers, then special registers, as one list of lane arrays
+        self.R: list[np.ndarray] = [np.zeros(L, dtype=TYPES[r.type].dtype) for r in prog.registers]
+        bx, by, _ = launch.block
+        gx, gy, _ = launch.grid
+        gid = first_block + self.lane_block
+        specials = {
+            "%tid.x": tlin % bx, "%tid.y": (tlin // bx) % by, "%tid.z": tlin // (bx * by),
+            "%ctaid.x": gid % gx, "%ctaid.y": (gid // gx) % gy, "%ctaid.z": gid // (gx * gy),
+            "%laneid": lane % WARP, "%warpid": warp % self.wpb,
+        }
+        for name in SPECIAL_REGISTERS:
+            if name in ex.used_specials:
+                if name in specials:
+                    arr = specials[name].astype(np.uint32)
+                elif name.startswith("%ntid"):
+                    arr = np.full(L, launch.block["xyz".index(name[-1])], dtype=np.uint32)
+                elif name.startswith("%nctaid"):
+                    arr = np.full(L, launch.grid["xyz".index(name[-1])], dtype=np.uint32)
+                else:  # %nwarpid
+                    arr = np.full(L, self.wpb, dtype=np.uint32)
+                self.R.append(arr)
+            else:
+                self.R.append(None)
+        self.smem_size = prog.shared_bytes
+        self.smem_stride = -(-max(self.smem_size, 8) // 8) * 8
+        self.smem = np.zeros(nblocks * self.smem_stride, dtype=np.uint8)
+        self.rec = BatchRecorder(W) if ex.record else None
+
+    # lane -> (block, thread) for error messages
+    def where(self, lane: int) -> tuple[tuple, tuple]:
+        launch = self.ex.launch
+        w, l = divmod(int(lane), WARP)
+        gid = self.first_block + w // self.wpb
+        t = (w % self.wpb) * WARP + l
+        bx, by, _ = launch.block
+        gx, gy, _ = launch.grid
+        return (gid % gx, (gid // gx) % gy, gid // (gx * gy)), (t % bx, (t // bx) % by, t // (bx * by))
+
+
+class Executor:
+    """Runs one launch of a program over global memory."""
+
+    def __init__(self, program: Program, launch: Launch, params: dict, memory: GlobalMemory, *,
+                 cfg=None, max_steps_per_warp: int | None = None, record: bool = False,
+                 batch_lanes: int | None = None):
+        launch.validate(cfg, program.shared_bytes)
+        self.program, self.launch, self.memory, self.cfg = program, launch, memory, cfg
+        self.params = _param_bytes(program, params)
+        self.max_steps = max_steps_per_warp or DEFAULT_MAX_STEPS_PER_WARP
+        self.record = record
+        self.stats = ExecStats()
+        self.stats.blocks = launch.num_blocks
+        self.stats.warps = launch.num_blocks * launch.warps_per_block(WARP)
+        self.stats.threads = launch.num_blocks * launch.threads_per_block
+        self.used_specials = {o.name for i in program.instructions for o in i.srcs if o.kind == "special"}
+        lanes_per_block = launch.warps_per_block(WARP) * WARP
+        self.blocks_per_batch = max(1, (batch_lanes or DEFAULT_BATCH_LANES) // lanes_per_block)
+        self.nregs = len(program.registers)
+
+    # ---- driver -----------------------------------------------------------------------------
+    def run(self) -> ExecStats:
+        for _ in self.batches():
+            pass
+        return self.stats
+
+    def batches(self) -> Iterator[_Batch]:
+        """Run the launch batch by batch, yielding each finished batch (its recorder holds the
+        per-warp instruction streams when recording)."""
+        with np.errstate(all="ignore"):
+            total = self.launch.num_blocks
+            for first in range(0, total, self.blocks_per_batch):
+                b = _Batch(self, first, min(self.blocks_per_batch, total - first))
+                self._run_batch(b)
+                yield b
+
+    def _run_batch(self, b: _Batch) -> None:
+        prog = self.program
+        ops = [self._decode(ins, b) for ins in prog.instructions]
+        st = b.stack
+        pcs_buf = np.empty(b.W, dtype=np.int64)
+        big = np.int64(1 << 40)
+        steps = 0
+        stats = self.stats
+        by_unit = stats.by_unit
+        while True:
+            runnable = b.state == RUN
+            np.copyto(pcs_buf, st.pc)
+            pcs_buf[~runnable] = big
+            p = int(pcs_buf.min())
+            if p == big:
+                if (b.state == DONE).all():
+                    return
+                self._deadlock(b)
+            G = np.flatnonzero(pcs_buf == p)
+            ins = prog.instructions[p]
+            if b.full and G.size == b.W:
+                lanes = slice(None)
+                nlanes = b.full_lanes
+                if b.rec is not None:
+                    b.rec.positions = None
+            else:
+                mask = st.active[G]
+                lanes = (G[:, None] * WARP + _LANE)[mask]
+                nlanes = lanes.size
+                if b.rec is not None:
+                    b.rec.positions = np.flatnonzero(mask)
+            stats.warp_instructions += G.size
+            stats.thread_instructions += nlanes
+            by_unit[ins.unit] += G.size
+            if b.rec is not None:
+                b.rec.step(p, G, st.active[G])
+            ops[p](G, lanes)
+            steps += 1
+            if steps > self.max_steps:
+                self._runaway(b, ins)
+            reconv = st.pc[G] == st.rpc[G]
+            if reconv.any():
+                for w in G[reconv]:
+                    if not st.pop(int(w)):
+                        b.state[w] = DONE
+                b.full = b.all_exist and not st.below and bool(st.active.all())
+
+    # ---- errors -----------------------------------------------------------------------------
+    def fault(self, b: _Batch, ins: Instruction, lane: int, msg: str, address: int | None = None,
+              cls=KernelFault):
+        block, thread = b.where(lane)
+        raise cls(msg, kernel=self.program.name, pc=ins.pc, line=ins.line, source=ins.text,
+                  block=block, thread=thread, address=address)
+
+    def _runaway(self, b: _Batch, ins: Instruction):
+        w = int(np.flatnonzero(b.state == RUN)[0]) if (b.state == RUN).any() else 0
+        lane = w * WARP + int(np.argmax(b.stack.active[w]))
+        self.fault(b, ins, lane, f"step limit exceeded: a warp issued more than {self.max_steps} "
+                   "instructions (runaway loop?); raise max_steps_per_warp if the kernel is meant to run longer")
+
+    def _deadlock(self, b: _Batch):
+        """No warp of the batch can run, yet some wait at a barrier: name the block and why."""
+        prog = self.program
+        waiting = np.flatnonzero(b.state == WAIT)
+        w = int(waiting[0])
+        blk = w // b.wpb
+        ws = slice(blk * b.wpb, (blk + 1) * b.wpb)
+        pcs = sorted(set(int(x) for x in b.bar_pc[ws][b.state[ws] == WAIT]))
+        ins = prog.instructions[pcs[0]]
+        arrived = int(b.live[ws][b.state[ws] == WAIT].sum())
+        exited = int((b.exists[ws] & ~b.live[ws]).sum())
+        total = int(b.exists[ws].sum())
+        if len(pcs) > 1:
+            lines = ", ".join(str(prog.instructions[p].line) for p in pcs)
+            msg = f"deadlock: warps of the block wait at different barriers (lines {lines})"
+        else:
+            msg = (f"deadlock: barrier reached by {arrived} of {total} threads of the block; "
+                   f"{exited} exited without reaching it")
+        self.fault(b, ins, w * WARP + int(np.argmax(b.exists[w])), msg, cls=DeadlockError)
+
+    # ---- decoding: one closure per instruction, per batch --------------------------------------
+    def _reader(self, op: Operand, b: _Batch) -> Callable:
+        """lanes -> operand values in the operand's type."""
+        t = TYPES[op.type] if op.type else None
+        if op.kind in ("imm", "sym"):
+            v = op.value
+            if t.is_int:
+                v = int(v) & ((1 << t.bits) - 1)
+                v = np.array(v, dtype=np.uint64).astype(np.dtype(f"u{t.bytes}")).view(t.dtype)[()]
+            else:
+                v = t.dtype.type(v)
+            return lambda lanes: v
+        if op.kind == "special":
+            arr = b.R[self.nregs + SPECIAL_REGISTERS.index(op.name)]
+        else:
+            arr = b.R[op.reg]
+        if t.kind == "pred":
+            if op.negate:
+                return lambda lanes: ~arr[lanes]
+            return lambda lanes: arr[lanes]
+        if arr.dtype == t.dtype:
+            return lambda lanes: arr[lanes]
+        if arr.dtype.itemsize == t.dtype.itemsize:
+            view = arr.view(t.dtype)
+            return lambda lanes: view[lanes]
+        dt = t.dtype
+        return lambda lanes: arr[lanes].astype(dt)
+
+    def _writer(self, op: Operand, b: _Batch, value_dtype: np.dtype) -> Callable:
+        arr = b.R[op.reg]
+        if arr.dtype != value_dtype and arr.dtype.itemsize == value_dtype.itemsize and arr.dtype.kind != "b":
+            arr = arr.view(value_dtype)
+
+        def write(lanes, value):
+            arr[lanes] = value
+
+        return write
+
+    def _guarded(self, ins: Instruction, b: _Batch, body: Callable) -> Callable:
+        """Wrap an instruction body so that lanes whose guard predicate is false sit it out."""
+        if ins.guard < 0:
+            return body
+        pred = b.R[ins.guard]
+        neg = ins.guard_negate
+        stats = self.stats
+
+        def run(G, lanes):
+            if isinstance(lanes, slice):
+                on = np.flatnonzero(pred != neg)
+            else:
+                on = lanes[pred[lanes] != neg]
+            stats.predicated_off += (b.full_lanes if isinstance(lanes, slice) else lanes.size) - on.size
+            if b.rec is not None and b.rec.positions is not None:
+                b.rec.positions = b.rec.positions[pred[lanes] != neg]
+            elif b.rec is not None:
+                b.rec.positions = on
+            body(G, on)
+
+        return run
+
+    def _decode(self, ins: Instruction, b: _Batch) -> Callable:
+        op = ins.opcode
+        if op == "bra":
+            return self._branch(ins, b)
+        if op == "exit":
+            return self._exit(ins, b)
+        if op == "bar":
+            return self._barrier(ins, b)
+        if op in ("ld", "st", "atom", "red"):
+            body = self._memory(ins, b)
+        elif op == "shfl":
+            body = self._shfl(ins, b)
+        elif op == "vote":
+            body = self._vote(ins, b)
+        else:
+            f = alu(ins)
+            readers = [self._reader(s, b) for s in ins.srcs]
+            d = ins.dsts[0]
+            dtype = TYPES[d.type].dtype
+            write = self._writer(d, b, dtype)
+            if len(readers) == 1:
+                r0 = readers[0]
+
+                def body(G, lanes):
+                    write(lanes, f(r0(lanes)))
+            elif len(readers) == 2:
+                r0, r1 = readers
+
+                def body(G, lanes):
+                    write(lanes, f(r0(lanes), r1(lanes)))
+            else:
+                def body(G, lanes):
+                    write(lanes, f(*(r(lanes) for r in readers)))
+        st = b.stack
+        nxt = ins.pc + 1
+        guarded = self._guarded(ins, b, body)
+
+        def run(G, lanes):
+            guarded(G, lanes)
+            st.pc[G] = nxt
+
+        return run
+
+    # ---- control --------------------------------------------------------------------------------
+    def _branch(self, ins: Instruction, b: _Batch) -> Callable:
+        st, target, nxt = b.stack, ins.target, ins.pc + 1
+        stats = self.stats
+        if ins.guard < 0 or target == nxt:
+            def run(G, lanes):
+                st.pc[G] = target if ins.guard < 0 else nxt
+            return run
+        pred = b.R[ins.guard].reshape(b.W, WARP)
+        neg = ins.guard_negate
+        reconv = ins.reconv
+
+        def run(G, lanes):
+            act = st.active[G]
+            taken = act & (pred[G] != neg)
+            n_taken = taken.sum(1)
+            n_act = act.sum(1)
+            all_taken = n_taken == n_act
+            st.pc[G] = np.where(all_taken, target, nxt)
+            split = (n_taken > 0) & ~all_taken
+            if split.any():
+                for k in np.flatnonzero(split):
+                    st.diverge(int(G[k]), taken[k], nxt, target, reconv)
+                stats.divergent_branches += int(split.sum())
+                b.full = False
+            stats.branches += G.size
+
+        return run
+
+    def _exit(self, ins: Instruction, b: _Batch) -> Callable:
+        st = b.stack
+        pred = b.R[ins.guard].reshape(b.W, WARP) if ins.guard >= 0 else None
+        neg, nxt = ins.guard_negate, ins.pc + 1
+
+        def run(G, lanes):
+            act = st.active[G]
+            leaving = act if pred is None else act & (pred[G] != neg)
+            b.live[G] &= ~leaving
+            if pred is not None:
+                st.pc[G] = nxt
+            for k in np.flatnonzero(leaving.any(1)):
+                w = int(G[k])
+                st.remove_lanes(w, leaving[k])
+                if not st.active[w].any() and not st.pop(w):
+                    b.state[w] = DONE
+            b.full = False
+
+        return run
+
+    def _barrier(self, ins: Instruction, b: _Batch) -> Callable:
+        st, nxt, wpb = b.stack, ins.pc + 1, b.wpb
+        stats = self.stats
+
+        def run(G, lanes):
+            act = st.active[G]
+            partial = (act != b.live[G]).any(1)
+            if ins.guard >= 0:
+                partial |= (act & (b.R[ins.guard].reshape(b.W, WARP)[G] == ins.guard_negate)).any(1)
+            if partial.any():
+                w = int(G[np.argmax(partial)])
+                missing = b.live[w] & ~st.active[w]
+                self.fault(b, ins, w * WARP + int(np.argmax(missing | ~missing & b.live[w])),
+                           f"deadlock: bar.sync reached by {int(st.active[w].sum())} of {int(b.live[w].sum())} "
+                           "threads of a warp (barrier in divergent code)", cls=DeadlockError)
+            b.state[G] = WAIT
+            b.bar_pc[G] = ins.pc
+            stats.barriers += G.size
+            state = b.state.reshape(b.nblocks, wpb)
+            blocks = np.unique(G // wpb)
+            ready = (state[blocks] != RUN).all(1)
+            for blk in blocks[ready]:
+                ws = slice(blk * wpb, (blk + 1) * wpb)
+                waiting = b.state[ws] == WAIT
+                if (b.bar_pc[ws][waiting] != ins.pc).any() or (b.exists[ws] & ~b.live[ws]).any():
+                    continue  # left for _deadlock to diagnose once nothing can run
+                b.state[ws][waiting] = RUN
+                b.stack.pc[ws][waiting] = nxt
+
+        return run
+
+    # ---- warp-level -----------------------------------------------------------------------------
+    def _shfl(self, ins: Instruction, b: _Batch) -> Callable:
+        st = b.stack
+        mode = next(q for q in ins.quals if q in ("up", "down", "bfly", "idx"))
+        src_reader = self._reader(ins.srcs[1], b)
+        dt = TYPES[ins.dsts[0].type].dtype
+        a_arr = b.R[ins.srcs[0].reg]
+        a_arr = a_arr.view(dt).reshape(b.W, WARP) if ins.srcs[0].kind == "reg" else None
+        a_read = self._reader(ins.srcs[0], b)
+        write = self._writer(ins.dsts[0], b, dt)
+
+        def body(G, lanes):
+            if a_arr is not None:
+                A = a_arr[G]
+            else:
+                A = np.broadcast_to(a_read(slice(None)), (b.W * WARP,)).reshape(b.W, WARP)[G]
+            idx = (G[:, None] * WARP + _LANE).ravel()
+            k = np.asarray(src_reader(idx)).astype(np.int64)
+            k = np.broadcast_to(k, idx.shape).reshape(G.size, WARP)
+            src = {"up": _LANE - k, "down": _LANE + k, "bfly": _LANE ^ k, "idx": k}[mode]
+            inside = (src >= 0) & (src < WARP)
+            srcc = np.clip(src, 0, WARP - 1)
+            rows = np.arange(G.size)[:, None]
+            valid = inside & st.active[G][rows, srcc]
+            out = np.where(valid, A[rows, srcc], A).ravel()
+            write(lanes, _select(out, G, lanes))
+
+        return body
+
+    def _vote(self, ins: Instruction, b: _Batch) -> Callable:
+        mode = next(q for q in ins.quals if q in ("any", "all", "ballot"))
+        src = ins.srcs[0]
+        parr = b.R[src.reg].reshape(b.W, WARP)
+        d = ins.dsts[0]
+        write = self._writer(d, b, TYPES[d.type].dtype)
+        weights = (np.uint32(1) << np.arange(WARP, dtype=np.uint32))
+
+        def body(G, lanes):
+            on = np.zeros((G.size, WARP), dtype=bool)
+            local = _positions(G, lanes)
+            on.ravel()[local] = True
+            p = parr[G] != src.negate
+            if mode == "any":
+                res = (p & on).any(1)
+            elif mode == "all":
+                res = (p | ~on).all(1)
+            else:
+                res = ((p & on) * weights).sum(1, dtype=np.uint64).astype(np.uint32)
+            write(lanes, np.repeat(res, WARP)[local])
+
+        return body
+
+    # ---- memory -----------------------------------------------------------------------------------
+    def _memory(self, ins: Instruction, b: _Batch) -> Callable:
+        op, space = ins.opcode, ins.space
+        t = TYPES[ins.types[0]]
+        width = t.bytes
+        addr_op = ins.srcs[0] if op in ("ld", "atom") else ins.dsts[0]
+        stats = self.stats
+        if space == "param":
+            v = np.frombuffer(self.params, dtype=t.dtype, count=1, offset=addr_op.value)[0]
+            write = self._writer(ins.dsts[0], b, t.dtype)
+            return lambda G, lanes: write(lanes, v)
+        base = b.R[addr_op.reg] if addr_op.reg >= 0 else None
+        offset = np.int64(addr_op.value)
+        rec = b.rec
+        if space == "global":
+            mem = self.memory
+            buf = mem.buffer
+            view = buf.view(t.dtype) if buf.size % width == 0 else None
+
+            def addresses(lanes):
+                a = base[lanes].astype(np.int64) + offset if base is not None else np.full(
+                    _count(lanes, b), offset)
+                if rec is not None:
+                    rec.memory(a)
+                if width > 1 and (a % width).any():
+                    bad = int(np.flatnonzero(a % width)[0])
+                    self.fault(b, ins, _lane_at(lanes, bad), f"misaligned {width}-byte global access",
+                               int(a[bad]))
+                off = mem.offsets(a, width)
+                if off is None:
+                    bad = int(np.flatnonzero(~mem.valid(a, width))[0])
+                    self.fault(b, ins, _lane_at(lanes, bad), f"out-of-bounds {width}-byte global access "
+                               "(outside every allocation)", int(a[bad]))
+                return off // width
+        else:
+            view = b.smem.view(t.dtype)
+            size, stride = b.smem_size, b.smem_stride
+
+            def addresses(lanes):
+                a = base[lanes].astype(np.int64) + offset if base is not None else np.full(
+                    _count(lanes, b), offset)
+                if rec is not None:
+                    rec.memory(a)
+                bad = (a < 0) | (a + width > size)
+                if width > 1:
+                    bad |= (a % width) != 0
+                if bad.any():
+                    i = int(np.flatnonzero(bad)[0])
+                    what = "misaligned" if 0 <= a[i] and a[i] + width <= size else "out-of-bounds"
+                    self.fault(b, ins, _lane_at(lanes, i), f"{what} {width}-byte shared access (the block has "
+                               f"{size} bytes of shared memory)", int(a[i]))
+                return (a + b.lane_block[lanes] * stride) // width
+
+        counter = "global" if space == "global" else "shared"
+        if op == "ld":
+            write = self._writer(ins.dsts[0], b, t.dtype)
+
+            def body(G, lanes):
+                idx = addresses(lanes)
+                write(lanes, view[idx])
+                setattr(stats, f"{counter}_bytes_read", getattr(stats, f"{counter}_bytes_read") + idx.size * width)
+            return body
+        value = self._reader(ins.srcs[0] if op == "st" else ins.srcs[1], b)
+        if op == "st":
+            def body(G, lanes):
+                idx = addresses(lanes)
+                view[idx] = value(lanes)
+                setattr(stats, f"{counter}_bytes_written",
+                        getattr(stats, f"{counter}_bytes_written") + idx.size * width)
+            return body
+        aop = next(q for q in ins.quals if q in atomics.OPS)
+        extra = self._reader(ins.srcs[2], b) if aop == "cas" else None
+        write = self._writer(ins.dsts[0], b, t.dtype) if op == "atom" else None
+        aview = view.view(t.dtype)
+
+        def body(G, lanes):
+            idx = addresses(lanes)
+            n = idx.size
+            vals = np.broadcast_to(np.asarray(value(lanes), dtype=t.dtype), (n,))
+            c = np.broadcast_to(np.asarray(extra(lanes), dtype=t.dtype), (n,)) if extra else None
+            old = atomics.apply(aview, idx, aop, vals, c)
+            if write is not None:
+                write(lanes, old)
+            stats.atomics += n
+        return body
+
+
+def _count(lanes, b: _Batch) -> int:
+    return b.W * WARP if isinstance(lanes, slice) else lanes.size
+
+
+def _lane_at(lanes, i: int) -> int:
+    return i if isinstance(lanes, slice) else int(lanes[i])
+
+
+def _positions(G: np.ndarray, lanes) -> np.ndarray:
+    """Positions of `lanes` within the [len(G), 32] block of the warps in G."""
+    if isinstance(lanes, slice):
+        return np.arange(G.size * WARP)
+    row = np.searchsorted(G, lanes // WARP)
+    return row * WARP + lanes % WARP
+
+
+def _select(out: np.ndarray, G: np.ndarray, lanes) -> np.ndarray:
+    return out if isinstance(lanes, slice) else out[_positions(G, lanes)]
+
+
+def execute(program: Program, launch: Launch, params: dict, memory: GlobalMemory, *, cfg=None,
+            max_steps_per_warp: int | None = None, batch_lanes: int | None = None) -> ExecResult:
+    """Run `program` over `launch` with `params` (device addresses for pointers, numbers for scalars)
+    against `memory`, which it updates. Returns the execution statistics."""
+    ex = Executor(program, launch, params, memory, cfg=cfg, max_steps_per_warp=max_steps_per_warp,
+                  batch_lanes=batch_lanes)
+    return ExecResult(program, launch, ex.run())
+
+
+def block_streams(program: Program, launch: Launch, params: dict, memory: GlobalMemory, *, cfg=None,
+                  max_steps_per_warp: int | None = None, batch_lanes: int | None = None
+                  ) -> Iterator[BlockStream]:
+    """Execute and yield, block by block, the stream of warp instructions each warp issued (pc,
+    active mask, per-lane addresses of memory instructions): the timing model's input. Only one
+    batch of blocks is held in memory at a time."""
+    ex = Executor(program, launch, params, memory, cfg=cfg, max_steps_per_warp=max_steps_per_warp,
+                  record=True, batch_lanes=batch_lanes)
+    for b in ex.batches():
+        yield from b.rec.blocks(program, b.first_block, b.nblocks, b.wpb)
+
+
+__all__ = ["BASE_ADDRESS", "ExecResult", "Executor", "block_streams", "execute"]

@@ -1,0 +1,63 @@
+"""A kernel launch: grid and block dimensions (the `<<<grid, block>>>` of CUDA), checked against the
+hardware limits of a config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpusim.errors import LaunchError
+
+DEFAULT_MAX_BLOCK_DIMS = (1024, 1024, 64)
+DEFAULT_MAX_GRID_DIMS = (2**31 - 1, 65535, 65535)
+DEFAULT_MAX_THREADS_PER_BLOCK = 1024
+
+
+def _dims(value, field: str) -> tuple[int, int, int]:
+    if isinstance(value, int):
+        value = (value,)
+    try:
+        dims = tuple(int(v) for v in value)
+    except (TypeError, ValueError):
+        raise LaunchError(f"expected an integer or up to 3 integers, got {value!r}", field=field) from None
+    if not 1 <= len(dims) <= 3 or any(int(v) != v for v in value):
+        raise LaunchError(f"expected 1 to 3 integer dimensions, got {value!r}", field=field)
+    return dims + (1,) * (3 - len(dims))
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+
+    @classmethod
+    def make(cls, grid, block) -> Launch:
+        return cls(_dims(grid, "grid"), _dims(block, "block"))
+
+    @property
+    def threads_per_block(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    @property
+    def num_blocks(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+    def warps_per_block(self, warp_size: int = 32) -> int:
+        return -(-self.threads_per_block // warp_size)
+
+    def validate(self, cfg=None, shared_bytes: int = 0) -> None:
+        """Raise LaunchError naming the field when the launch exceeds the hardware's limits."""
+        max_block = tuple(cfg.sm.max_block_dims) if cfg else DEFAULT_MAX_BLOCK_DIMS
+        max_grid = tuple(cfg.chip.max_grid_dims) if cfg else DEFAULT_MAX_GRID_DIMS
+        max_threads = cfg.sm.max_threads_per_block if cfg else DEFAULT_MAX_THREADS_PER_BLOCK
+        for name, dims, limits in (("grid", self.grid, max_grid), ("block", self.block, max_block)):
+            for axis, v, lim in zip("xyz", dims, limits, strict=True):
+                if v < 1:
+                    raise LaunchError(f"{name}.{axis} is {v}; must be at least 1", field=name)
+                if v > lim:
+                    raise LaunchError(f"{name}.{axis} is {v}; the limit is {lim}", field=name)
+        if self.threads_per_block > max_threads:
+            raise LaunchError(f"{self.threads_per_block} threads per block; the limit is {max_threads}",
+                              field="block")
+        if cfg is not None and shared_bytes > cfg.sm.max_shared_memory_per_block_optin_bytes:
+            raise LaunchError(f"{shared_bytes} bytes of shared memory per block; the limit is "
+                              f"{cfg.sm.max_shared_memory_per_block_optin_bytes}", field="shared_memory")

@@ -1,0 +1,181 @@
+"""What each ALU opcode computes, on numpy arrays of lanes. Pure functions: (instruction, operand
+arrays) -> result array of the destination's type. Integer arithmetic wraps as on the GPU; f32 is
+computed in float32 (no silent float64 promotion) except where noted."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpusim.isa.program import Instruction
+from gpusim.isa.types import TYPES, widened
+
+
+def _u(dt: np.dtype) -> np.dtype:
+    return np.dtype(f"u{dt.itemsize}")
+
+
+def _trunc_divmod(a: np.ndarray, b: np.ndarray, signed: bool, dt: np.dtype):
+    """Quotient rounded toward zero and remainder with the sign of a; x/0 -> all ones, x%0 -> x."""
+    a, b = np.broadcast_arrays(a, b)
+    zero = b == 0
+    if signed:
+        wide = np.int64
+        a64, b64 = a.astype(wide), np.where(zero, 1, b).astype(wide)
+        with np.errstate(over="ignore"):
+            q = a64 // b64
+            r = a64 - q * b64
+            fix = (r != 0) & ((r < 0) != (b64 < 0))
+            q = q + fix
+            r = r - fix * b64
+        q = np.where(zero, -1, q).astype(dt)
+        r = np.where(zero, a64, r).astype(dt)
+        return q, r
+    safe = np.where(zero, 1, b).astype(dt)
+    q = np.where(zero, np.iinfo(dt).max, a // safe).astype(dt)
+    r = np.where(zero, a, a % safe).astype(dt)
+    return q, r
+
+
+def _mul_hi(a, b, dt: np.dtype):
+    bits = dt.itemsize * 8
+    if bits == 32:
+        w = np.int64 if dt.kind == "i" else np.uint64
+        return ((np.asarray(a).astype(w) * np.asarray(b).astype(w)) >> 32).astype(dt)
+    prod = (np.asarray(a).astype(object) * np.asarray(b).astype(object)) >> 64
+    return np.asarray(prod).astype(np.int64 if dt.kind == "i" else np.uint64).astype(dt)
+
+
+def _shift(a, n, dt: np.dtype, left: bool):
+    bits = dt.itemsize * 8
+    n = np.asarray(n).astype(np.int64)
+    big = n >= bits
+    n_c = np.minimum(n, bits - 1).astype(dt)
+    if left:
+        return np.where(big, dt.type(0), np.left_shift(a, n_c)).astype(dt)
+    if dt.kind == "i":
+        return np.right_shift(a, np.where(big, bits - 1, n_c).astype(dt)).astype(dt)
+    return np.where(big, dt.type(0), np.right_shift(a, n_c)).astype(dt)
+
+
+def _compare(cmp: str, a, b, t):
+    if cmp in ("lo", "ls", "hi", "hs"):
+        a, b = np.asarray(a).view(_u(t.dtype)) if np.ndim(a) else _u(t.dtype).type(a & ((1 << t.bits) - 1)), \
+            np.asarray(b).view(_u(t.dtype)) if np.ndim(b) else _u(t.dtype).type(int(b) & ((1 << t.bits) - 1))
+        cmp = {"lo": "lt", "ls": "le", "hi": "gt", "hs": "ge"}[cmp]
+    if t.is_float:
+        nan = np.isnan(a) | np.isnan(b)
+        if cmp == "num":
+            return ~nan
+        if cmp == "nan":
+            return nan
+        if cmp.endswith("u"):
+            return _compare(cmp[:-1], a, b, t) | nan
+        if cmp == "ne":
+            return (a != b) & ~nan
+    ops = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+           "gt": np.greater, "ge": np.greater_equal}
+    return ops[cmp](a, b)
+
+
+def _cvt(ins: Instruction, a):
+    td, ts = TYPES[ins.types[0]], TYPES[ins.types[1]]
+    a = np.asarray(a)
+    if ts.is_int and a.dtype != ts.dtype:
+        a = a.astype(ts.dtype)  # sub-word source: truncate the register first
+    if td.is_int and ts.is_float:
+        mode = next((q for q in ins.quals if q.endswith("i")), "rzi")
+        x = a.astype(np.float64)
+        x = {"rzi": np.trunc, "rni": np.rint, "rmi": np.floor, "rpi": np.ceil}[mode](x)
+        info = np.iinfo(td.dtype)
+        x = np.where(np.isnan(x), 0.0, np.clip(x, float(info.min), float(info.max)))
+        if td.bits == 64:
+            out = np.where(x >= 2.0**63, info.max, x).astype(td.dtype) if td.kind == "u" else x.astype(td.dtype)
+            return out
+        return x.astype(np.int64).astype(td.dtype)
+    if td.is_float and ts.is_float and td.bits < ts.bits:
+        return a.astype(td.dtype)
+    out = a.astype(td.dtype)
+    if "sat" in ins.quals and td.is_float:
+        out = np.clip(out, 0, 1).astype(td.dtype)
+    return out
+
+
+def alu(ins: Instruction):
+    """Return f(*sources) -> result for an ALU instruction (everything but memory, control, shfl, vote)."""
+    op, t = ins.opcode, TYPES[ins.types[0]] if ins.types else None
+    dt = t.dtype if t else None
+    if op == "mov":
+        return lambda a: a
+    if op == "cvt":
+        return lambda a: _cvt(ins, a)
+    if op in ("add", "fadd"):
+        if "sat" in ins.quals and t.is_int:
+            info = np.iinfo(dt)
+            return lambda a, b: np.clip(np.add(a, b, dtype=np.int64), info.min, info.max).astype(dt)
+        if "sat" in ins.quals:
+            return lambda a, b: np.clip(np.add(a, b, dtype=dt), 0, 1).astype(dt)
+        return lambda a, b: np.add(a, b, dtype=dt)
+    if op == "sub":
+        if "sat" in ins.quals and t.is_int:
+            info = np.iinfo(dt)
+            return lambda a, b: np.clip(np.subtract(a, b, dtype=np.int64), info.min, info.max).astype(dt)
+        return lambda a, b: np.subtract(a, b, dtype=dt)
+    if op in ("mul", "fmul"):
+        if t.is_float:
+            return lambda a, b: np.multiply(a, b, dtype=dt)
+        if "hi" in ins.quals:
+            return lambda a, b: _mul_hi(a, b, dt)
+        if "wide" in ins.quals:
+            wt = widened(t).dtype
+            return lambda a, b: np.multiply(np.asarray(a).astype(wt), np.asarray(b).astype(wt), dtype=wt)
+        return lambda a, b: np.multiply(a, b, dtype=dt)
+    if op in ("mad", "fma"):
+        if t.is_float:
+            if t.bits == 64:
+                return lambda a, b, c: np.asarray(np.multiply(a, b, dtype=dt) + c, dtype=dt)
+            return lambda a, b, c: (np.multiply(a, b, dtype=np.float64) + c).astype(dt)
+        if "hi" in ins.quals:
+            return lambda a, b, c: np.add(_mul_hi(a, b, dt), c, dtype=dt)
+        if "wide" in ins.quals:
+            wt = widened(t).dtype
+            return lambda a, b, c: np.add(np.multiply(np.asarray(a).astype(wt), np.asarray(b).astype(wt), dtype=wt),
+                                          c, dtype=wt)
+        return lambda a, b, c: np.add(np.multiply(a, b, dtype=dt), c, dtype=dt)
+    if op in ("div", "rem"):
+        if t.is_float:
+            return lambda a, b: np.divide(a, b, dtype=dt)
+        k = 0 if op == "div" else 1
+        return lambda a, b: _trunc_divmod(np.asarray(a, dtype=dt), np.asarray(b, dtype=dt), t.kind == "s", dt)[k]
+    if op in ("min", "max"):
+        f = {"min": np.fmin, "max": np.fmax}[op] if t.is_float else {"min": np.minimum, "max": np.maximum}[op]
+        return lambda a, b: np.asarray(f(a, b), dtype=dt)
+    if op == "abs":
+        return lambda a: np.abs(a).astype(dt)
+    if op == "neg":
+        return lambda a: np.negative(a).astype(dt)
+    if op in ("and", "or", "xor"):
+        f = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[op]
+        return lambda a, b: f(a, b, dtype=dt)
+    if op == "not":
+        if t.kind == "pred":
+            return lambda a: np.logical_not(a)
+        return lambda a: np.invert(np.asarray(a, dtype=dt))
+    if op in ("shl", "shr"):
+        return lambda a, n: _shift(np.asarray(a, dtype=dt), n, dt, op == "shl")
+    if op == "popc":
+        return lambda a: np.bitwise_count(np.asarray(a, dtype=dt)).astype(dt)
+    if op == "setp":
+        cmp = next(q for q in ins.quals)
+        return lambda a, b: _compare(cmp, a, b, t)
+    if op == "selp":
+        return lambda a, b, p: np.where(p, a, b).astype(dt)
+    if op == "rcp":
+        return lambda a: np.divide(dt.type(1), a, dtype=dt)
+    if op == "sqrt":
+        return lambda a: np.sqrt(a, dtype=dt)
+    if op == "rsqrt":
+        return lambda a: np.divide(dt.type(1), np.sqrt(a, dtype=dt), dtype=dt)
+    if op in ("sin", "cos", "ex2", "lg2"):
+        f = {"sin": np.sin, "cos": np.cos, "ex2": np.exp2, "lg2": np.log2}[op]
+        return lambda a: f(np.asarray(a, dtype=dt), dtype=dt)
+    raise NotImplementedError(f"no semantics for {ins.mnemonic}")

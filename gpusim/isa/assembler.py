@@ -1,0 +1,465 @@
+"""Assembler: `.sasm` text -> Program. Every error names file:line:col, the token and what was
+expected. See docs/isa.md for the language."""
+
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from gpusim.errors import AssemblyError
+from gpusim.isa.cfg import peak_live_registers, reconvergence_points
+from gpusim.isa.opcodes import OPCODES, Unit
+from gpusim.isa.program import (
+    SPECIAL_REGISTERS,
+    Instruction,
+    Operand,
+    Param,
+    Program,
+    Register,
+    SharedVar,
+)
+from gpusim.isa.types import REGISTER_TYPES, TYPES, ScalarType, compatible, widened
+
+_IDENT = r"[A-Za-z_$][\w$]*"
+_LABEL_RE = re.compile(rf"^({_IDENT})\s*:")
+_REG_NAME_RE = re.compile(r"^%[A-Za-z_$][\w$]*$")
+_RANGE_RE = re.compile(r"^(%[A-Za-z_$][\w$]*?)<(\d+)>$")
+_INT_RE = re.compile(r"^[-+]?(0[xX][0-9a-fA-F]+|0[bB][01]+|\d+)$")
+_FLOAT_RE = re.compile(r"^[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?$|^[-+]?(inf|nan)$")
+_HEXF_RE = re.compile(r"^0[fF]([0-9a-fA-F]{8})$|^0[dD]([0-9a-fA-F]{16})$")
+_SHARED_RE = re.compile(rf"^({_IDENT})\s*\[\s*(\d+)\s*\]$")
+_SIG_NAMES = {"d": "destination", "s": "source", "u": "u32 source", "P": "predicate destination",
+              "Q": "predicate source", "M": "[address]", "L": "label", "B": "barrier number"}
+
+
+class _Stmt:
+    __slots__ = ("line", "col", "text")
+
+    def __init__(self, line: int, col: int, text: str):
+        self.line, self.col, self.text = line, col, text
+
+
+def _statements(text: str):
+    """Split source into statements (line, col, text), dropping `//` comments, splitting at `;`."""
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        code = raw.split("//", 1)[0]
+        pos = 0
+        for piece in code.split(";"):
+            stripped = piece.strip()
+            if stripped:
+                yield _Stmt(lineno, pos + piece.index(stripped[0]) + 1, stripped)
+            pos += len(piece) + 1
+
+
+def _split_operands(text: str, col0: int) -> list[tuple[str, int]]:
+    """Split `a, [b+4], c` at top-level commas -> [(token, col)]."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text + ","):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            tok = text[start:i]
+            if tok.strip():
+                out.append((tok.strip(), col0 + start + (len(tok) - len(tok.lstrip()))))
+            else:
+                out.append(("", col0 + start))
+            start = i + 1
+    return out
+
+
+class _Assembler:
+    def __init__(self, text: str, file: str):
+        self.text, self.file = text, file
+        self.name: str | None = None
+        self.params: list[Param] = []
+        self.param_offset = 0
+        self.regs: dict[str, Register] = {}
+        self.shared: list[SharedVar] = []
+        self.shared_offset = 0
+        self.labels: dict[str, int] = {}
+        self.label_order: list[tuple[str, int]] = []
+        self.maxnreg = 0
+        self.pending: list[tuple[_Stmt, dict]] = []  # parsed instructions awaiting label resolution
+
+    def error(self, msg: str, stmt: _Stmt, col: int | None = None, token: str | None = None):
+        raise AssemblyError(msg, file=self.file, line=stmt.line, col=col or stmt.col, token=token)
+
+    # ---- directives ---------------------------------------------------------------------------
+    def directive(self, st: _Stmt):
+        head, _, rest = st.text.partition(" ")
+        rest = rest.strip()
+        col_rest = st.col + len(head) + 1 + (len(st.text) - len(head) - 1 - len(rest)) if rest else st.col
+        if head in (".kernel", ".entry"):
+            if self.name is not None:
+                self.error("only one .kernel per file", st, token=head)
+            if not re.fullmatch(_IDENT, rest):
+                self.error("expected a kernel name after .kernel", st, col_rest, rest or head)
+            self.name = rest
+        elif head == ".param":
+            t, name = self._typed(st, rest, col_rest, "parameter")
+            if t.kind == "pred":
+                self.error("a parameter cannot be .pred", st, col_rest, rest)
+            if not re.fullmatch(_IDENT, name):
+                self.error("expected a parameter name", st, col_rest, name)
+            if any(p.name == name for p in self.params):
+                self.error(f"parameter '{name}' declared twice", st, col_rest, name)
+            self.param_offset = -(-self.param_offset // t.bytes) * t.bytes
+            self.params.append(Param(name, t.name, self.param_offset))
+            self.param_offset += t.bytes
+        elif head == ".reg":
+            t, names = self._typed(st, rest, col_rest, "register")
+            if t.name not in REGISTER_TYPES:
+                self.error(f"registers cannot be .{t.name}; use one of "
+                           + ", ".join("." + r for r in REGISTER_TYPES), st, col_rest, "." + t.name)
+            for tok, col in _split_operands(names, col_rest):
+                m = _RANGE_RE.match(tok)
+                declared = [f"{m.group(1)}{i}" for i in range(int(m.group(2)))] if m else [tok]
+                for name in declared:
+                    if not _REG_NAME_RE.match(name):
+                        self.error("expected a register name like %r1", st, col, tok)
+                    if name in self.regs or name in SPECIAL_REGISTERS or name.split(".")[0] in (
+                            "%tid", "%ntid", "%ctaid", "%nctaid"):
+                        self.error(f"register '{name}' declared twice or reserved", st, col, tok)
+                    self.regs[name] = Register(name, t.name, len(self.regs))
+        elif head == ".shared":
+            align = 0
+            m = re.match(r"^\.align\s+(\d+)\s+", rest)
+            if m:
+                align = int(m.group(1))
+                if align <= 0 or align & (align - 1):
+                    self.error("alignment must be a power of two", st, col_rest, m.group(1))
+                rest = rest[m.end():]
+            t, decl = self._typed(st, rest, col_rest, "shared variable")
+            m = _SHARED_RE.match(decl) or re.fullmatch(_IDENT, decl)
+            if not m:
+                self.error("expected NAME[COUNT] after .shared .type", st, col_rest, decl)
+            name = m.group(1) if m.re is _SHARED_RE else decl
+            count = int(m.group(2)) if m.re is _SHARED_RE else 1
+            if count <= 0:
+                self.error("shared array size must be positive", st, col_rest, decl)
+            if self._symbol_taken(name):
+                self.error(f"name '{name}' declared twice", st, col_rest, name)
+            align = align or t.bytes
+            off = -(-self.shared_offset // align) * align
+            self.shared.append(SharedVar(name, t.name, count, align, off))
+            self.shared_offset = off + t.bytes * count
+        elif head == ".maxnreg":
+            if not rest.isdigit() or not 1 <= int(rest) <= 255:
+                self.error("expected a register count 1..255 after .maxnreg", st, col_rest, rest or head)
+            self.maxnreg = int(rest)
+        else:
+            self.error("unknown directive; expected .kernel, .param, .reg, .shared or .maxnreg", st,
+                       token=head)
+
+    def _symbol_taken(self, name: str) -> bool:
+        return any(v.name == name for v in self.shared) or any(p.name == name for p in self.params)
+
+    def _typed(self, st: _Stmt, rest: str, col: int, what: str) -> tuple[ScalarType, str]:
+        tname, _, tail = rest.partition(" ")
+        if not tname.startswith(".") or tname[1:] not in TYPES:
+            self.error(f"expected a type (.u32, .f32, ...) for the {what}", st, col, tname or rest)
+        if not tail.strip():
+            self.error(f"expected a {what} name after the type", st, col, rest)
+        return TYPES[tname[1:]], tail.strip()
+
+    # ---- instructions -------------------------------------------------------------------------
+    def instruction(self, st: _Stmt):
+        text, col = st.text, st.col
+        guard, guard_neg = -1, False
+        if text.startswith("@"):
+            gtok, _, text2 = text.partition(" ")
+            name = gtok[1:]
+            if name.startswith("!"):
+                guard_neg, name = True, name[1:]
+            reg = self.regs.get(name)
+            if reg is None:
+                self.error("undefined register in guard; expected a declared .pred register", st, col, gtok)
+            if reg.type != "pred":
+                self.error(f"guard register {name} is .{reg.type}; expected .pred", st, col, gtok)
+            guard = reg.index
+            stripped = text2.lstrip()
+            col += len(text) - len(stripped)
+            text = stripped
+            if not text:
+                self.error("expected an instruction after the guard", st, col, gtok)
+        mnem, _, ops = text.partition(" ")
+        ops_stripped = ops.strip()
+        ops_col = col + len(mnem) + 1 + (len(ops) - len(ops.lstrip()))
+        parts = mnem.split(".")
+        spec = OPCODES.get(parts[0])
+        if spec is None:
+            self.error("unknown opcode", st, col, parts[0])
+        types, quals = [], []
+        for p in parts[1:]:
+            if p in TYPES and spec.ntypes:
+                types.append(p)
+            else:
+                quals.append(p)
+        if len(types) != spec.ntypes:
+            if spec.ntypes == 0:
+                self.error(f"{spec.name} takes no type suffix", st, col, mnem)
+            self.error(f"{spec.name} needs {spec.ntypes} type suffix{'es' if spec.ntypes > 1 else ''} "
+                       f"(e.g. {spec.name}.{sorted(spec.types)[0]})", st, col, mnem)
+        for t in types:
+            if t not in spec.types:
+                self.error(f"{spec.name} does not take .{t}; expected one of "
+                           + " ".join("." + x for x in sorted(spec.types)), st, col, mnem)
+        seen = set()
+        for q in quals:
+            group = next((i for i, g in enumerate(spec.quals) if q in g), None)
+            if group is None:
+                self.error(f"unknown qualifier .{q} for {spec.name}", st, col, mnem)
+            if group in seen:
+                self.error(f"two qualifiers of one kind in {mnem}", st, col, mnem)
+            seen.add(group)
+        for g in spec.required:
+            if g not in seen:
+                self.error(f"{spec.name} needs one of " + " ".join("." + x for x in sorted(spec.quals[g])),
+                           st, col, mnem)
+        sig = spec.sig
+        if spec.name == "atom" and "cas" in quals:
+            sig = "dMss"
+        toks = _split_operands(ops_stripped, ops_col) if ops_stripped else []
+        optional = 1 if sig.endswith("B") else 0
+        if not len(sig) - optional <= len(toks) <= len(sig):
+            want = ", ".join(_SIG_NAMES[c] for c in sig) or "no operands"
+            self.error(f"{mnem} expects {len(sig) - optional if optional else len(sig)} operand(s) ({want}), "
+                       f"got {len(toks)}", st, ops_col if toks else col, ops_stripped or mnem)
+        self.pending.append((st, dict(spec=spec, quals=tuple(quals), types=tuple(types), sig=sig,
+                                      toks=toks, guard=guard, guard_neg=guard_neg)))
+
+    def operand(self, st, letter, tok, col, itype: ScalarType | None, ins: dict) -> Operand:
+        if not tok:
+            self.error(f"missing {_SIG_NAMES[letter]}", st, col, ",")
+        if letter in "PQ":
+            neg = letter == "Q" and tok.startswith("!")
+            name = tok[1:] if neg else tok
+            reg = self.regs.get(name)
+            if reg is None:
+                self.error("undefined register; expected a declared .pred register", st, col, tok)
+            if reg.type != "pred":
+                self.error(f"type mismatch: {name} is .{reg.type}; expected a .pred register", st, col, tok)
+            return Operand("reg", "pred", reg.index, negate=neg)
+        if letter == "L":
+            if not re.fullmatch(_IDENT, tok):
+                self.error("expected a label", st, col, tok)
+            if tok not in self.labels:
+                self.error("undefined label", st, col, tok)
+            return Operand("label", "", -1, self.labels[tok], tok)
+        if letter == "B":
+            if not _INT_RE.match(tok) or not 0 <= int(tok, 0) <= 15:
+                self.error("expected a barrier number 0..15", st, col, tok)
+            return Operand("imm", "u32", value=int(tok, 0))
+        if letter == "M":
+            return self.address(st, tok, col, ins)
+        if letter == "d":
+            reg = self.regs.get(tok)
+            if reg is None:
+                what = "immediate" if _INT_RE.match(tok) or _FLOAT_RE.match(tok) else "register"
+                self.error("undefined register; expected a destination register" if what == "register"
+                           else "expected a destination register, got an immediate", st, col, tok)
+            self._check_type(st, col, tok, reg, itype, ins, dst=True)
+            return Operand("reg", itype.name, reg.index)
+        # 's' / 'u' sources
+        if tok in self.regs:
+            reg = self.regs[tok]
+            self._check_type(st, col, tok, reg, itype, ins, dst=False)
+            return Operand("reg", itype.name, reg.index)
+        if tok in SPECIAL_REGISTERS:
+            if not (itype.is_int and itype.bits >= 32) and ins["spec"].name != "cvt":
+                self.error(f"type mismatch: {tok} is .u32; {ins['spec'].name}.{itype.name} needs .{itype.name}",
+                           st, col, tok)
+            return Operand("special", itype.name, name=tok)
+        if tok.startswith("%"):
+            self.error("undefined register", st, col, tok)
+        sym = next((v for v in self.shared if v.name == tok), None)
+        if sym is not None:
+            if not (itype.is_int and itype.bits >= 32):
+                self.error("a shared symbol's address needs an integer type of 32 or 64 bits", st, col, tok)
+            return Operand("sym", itype.name, value=sym.offset, name=tok)
+        return Operand("imm", itype.name, value=self.immediate(st, tok, col, itype))
+
+    def _check_type(self, st, col, tok, reg: Register, itype: ScalarType, ins: dict, dst: bool):
+        rtype = TYPES[reg.type]
+        spec = ins["spec"]
+        ok = compatible(itype, rtype)
+        if not ok and spec.name in ("ld", "st", "cvt") and itype.is_int and itype.bits < 32:
+            ok = rtype.is_int and rtype.bits >= 32  # sub-word memory widths extend into wide registers
+        if not ok:
+            self.error(f"type mismatch: {tok} is .{reg.type}; {spec.name}.{itype.name} needs a "
+                       f".{itype.name} register", st, col, tok)
+
+    def immediate(self, st, tok, col, itype: ScalarType):
+        m = _HEXF_RE.match(tok)
+        if itype.kind == "pred":
+            if tok in ("0", "1"):
+                return int(tok)
+            self.error("expected 0 or 1 for a .pred immediate", st, col, tok)
+        if itype.is_float:
+            if m:
+                if m.group(1):
+                    return float(struct.unpack(">f", bytes.fromhex(m.group(1)))[0])
+                return float(struct.unpack(">d", bytes.fromhex(m.group(2)))[0])
+            if _FLOAT_RE.match(tok):
+                return float(np.asarray(float(tok), dtype=itype.dtype))
+            if _INT_RE.match(tok):
+                return float(int(tok, 0))
+            self.error(f"expected a register or a .{itype.name} immediate", st, col, tok)
+        if _INT_RE.match(tok):
+            v = int(tok, 0)
+            lo, hi = -(1 << (itype.bits - 1)), (1 << itype.bits) - 1
+            if not lo <= v <= hi:
+                self.error(f"immediate does not fit .{itype.name}", st, col, tok)
+            return v
+        if _FLOAT_RE.match(tok) or m:
+            self.error(f"type mismatch: float immediate for .{itype.name}", st, col, tok)
+        self.error(f"expected a register or a .{itype.name} immediate", st, col, tok)
+
+    def address(self, st, tok, col, ins) -> Operand:
+        space = next(q for q in ins["quals"] if q in ("global", "shared", "param"))
+        if not (tok.startswith("[") and tok.endswith("]")):
+            self.error("expected a memory address like [%rd1+4]", st, col, tok)
+        inner = tok[1:-1].replace(" ", "")
+        m = re.fullmatch(r"([%\w$.]+)?(?:([+-])(0[xX][0-9a-fA-F]+|\d+))?", inner)
+        if not m or not inner:
+            self.error("expected [register], [register+offset], [symbol+offset] or [address]", st, col, tok)
+        base, sign, off = m.group(1), m.group(2), m.group(3)
+        offset = (int(off, 0) if off else 0) * (-1 if sign == "-" else 1)
+        if base and _INT_RE.match(base) and not sign:
+            return Operand("addr", "", -1, int(base, 0))
+        if space == "param":
+            p = next((p for p in self.params if p.name == base), None)
+            if p is None:
+                self.error("expected a kernel parameter name in ld.param", st, col, base or tok)
+            return Operand("addr", "", -1, p.offset + offset, p.name)
+        if base in self.regs:
+            reg = self.regs[base]
+            t = TYPES[reg.type]
+            if not t.is_int:
+                self.error(f"address register {base} is .{reg.type}; expected an integer register", st, col, tok)
+            if space == "global" and t.bits != 64:
+                self.error(f"global addresses are 64-bit: {base} is .{reg.type}; expected .u64", st, col, tok)
+            return Operand("addr", "", reg.index, offset)
+        sym = next((v for v in self.shared if v.name == base), None)
+        if sym is not None and space == "shared":
+            return Operand("addr", "", -1, sym.offset + offset, sym.name)
+        if base and base.startswith("%"):
+            self.error("undefined register", st, col, base)
+        self.error(f"undefined symbol in a .{space} address", st, col, base or tok)
+
+    # ---- driver -------------------------------------------------------------------------------
+    def run(self) -> Program:
+        stmts = list(_statements(self.text))
+        # pass 1: labels and declarations; instruction statements are kept in order
+        instr_stmts = []
+        for st in stmts:
+            while True:
+                m = _LABEL_RE.match(st.text)
+                if not m or st.text.startswith("."):
+                    break
+                name = m.group(1)
+                if name in self.labels:
+                    self.error(f"label '{name}' defined twice", st, token=name)
+                self.labels[name] = len(instr_stmts)
+                self.label_order.append((name, len(instr_stmts)))
+                rest = st.text[m.end():]
+                stripped = rest.lstrip()
+                st = _Stmt(st.line, st.col + m.end() + len(rest) - len(stripped), stripped)
+                if not stripped:
+                    break
+            if not st.text:
+                continue
+            if st.text.startswith("."):
+                if instr_stmts and st.text.split()[0] in (".param", ".kernel", ".entry"):
+                    self.error("declarations must come before the first instruction", st,
+                               token=st.text.split()[0])
+                self.directive(st)
+            else:
+                if self.name is None:
+                    self.error("expected .kernel NAME before the first instruction", st,
+                               token=st.text.split()[0])
+                instr_stmts.append(st)
+        if self.name is None:
+            raise AssemblyError("no .kernel declared", file=self.file, line=1, col=1)
+        for st in instr_stmts:
+            self.instruction(st)
+        # pass 2: operands (labels are known now)
+        instrs = []
+        for pc, (st, ins) in enumerate(self.pending):
+            instrs.append(self.build(pc, st, ins))
+        if not instrs or not (instrs[-1].opcode in ("exit", "bra") and instrs[-1].guard < 0):
+            instrs.append(Instruction(len(instrs), "exit", (), (), (), (), Unit.BRANCH, text="exit"))
+        for name, pc in self.label_order:
+            if pc >= len(instrs):
+                raise AssemblyError(f"label '{name}' at the end of the kernel marks no instruction",
+                                    file=self.file, line=len(self.text.splitlines()), col=1, token=name)
+        instrs_t = tuple(instrs)
+        reconv = reconvergence_points(instrs_t)
+        instrs_t = tuple(replace(i, reconv=reconv[i.pc]) if i.pc in reconv else i for i in instrs_t)
+        regs = tuple(self.regs.values())
+        return Program(
+            name=self.name, params=tuple(self.params), registers=regs, shared=tuple(self.shared),
+            instructions=instrs_t, labels=tuple(self.label_order), maxnreg=self.maxnreg,
+            live_registers=peak_live_registers(instrs_t, [r.type for r in regs]), source=self.file,
+        )
+
+    def build(self, pc: int, st: _Stmt, ins: dict) -> Instruction:
+        spec, types, quals, sig = ins["spec"], ins["types"], ins["quals"], ins["sig"]
+        itype = TYPES[types[0]] if types else None
+        dsts, srcs, target = [], [], -1
+        wide = "wide" in quals
+        if wide and not (itype and itype.is_int and itype.bits == 32):
+            self.error(".wide needs a 32-bit integer type", st, token=".".join((spec.name, *quals, *types)))
+        if spec.name == "mul" and itype and itype.is_float and set(quals) & {"lo", "hi", "wide"}:
+            self.error(".lo/.hi/.wide apply to integer multiplies only", st)
+        if spec.name in ("sin", "cos", "ex2", "lg2", "rsqrt") and "rn" in quals:
+            self.error(f"{spec.name} is approximate: use .approx", st)
+        for i, (letter, (tok, col)) in enumerate(zip(sig, ins["toks"], strict=False)):
+            t = itype
+            if letter == "u":
+                t = TYPES["u32"]
+            elif spec.name == "cvt":
+                t = TYPES[types[0]] if letter == "d" else TYPES[types[1]]
+            elif wide and (letter == "d" or (spec.name == "mad" and i == 3)):
+                t = widened(itype)
+            if spec.name == "vote" and letter == "d":
+                t = TYPES["b32"] if itype.name == "b32" else TYPES["pred"]
+                if itype.name == "pred" and "ballot" in quals:
+                    self.error("vote.ballot gives a .b32 mask", st, token=".".join((spec.name, *quals, *types)))
+                if itype.name == "b32" and "ballot" not in quals:
+                    self.error("vote.any/.all give a .pred", st, token=".".join((spec.name, *quals, *types)))
+            op = self.operand(st, letter, tok, col, t, ins)
+            if letter == "L":
+                target = op.value
+                srcs.append(op)
+            elif letter in "dP" or (letter == "M" and spec.name in ("st", "red")):
+                dsts.append(op)
+            else:
+                srcs.append(op)
+        unit = spec.unit_for(types[0] if types else None)
+        if spec.name == "div" and itype and itype.kind == "f" and itype.bits <= 32:
+            unit = Unit.SFU
+        if spec.name == "cvt" and "f64" in types:
+            unit = Unit.FP64
+        return Instruction(pc, spec.name, quals, types, tuple(dsts), tuple(srcs), unit, ins["guard"],
+                           ins["guard_neg"], target, line=st.line, text=st.text)
+
+
+def assemble(text: str, file: str = "<string>") -> Program:
+    """Assemble `.sasm` source text into a Program."""
+    return _Assembler(text, file).run()
+
+
+def assemble_file(path: str | Path) -> Program:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise AssemblyError(f"cannot read kernel: {exc.strerror}", file=str(path), line=0, col=0) from None
+    return assemble(text, str(path))

@@ -1,0 +1,74 @@
+"""Disassembler: Program -> `.sasm` text, such that assemble(disassemble(p)) == p."""
+
+from __future__ import annotations
+
+import math
+import struct
+
+from gpusim.isa.program import Instruction, Operand, Program
+from gpusim.isa.types import TYPES
+
+
+def _imm(op: Operand) -> str:
+    if op.type and TYPES[op.type].is_float:
+        v = float(op.value)
+        if not math.isfinite(v):
+            if op.type == "f64":
+                return "0d" + struct.pack(">d", v).hex().upper()
+            return "0f" + struct.pack(">f", v).hex().upper()
+        return repr(v)
+    return str(int(op.value))
+
+
+def _operand(op: Operand, prog: Program) -> str:
+    if op.kind == "reg":
+        return ("!" if op.negate else "") + prog.registers[op.reg].name
+    if op.kind == "imm":
+        return _imm(op)
+    if op.kind in ("special", "sym", "label"):
+        return op.name
+    # address
+    if op.reg >= 0:
+        base = prog.registers[op.reg].name
+        off = op.value
+    elif op.name:
+        base = op.name
+        sym = next((v for v in prog.shared if v.name == op.name), None) or next(
+            p for p in prog.params if p.name == op.name)
+        off = op.value - sym.offset
+    else:
+        return f"[{op.value}]"
+    if off == 0:
+        return f"[{base}]"
+    return f"[{base}{'+' if off > 0 else '-'}{abs(off)}]"
+
+
+def format_instruction(ins: Instruction, prog: Program) -> str:
+    guard = ""
+    if ins.guard >= 0:
+        guard = "@" + ("!" if ins.guard_negate else "") + prog.registers[ins.guard].name + " "
+    if ins.opcode in ("st", "red"):
+        ops = list(ins.dsts) + list(ins.srcs)
+    else:
+        ops = list(ins.dsts) + list(ins.srcs)
+    body = ", ".join(_operand(o, prog) for o in ops)
+    return f"{guard}{ins.mnemonic}{' ' + body if body else ''};"
+
+
+def disassemble(prog: Program) -> str:
+    lines = [f".kernel {prog.name}"]
+    lines += [f".param .{p.type} {p.name}" for p in prog.params]
+    if prog.maxnreg:
+        lines.append(f".maxnreg {prog.maxnreg}")
+    for r in prog.registers:
+        lines.append(f".reg .{r.type} {r.name}")
+    for v in prog.shared:
+        lines.append(f".shared .align {v.align} .{v.type} {v.name}[{v.count}]")
+    labels_at: dict[int, list[str]] = {}
+    for name, pc in prog.labels:
+        labels_at.setdefault(pc, []).append(name)
+    for ins in prog.instructions:
+        for name in labels_at.get(ins.pc, []):
+            lines.append(f"{name}:")
+        lines.append("    " + format_instruction(ins, prog))
+    return "\n".join(lines) + "\n"

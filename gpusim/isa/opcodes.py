@@ -1,0 +1,148 @@
+"""The opcode table: the ONE place that says, for every opcode, which execution-unit class runs it,
+which types and qualifiers it takes, its operands and what it computes.
+
+Operand signature letters (`sig`):
+  d  destination register of the instruction type (double width with `.wide`; first type of `cvt`)
+  s  source of the instruction type: register, immediate, special register or shared symbol
+     (second type of `cvt`; for `.wide`, the third source of `mad` is double width)
+  u  source read as `.u32` (shift amounts, shuffle lane/delta)
+  P  destination predicate register
+  Q  source predicate register (may be negated: `!%p`)
+  M  memory address `[%reg]`, `[%reg+imm]`, `[symbol+imm]`, `[imm]`
+  L  label
+  B  barrier number (immediate, optional)
+The timing model reads a latency and a throughput per unit class from the YAML config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Unit(StrEnum):
+    FP32 = "FP32"
+    INT = "INT"
+    FP64 = "FP64"
+    SFU = "SFU"
+    LDST = "LDST"
+    BRANCH = "BRANCH"
+    SYNC = "SYNC"
+
+
+# Arithmetic whose unit follows its type: integer ALU, FP32 pipe (also f16), FP64 pipe.
+BY_TYPE = "by-type"
+
+INT_T = frozenset({"b32", "u32", "s32", "b64", "u64", "s64"})
+SINT_T = frozenset({"u32", "s32", "u64", "s64"})
+FLOAT_T = frozenset({"f16", "f32", "f64"})
+BITS_T = frozenset({"b32", "u32", "s32", "b64", "u64", "s64", "pred"})
+ALL_T = INT_T | FLOAT_T
+MEM_T = frozenset({"b8", "u8", "s8", "b16", "u16", "s16", "f16", "b32", "u32", "s32", "f32",
+                   "b64", "u64", "s64", "f64"})
+CMP = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs",
+                 "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan"})
+SPACES = frozenset({"global", "shared", "param"})
+ATOM_OPS = frozenset({"add", "min", "max", "exch", "cas", "and", "or", "xor"})
+RND_F = frozenset({"rn"})
+RND_CVT = frozenset({"rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi"})
+
+
+@dataclass(frozen=True, slots=True)
+class OpSpec:
+    name: str
+    unit: Unit | str  # a Unit, or BY_TYPE
+    sig: str
+    types: frozenset[str]  # allowed instruction types; empty: the opcode takes no type
+    quals: tuple[frozenset[str], ...] = ()  # qualifier groups, at most one of each
+    required: tuple[int, ...] = ()  # groups that must be given
+    ntypes: int = 1
+    doc: str = ""
+
+    def unit_for(self, type_name: str | None) -> Unit:
+        if self.unit != BY_TYPE:
+            return Unit(self.unit)
+        if type_name == "f64":
+            return Unit.FP64
+        if type_name in ("f32", "f16"):
+            return Unit.FP32
+        return Unit.INT
+
+
+def _op(name, unit, sig, types, quals=(), required=(), ntypes=1, doc=""):
+    return OpSpec(name, unit, sig, frozenset(types), tuple(frozenset(q) for q in quals),
+                  tuple(required), ntypes, doc)
+
+
+OPCODES: dict[str, OpSpec] = {
+    o.name: o
+    for o in (
+        # data movement
+        _op("mov", Unit.INT, "ds", ALL_T | {"pred"}, doc="d = a (register, immediate, special register or "
+            "shared-symbol address)"),
+        _op("cvt", Unit.INT, "ds", MEM_T - {"b8", "b16", "b32", "b64"}, [RND_CVT, {"sat"}], ntypes=2,
+            doc="d = convert(a) from the second type to the first; float->int rounds toward zero (default, "
+            ".rzi) or to nearest even (.rni) and saturates, NaN -> 0; int->float and narrowing float "
+            "conversions round to nearest even"),
+        # integer and float arithmetic
+        _op("add", BY_TYPE, "dss", ALL_T, [RND_F, {"sat"}], doc="d = a + b (integers wrap)"),
+        _op("sub", BY_TYPE, "dss", ALL_T, [RND_F, {"sat"}], doc="d = a - b (integers wrap)"),
+        _op("mul", BY_TYPE, "dss", ALL_T, [{"lo", "hi", "wide"} | RND_F],
+            doc="integers: .lo low half (default), .hi high half, .wide full double-width product; "
+            "floats: d = a * b rounded"),
+        _op("mad", BY_TYPE, "dsss", ALL_T, [{"lo", "hi", "wide"} | RND_F],
+            doc="d = a * b + c (.lo/.hi/.wide as mul; for floats a fused multiply-add)"),
+        _op("fma", BY_TYPE, "dsss", FLOAT_T, [RND_F], doc="d = a * b + c, one rounding"),
+        _op("fadd", Unit.FP32, "dss", {"f32", "f16"}, doc="alias of add.f32"),
+        _op("fmul", Unit.FP32, "dss", {"f32", "f16"}, doc="alias of mul.f32"),
+        _op("div", BY_TYPE, "dss", ALL_T, [{"rn", "approx", "full"}],
+            doc="integers: quotient rounded toward zero; x/0 gives all ones (-1 signed), MIN/-1 gives MIN; "
+            "floats: IEEE division (runs on the SFU for f32/f16)"),
+        _op("rem", Unit.INT, "dss", SINT_T, doc="remainder with the sign of a; x%0 gives x"),
+        _op("min", BY_TYPE, "dss", ALL_T, doc="d = min(a, b); floats: NaN loses to a number"),
+        _op("max", BY_TYPE, "dss", ALL_T, doc="d = max(a, b); floats: NaN loses to a number"),
+        _op("abs", BY_TYPE, "ds", {"s32", "s64"} | FLOAT_T, doc="d = |a| (abs of MIN is MIN)"),
+        _op("neg", BY_TYPE, "ds", {"s32", "s64"} | FLOAT_T, doc="d = -a"),
+        # logic and shifts
+        _op("and", Unit.INT, "dss", BITS_T, doc="bitwise and (logical on .pred)"),
+        _op("or", Unit.INT, "dss", BITS_T, doc="bitwise or"),
+        _op("xor", Unit.INT, "dss", BITS_T, doc="bitwise exclusive or"),
+        _op("not", Unit.INT, "ds", BITS_T, doc="bitwise complement"),
+        _op("shl", Unit.INT, "dsu", INT_T, doc="d = a << b; b >= width gives 0"),
+        _op("shr", Unit.INT, "dsu", INT_T, doc="d = a >> b, arithmetic on .s types; b >= width gives 0 "
+            "(or the sign on .s)"),
+        _op("popc", Unit.INT, "ds", INT_T, doc="d = number of set bits of a"),
+        # comparison and selection
+        _op("setp", BY_TYPE, "Pss", ALL_T, [CMP], required=(0,),
+            doc="p = a CMP b; lo/ls/hi/hs compare unsigned; *u comparisons are true when either is NaN"),
+        _op("selp", Unit.INT, "dssQ", ALL_T, doc="d = p ? a : b"),
+        # special function unit
+        *(_op(n, Unit.SFU, "ds", {"f32", "f16"}, [{"approx", "rn", "full"}], doc=d) for n, d in (
+            ("rcp", "d = 1 / a"), ("sqrt", "d = sqrt(a)"), ("rsqrt", "d = 1 / sqrt(a)"),
+            ("sin", "d = sin(a), a in radians"), ("cos", "d = cos(a), a in radians"),
+            ("ex2", "d = 2 ** a"), ("lg2", "d = log2(a)"))),
+        # memory
+        _op("ld", Unit.LDST, "dM", MEM_T, [SPACES], required=(0,),
+            doc="d = memory[address]; sub-word loads zero- or sign-extend into a 32/64-bit register"),
+        _op("st", Unit.LDST, "Ms", MEM_T, [SPACES - {"param"}], required=(0,),
+            doc="memory[address] = a (truncated to the width)"),
+        _op("atom", Unit.LDST, "dMs", SINT_T | {"b32", "b64", "f32"}, [SPACES - {"param"}, ATOM_OPS],
+            required=(0, 1), doc="d = old memory[address]; memory[address] = old OP b (cas: old == b ? c : old), "
+            "lanes to the same address apply one after another in lane order"),
+        _op("red", Unit.LDST, "Ms", SINT_T | {"b32", "b64", "f32"}, [SPACES - {"param"}, ATOM_OPS - {"cas", "exch"}],
+            required=(0, 1), doc="memory[address] = memory[address] OP a, no result"),
+        # warp-level
+        _op("shfl", Unit.LDST, "dsu", {"b32", "u32", "s32", "f32"}, [{"up", "down", "bfly", "idx"}],
+            required=(0,), doc="d = a of lane (up: lane-b, down: lane+b, bfly: lane^b, idx: b); a source "
+            "lane outside the warp or inactive gives the lane's own a"),
+        _op("vote", Unit.INT, "dQ", {"pred", "b32"}, [{"any", "all", "ballot"}], required=(0,),
+            doc="across the warp's active lanes: any/all of p (.pred result), ballot: bit i set when lane i's "
+            "p is true (.b32 result)"),
+        # control
+        _op("bra", Unit.BRANCH, "L", (), [{"uni"}], ntypes=0,
+            doc="jump; with a guard predicate lanes may diverge and reconverge at the immediate "
+            "post-dominator"),
+        _op("exit", Unit.BRANCH, "", (), ntypes=0, doc="the active lanes finish"),
+        _op("bar", Unit.SYNC, "B", (), [{"sync"}], required=(0,), ntypes=0,
+            doc="wait until every thread of the block reaches this barrier"),
+    )
+}
