@@ -24,7 +24,7 @@ def _trunc_divmod(a: np.ndarray, b: np.ndarray, signed: bool, dt: np.dtype):
         with np.errstate(over="ignore"):
             q = a64 // b64
             r = a64 - q * b64
-            fix = (r != 0) & ((r < 0) != (b64 < 0))
+            fix = (r != 0) & ((a64 < 0) != (b64 < 0))
             q = q + fix
             r = r - fix * b64
         q = np.where(zero, -1, q).astype(dt)

@@ -326,32 +326,47 @@ class _Assembler:
         if not (tok.startswith("[") and tok.endswith("]")):
             self.error("expected a memory address like [%rd1+4]", st, col, tok)
         inner = tok[1:-1].replace(" ", "")
-        m = re.fullmatch(r"([%\w$.]+)?(?:([+-])(0[xX][0-9a-fA-F]+|\d+))?", inner)
-        if not m or not inner:
+        terms = re.findall(r"([+-]?)([^+-]+)", inner)
+        if not inner or "".join(sg + t for sg, t in terms) != inner:
             self.error("expected [register], [register+offset], [symbol+offset] or [address]", st, col, tok)
-        base, sign, off = m.group(1), m.group(2), m.group(3)
-        offset = (int(off, 0) if off else 0) * (-1 if sign == "-" else 1)
-        if base and _INT_RE.match(base) and not sign:
-            return Operand("addr", "", -1, int(base, 0))
+        reg_tok, sym_tok, offset = None, None, 0
+        for sign, term in terms:
+            if _INT_RE.match(term):
+                offset += int(term, 0) * (-1 if sign == "-" else 1)
+            elif sign == "-":
+                self.error("only an integer offset may be subtracted in an address", st, col, tok)
+            elif term.startswith("%"):
+                if reg_tok is not None:
+                    self.error("an address has at most one register", st, col, tok)
+                reg_tok = term
+            elif sym_tok is None:
+                sym_tok = term
+            else:
+                self.error("an address has at most one symbol", st, col, tok)
         if space == "param":
-            p = next((p for p in self.params if p.name == base), None)
-            if p is None:
-                self.error("expected a kernel parameter name in ld.param", st, col, base or tok)
+            p = next((p for p in self.params if p.name == sym_tok), None)
+            if p is None or reg_tok is not None:
+                self.error("expected a kernel parameter name in ld.param", st, col, sym_tok or tok)
             return Operand("addr", "", -1, p.offset + offset, p.name)
-        if base in self.regs:
-            reg = self.regs[base]
+        base = -1
+        if reg_tok is not None:
+            reg = self.regs.get(reg_tok)
+            if reg is None:
+                self.error("undefined register", st, col, reg_tok)
             t = TYPES[reg.type]
             if not t.is_int:
-                self.error(f"address register {base} is .{reg.type}; expected an integer register", st, col, tok)
+                self.error(f"address register {reg_tok} is .{reg.type}; expected an integer register", st, col, tok)
             if space == "global" and t.bits != 64:
-                self.error(f"global addresses are 64-bit: {base} is .{reg.type}; expected .u64", st, col, tok)
-            return Operand("addr", "", reg.index, offset)
-        sym = next((v for v in self.shared if v.name == base), None)
-        if sym is not None and space == "shared":
-            return Operand("addr", "", -1, sym.offset + offset, sym.name)
-        if base and base.startswith("%"):
-            self.error("undefined register", st, col, base)
-        self.error(f"undefined symbol in a .{space} address", st, col, base or tok)
+                self.error(f"global addresses are 64-bit: {reg_tok} is .{reg.type}; expected .u64", st, col, tok)
+            base = reg.index
+        name = ""
+        if sym_tok is not None:
+            sym = next((v for v in self.shared if v.name == sym_tok), None)
+            if sym is None or space != "shared":
+                self.error(f"undefined symbol in a .{space} address", st, col, sym_tok)
+            offset += sym.offset
+            name = sym.name
+        return Operand("addr", "", base, offset, name)
 
     # ---- driver -------------------------------------------------------------------------------
     def run(self) -> Program:

@@ -61,23 +61,26 @@ def immediate_postdominators(blocks: list[BasicBlock]) -> list[int]:
     the exit, such as an endless loop)."""
     nb = len(blocks)
     exit_node = nb
-    universe = frozenset(range(nb + 1))
-    pdom = [universe] * nb + [frozenset({exit_node})]
+    # None stands for "every node" (not yet known to reach the exit)
+    pdom: list[frozenset | None] = [None] * nb + [frozenset({exit_node})]
     changed = True
     while changed:
         changed = False
         for b in reversed(blocks):
-            succ_sets = [pdom[exit_node if s < 0 else s] for s in b.succs]
-            new = frozenset({b.index}) | (frozenset.intersection(*succ_sets) if succ_sets else frozenset())
+            known = [pdom[exit_node if s < 0 else s] for s in b.succs]
+            known = [k for k in known if k is not None]
+            if not known:
+                continue
+            new = frozenset({b.index}) | frozenset.intersection(*known)
             if new != pdom[b.index]:
                 pdom[b.index] = new
                 changed = True
     ipdom = []
     for b in blocks:
-        strict = pdom[b.index] - {b.index}
-        if pdom[b.index] == universe or not strict:
+        if pdom[b.index] is None:
             ipdom.append(-1)
             continue
+        strict = pdom[b.index] - {b.index}
         # the closest strict post-dominator is the one post-dominated by all the others
         best = max(strict, key=lambda d: len(pdom[d]))
         ipdom.append(-1 if best == exit_node else best)

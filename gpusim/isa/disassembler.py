@@ -27,20 +27,20 @@ def _operand(op: Operand, prog: Program) -> str:
         return _imm(op)
     if op.kind in ("special", "sym", "label"):
         return op.name
-    # address
+    # address: [%reg + symbol + offset]
+    parts = []
+    off = op.value
     if op.reg >= 0:
-        base = prog.registers[op.reg].name
-        off = op.value
-    elif op.name:
-        base = op.name
+        parts.append(prog.registers[op.reg].name)
+    if op.name:
         sym = next((v for v in prog.shared if v.name == op.name), None) or next(
             p for p in prog.params if p.name == op.name)
-        off = op.value - sym.offset
-    else:
-        return f"[{op.value}]"
-    if off == 0:
-        return f"[{base}]"
-    return f"[{base}{'+' if off > 0 else '-'}{abs(off)}]"
+        parts.append(op.name)
+        off -= sym.offset
+    text = "+".join(parts)
+    if off or not parts:
+        text += f"{'-' if off < 0 else ('+' if parts else '')}{abs(off)}"
+    return f"[{text}]"
 
 
 def format_instruction(ins: Instruction, prog: Program) -> str:
