@@ -543,7 +543,7 @@ class Executor:
                 write(lanes, view[idx])
                 setattr(stats, f"{counter}_bytes_read", getattr(stats, f"{counter}_bytes_read") + idx.size * width)
             return body
-        value = self._reader(ins.srcs[0] if op == "st" else ins.srcs[1], b)
+        value = self._reader(ins.srcs[0] if op in ("st", "red") else ins.srcs[1], b)
         if op == "st":
             def body(G, lanes):
                 idx = addresses(lanes)

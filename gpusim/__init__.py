@@ -1,0 +1,60 @@
+"""gpusim: a GPU architecture simulator.
+
+The public API (the CLI is a thin layer over it):
+
+    >>> import gpusim
+    >>> cfg = gpusim.load_config("a100")
+    >>> run = gpusim.run_workload("saxpy", cfg, n=4096)     # functional execution, verified
+    >>> run.ok, run.result.stats.simt_efficiency
+    (True, 1.0)
+    >>> gpusim.occupancy(cfg, block_size=256, regs_per_thread=64, smem_per_block=16384).occupancy
+    0.5
+"""
+
+from __future__ import annotations
+
+from gpusim.analysis import occupancy
+from gpusim.config import Config, load_config
+from gpusim.errors import (
+    AssemblyError,
+    ConfigError,
+    DeadlockError,
+    GpusimError,
+    KernelFault,
+    LaunchError,
+    VerificationError,
+    WorkloadError,
+)
+from gpusim.functional import GlobalMemory, Launch, block_streams, execute
+from gpusim.isa import assemble, assemble_file, disassemble
+from gpusim.workloads import list_workloads, load_workload
+
+__version__ = "0.1.0"
+
+
+def run_workload(workload, cfg=None, *, seed: int = 0, max_steps_per_warp: int | None = None, **params):
+    """Run a workload (a name, a folder path or a loaded Workload) functionally on `cfg` (a Config, a
+    built-in name or a YAML path) with size parameters `params`, and compare it with its numpy
+    reference. Returns a WorkloadRun (`.ok`, `.check()`, `.result.stats`, `.summary()`)."""
+    wl = workload if hasattr(workload, "program") else load_workload(workload)
+    if isinstance(cfg, str):
+        cfg = load_config(cfg)
+    return wl.run(params, cfg, seed=seed, max_steps_per_warp=max_steps_per_warp)
+
+
+def kernel_occupancy(workload, cfg, **params):
+    """Theoretical occupancy of a workload's kernel at its launch: block size from the launch,
+    registers per thread from the assembled program, shared memory from its declarations."""
+    wl = workload if hasattr(workload, "program") else load_workload(workload)
+    if isinstance(cfg, str):
+        cfg = load_config(cfg)
+    launch = wl.launch(wl.params(params))
+    return occupancy(cfg, launch.threads_per_block, wl.program.regs_per_thread, wl.program.shared_bytes)
+
+
+__all__ = [
+    "AssemblyError", "Config", "ConfigError", "DeadlockError", "GlobalMemory", "GpusimError", "KernelFault",
+    "Launch", "LaunchError", "VerificationError", "WorkloadError", "__version__", "assemble", "assemble_file",
+    "block_streams", "disassemble", "execute", "kernel_occupancy", "list_workloads", "load_config",
+    "load_workload", "occupancy", "run_workload",
+]

@@ -1,0 +1,66 @@
+"""`gpusim occupancy`: theoretical occupancy of a kernel's resources on a configuration."""
+
+from __future__ import annotations
+
+import argparse
+
+from gpusim.analysis import occupancy
+from gpusim.cli.common import emit_json, parse_sets
+from gpusim.config import load_config
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("occupancy", help="theoretical occupancy (CUDA Occupancy Calculator rules)",
+                              description="Blocks and warps resident per SM for a block size, registers "
+                                          "per thread and shared memory per block, and what limits them.")
+    p.add_argument("--config", "-c", default="a100", help="built-in name or YAML path (default a100)")
+    p.add_argument("--set", action="append", metavar="FIELD=VALUE", dest="sets",
+                   help="override a config field (repeatable)")
+    p.add_argument("--block-size", "-b", type=int, required=True, help="threads per block")
+    p.add_argument("--regs", "-r", type=int, default=0, help="registers per thread (0: no limit)")
+    p.add_argument("--smem", "-s", type=int, default=0, help="shared memory per block, bytes")
+    p.add_argument("--carveout", type=int, default=None, metavar="BYTES",
+                   help="shared-memory carve-out to assume (default: the largest)")
+    p.add_argument("--json", nargs="?", const="-", metavar="DEST",
+                   help="write the result as JSON to DEST ('-' or no value: stdout)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    cfg = load_config(args.config, overrides=parse_sets(args.sets))
+    occ = occupancy(cfg, args.block_size, args.regs, args.smem, carveout_bytes=args.carveout)
+    if args.json is not None:
+        emit_json({"config": cfg.name, "config_hash": cfg.hash(), **occ.to_dict()}, args.json)
+        if args.json == "-":
+            return 0
+    print(format_occupancy(cfg.name, occ))
+    return 0
+
+
+def format_occupancy(name: str, occ) -> str:
+    def show(v):
+        return "no limit" if v is None else str(v)
+
+    rows = [
+        f"occupancy on {name}: block {occ.block_size} threads, {occ.regs_per_thread} registers/thread, "
+        f"{occ.smem_per_block} bytes shared/block",
+        "",
+        f"  {'limit':<16}{'blocks/SM':>10}",
+    ]
+    for key, value in occ.limits.items():
+        mark = "  <- limiter" if key in occ.limiters else ""
+        rows.append(f"  {key:<16}{show(value):>10}{mark}")
+    rows += [
+        "",
+        f"  warps per block            {occ.warps_per_block}",
+        f"  registers per warp / block {occ.regs_per_warp} / {occ.regs_per_block}",
+        f"  shared memory allocated    {occ.smem_allocated_per_block} bytes/block of "
+        f"{occ.shared_memory_per_sm_bytes} per SM",
+        f"  active blocks per SM       {occ.active_blocks_per_sm}",
+        f"  active warps per SM        {occ.active_warps_per_sm} of {occ.max_warps_per_sm}",
+        f"  occupancy                  {occ.occupancy:.1%}",
+        f"  limited by                 {occ.limiter}",
+    ]
+    if occ.reason:
+        rows.append(f"  reason                     {occ.reason}")
+    return "\n".join(rows)

@@ -1,0 +1,82 @@
+"""`gpusim run WORKLOAD`: execute a workload on a configuration and verify it against numpy."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import gpusim
+from gpusim.cli.common import emit_json, parse_sets
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("run", help="run a workload and verify it against its numpy reference",
+                              description="Execute WORKLOAD (a built-in name or a folder) lane by lane on "
+                                          "CONFIG and compare its outputs with the numpy reference.")
+    p.add_argument("workload", help="workload name (see `gpusim list`) or folder")
+    p.add_argument("--config", "-c", default="a100", help="built-in config name or YAML path (default a100)")
+    p.add_argument("--set", action="append", metavar="PARAM=VALUE", dest="sets",
+                   help="workload size parameter, e.g. --set n=4096 (repeatable)")
+    p.add_argument("--config-set", action="append", metavar="FIELD=VALUE", dest="config_sets",
+                   help="override a config field, e.g. --config-set chip.sm_count=54")
+    p.add_argument("--functional", action="store_true",
+                   help="functional execution only (values, instruction counts); this release has no "
+                        "cycle-level timing model yet, so this is also the default")
+    p.add_argument("--seed", type=int, default=0, help="seed of the input generator (default 0)")
+    p.add_argument("--max-steps", type=int, default=None, metavar="N",
+                   help="fault when a warp issues more than N instructions (default 1,000,000)")
+    p.add_argument("--json", nargs="?", const="-", metavar="FILE",
+                   help="write the full result as JSON to FILE ('-' or no value: stdout)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    cfg = gpusim.load_config(args.config, overrides=parse_sets(args.config_sets) or None)
+    wl = gpusim.load_workload(args.workload)
+    params = wl.params(parse_sets(args.sets))
+    t0 = time.perf_counter()
+    result = wl.run(params, cfg, seed=args.seed, max_steps_per_warp=args.max_steps)
+    wall = time.perf_counter() - t0
+    occ = gpusim.occupancy(cfg, result.launch.threads_per_block, wl.program.regs_per_thread,
+                           wl.program.shared_bytes)
+    summary = result.summary()
+    summary.update(config=cfg.name, config_hash=cfg.hash(), gpusim_version=gpusim.__version__,
+                   mode="functional", wall_seconds=wall,
+                   regs_per_thread=wl.program.regs_per_thread, shared_bytes_per_block=wl.program.shared_bytes,
+                   theoretical_occupancy=occ.to_dict())
+    if args.json is not None:
+        emit_json(summary, args.json)
+    if args.json != "-":
+        print(format_summary(summary, occ))
+    if not result.ok:
+        print(result.message(), file=sys.stderr)
+        return 1
+    return 0
+
+
+def format_summary(s: dict, occ) -> str:
+    st = s["stats"]
+    g, b = s["launch"]["grid"], s["launch"]["block"]
+    rate = st["thread_instructions"] / s["wall_seconds"] if s["wall_seconds"] else 0.0
+    rows = [
+        ("workload", s["workload"]),
+        ("config", f"{s['config']} (hash {s['config_hash']})"),
+        ("params", ", ".join(f"{k}={v}" for k, v in s["params"].items())),
+        ("launch", f"grid ({g[0]},{g[1]},{g[2]}) x block ({b[0]},{b[1]},{b[2]}), {st['blocks']} blocks, "
+                   f"{st['warps']} warps"),
+        ("resources", f"{s['regs_per_thread']} registers/thread, {s['shared_bytes_per_block']} B shared/block"),
+        ("occupancy", f"{occ.occupancy:.0%} theoretical ({occ.active_warps_per_sm}/{occ.max_warps_per_sm} warps, "
+                      f"limited by {occ.limiter})"),
+        ("warp instructions", f"{st['warp_instructions']:,}"),
+        ("thread instructions", f"{st['thread_instructions']:,}"),
+        ("SIMT efficiency", f"{st['simt_efficiency']:.1%} ({st['divergent_branches']:,} divergent branches)"),
+        ("global memory", f"{st['global_bytes_read']:,} B read, {st['global_bytes_written']:,} B written"),
+        ("shared memory", f"{st['shared_bytes_read']:,} B read, {st['shared_bytes_written']:,} B written"),
+        ("atomics / barriers", f"{st['atomics']:,} / {st['barriers']:,}"),
+        ("by unit", ", ".join(f"{k} {v:,}" for k, v in st["warp_instructions_by_unit"].items())),
+        ("verified", "yes" if s["verified"] else "NO"),
+        ("wall time", f"{s['wall_seconds']:.3f} s ({rate / 1e6:.1f} M thread-instructions/s)"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)

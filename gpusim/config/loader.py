@@ -1,0 +1,414 @@
+"""Load a hardware configuration from YAML: line numbers, `extends:` overlays, dotted overrides,
+type/range/consistency validation. Every problem is a `ConfigError` rendering
+`file:line: field.path: what is wrong`, where file and line are those of the offending key (in the
+file that last set it, so an error in a child of `extends:` names the child)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import typing
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpusim.config.schema import (
+    OPTIONAL_UNIT_CLASSES,
+    UNIT_CLASSES,
+    Config,
+    UnitSpec,
+    UnitTable,
+)
+from gpusim.errors import ConfigError
+
+OVERRIDE_FILE = "<overrides>"
+
+# where[path] = (file, line) of the key that last set `path` ("" is the document itself)
+Where = dict[str, tuple[str, int | None]]
+
+
+def config_dirs() -> list[Path]:
+    """Folders searched for built-in names: `$GPUSIM_CONFIG_PATH` (os.pathsep-separated) first, then
+    the repository's `configs/`."""
+    dirs = [Path(p) for p in os.environ.get("GPUSIM_CONFIG_PATH", "").split(os.pathsep) if p]
+    dirs.append(Path(__file__).resolve().parents[2] / "configs")
+    return dirs
+
+
+def builtin_configs() -> list[str]:
+    """Names `load_config` accepts without a path, sorted."""
+    names: set[str] = set()
+    for d in config_dirs():
+        if d.is_dir():
+            names.update(p.stem for p in d.glob("*.yaml"))
+    return sorted(names)
+
+
+def resolve(name_or_path: str | os.PathLike, relative_to: Path | None = None) -> Path | None:
+    """A built-in name or a path (relative to `relative_to`'s folder, then the working directory)
+    -> an existing file, or None."""
+    text = str(name_or_path)
+    candidates: list[Path] = []
+    if text.endswith((".yaml", ".yml")) or os.sep in text or "/" in text:
+        p = Path(text).expanduser()
+        if not p.is_absolute() and relative_to is not None:
+            candidates.append(relative_to.parent / p)
+        candidates.append(p)
+    else:
+        if relative_to is not None:
+            candidates.append(relative_to.parent / f"{text}.yaml")
+        candidates += [d / f"{text}.yaml" for d in config_dirs()]
+        candidates.append(Path(text))
+    for c in candidates:
+        if c.is_file():
+            return c
+    return None
+
+
+def load_config(name_or_path: str | os.PathLike,
+                overrides: dict[str, Any] | None = None) -> Config:
+    """Load, overlay, override and validate a configuration.
+
+    `name_or_path` is a built-in name (`"a100"`, see `builtin_configs()`) or a path to a YAML file.
+    `overrides` maps dotted field paths to values (`{"chip.sm_count": 54}`), applied last and
+    validated like the file; an error in one names `<overrides>` and the field."""
+    path = resolve(name_or_path)
+    if path is None:
+        raise ConfigError(f"no built-in config or file named {str(name_or_path)!r} "
+                          f"(built-ins: {', '.join(builtin_configs()) or 'none'})")
+    data, where = _load_tree(path, chain=())
+    for key, value in (overrides or {}).items():
+        _apply_override(data, where, key, value)
+    cfg = _build_config(data, where, name=_config_name(path), source=str(path))
+    _check_consistency(cfg, where)
+    return cfg
+
+
+def _config_name(path: Path) -> str:
+    return path.stem
+
+
+# ----------------------------------------------------------------------------------------------
+# YAML -> plain tree + where-map
+
+
+def _load_tree(path: Path, chain: tuple[Path, ...]) -> tuple[dict, Where]:
+    file = str(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror or exc}", file=file) from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        problem = exc.problem or exc.context or "malformed YAML"
+        raise ConfigError(f"malformed YAML: {problem}", file=file, line=line) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"malformed YAML: {exc}", file=file) from None
+    if node is None:
+        raise ConfigError("empty file: expected a mapping of sections", file=file, line=1)
+    where: Where = {"": (file, node.start_mark.line + 1)}
+    data = _to_plain(node, "", file, where)
+    if not isinstance(data, dict):
+        raise ConfigError("expected a mapping of sections at the top level", file=file,
+                          line=node.start_mark.line + 1)
+
+    if "extends" not in data:
+        return data, where
+    target = data.pop("extends")
+    ext_file, ext_line = where.pop("extends")
+    if not isinstance(target, str) or not target:
+        raise ConfigError(f"expected a built-in name or a path, got {_show(target)}", file=ext_file,
+                          line=ext_line, field="extends")
+    base_path = resolve(target, relative_to=path)
+    if base_path is None:
+        raise ConfigError(f"no built-in config or file named {target!r} "
+                          f"(built-ins: {', '.join(builtin_configs()) or 'none'})",
+                          file=ext_file, line=ext_line, field="extends")
+    chain = chain + (path.resolve(),)
+    if base_path.resolve() in chain:
+        raise ConfigError(f"extends cycle: {' -> '.join(p.name for p in chain + (base_path,))}",
+                          file=ext_file, line=ext_line, field="extends")
+    base, base_where = _load_tree(base_path, chain)
+    merged = _deep_merge(base, data)
+    base_where.update({k: v for k, v in where.items() if k})
+    # keep the child's own document line for top-level problems
+    base_where[""] = where[""]
+    return merged, base_where
+
+
+def _to_plain(node: yaml.Node, path: str, file: str, where: Where) -> Any:
+    if isinstance(node, yaml.MappingNode):
+        out: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key = _scalar(key_node)
+            line = key_node.start_mark.line + 1
+            if not isinstance(key, str):
+                raise ConfigError(f"keys must be names, got {_show(key)}", file=file, line=line,
+                                  field=path or None)
+            sub = f"{path}.{key}" if path else key
+            if key in out:
+                raise ConfigError("duplicate key", file=file, line=line, field=sub)
+            where[sub] = (file, line)
+            out[key] = _to_plain(value_node, sub, file, where)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_to_plain(item, f"{path}[{i}]", file, {}) for i, item in enumerate(node.value)]
+    return _scalar(node)
+
+
+def _scalar(node: yaml.Node) -> Any:
+    if not isinstance(node, yaml.ScalarNode):
+        return node  # a mapping used as a key: reported by the caller
+    return yaml.constructor.SafeConstructor().construct_object(node, deep=True)
+
+
+def _deep_merge(base: dict, child: dict) -> dict:
+    out = dict(base)
+    for key, value in child.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _apply_override(data: dict, where: Where, key: str, value: Any) -> None:
+    parts = key.split(".")
+    node = data
+    for i, part in enumerate(parts[:-1]):
+        sub = node.get(part)
+        if not isinstance(sub, dict):
+            raise ConfigError(f"no such section {'.'.join(parts[:i + 1])!r}", file=OVERRIDE_FILE,
+                              field=key)
+        node = sub
+    if not parts[-1]:
+        raise ConfigError("empty field name", file=OVERRIDE_FILE, field=key)
+    node[parts[-1]] = value
+    where[key] = (OVERRIDE_FILE, None)
+    # an override replacing a whole section: its children now come from the override too
+    for k in [k for k in where if k.startswith(key + ".")]:
+        where[k] = (OVERRIDE_FILE, None)
+
+
+# ----------------------------------------------------------------------------------------------
+# tree -> dataclasses
+
+
+def _err(where: Where, path: str, message: str, at: str | None = None) -> ConfigError:
+    """A ConfigError for `path`, located at `at` (default `path`), falling back to the nearest
+    enclosing key that has a location."""
+    loc = at if at is not None else path
+    while loc not in where and loc:
+        loc = loc.rpartition(".")[0]
+    file, line = where.get(loc, (None, None))
+    return ConfigError(message, file=file, line=line, field=path or None)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "nothing (null)"
+    return f"{type(value).__name__} {value!r}"
+
+
+def _build_config(data: dict, where: Where, *, name: str, source: str) -> Config:
+    kwargs: dict[str, Any] = {"name": name, "source": source}
+    kwargs.update(_fields_of(Config, data, "", where))
+    return Config(**kwargs)
+
+
+def _fields_of(cls: type, data: Any, path: str, where: Where) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise _err(where, path, f"expected a mapping of fields, got {_show(data)}")
+    fields = [f for f in dataclasses.fields(cls) if f.metadata.get("yaml", True)]
+    known = {f.name for f in fields}
+    for key in data:
+        if key not in known:
+            sub = f"{path}.{key}" if path else key
+            hint = ""
+            close = _closest(key, known)
+            if close:
+                hint = f" (did you mean {close!r}?)"
+            raise _err(where, sub, f"unknown key{hint}")
+    hints = typing.get_type_hints(cls)
+    out: dict[str, Any] = {}
+    for f in fields:
+        sub = f"{path}.{f.name}" if path else f.name
+        if f.name not in data:
+            raise _err(where, sub, "missing key", at=path)
+        out[f.name] = _value(hints[f.name], f, data[f.name], sub, where)
+    return out
+
+
+def _closest(key: str, known: set[str]) -> str | None:
+    import difflib
+
+    found = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.75)
+    return found[0] if found else None
+
+
+def _value(tp: Any, f: dataclasses.Field, value: Any, path: str, where: Where) -> Any:
+    meta = f.metadata
+    if dataclasses.is_dataclass(tp):
+        return tp(**_fields_of(tp, value, path, where))
+    origin = typing.get_origin(tp)
+    if origin is not None and origin.__name__ == "Mapping":  # units
+        return _units(value, path, where)
+    if origin is tuple:
+        if isinstance(value, tuple):  # from an override
+            value = list(value)
+        if not isinstance(value, list):
+            raise _err(where, path, f"expected a list of integers, got {_show(value)}")
+        n = meta.get("length")
+        if n is not None and len(value) != n:
+            raise _err(where, path, f"expected {n} integers, got {len(value)}")
+        if not value:
+            raise _err(where, path, "expected at least one value")
+        for i, item in enumerate(value):
+            _check_scalar(int, meta, item, f"{path}[{i}]", where, at=path)
+        return tuple(value)
+    return _check_scalar(tp, meta, value, path, where)
+
+
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+
+
+def _check_scalar(tp: type, meta: Any, value: Any, path: str, where: Where, at: str | None = None) -> Any:
+    ok = {
+        bool: isinstance(value, bool),
+        int: isinstance(value, int) and not isinstance(value, bool),
+        float: isinstance(value, (int, float)) and not isinstance(value, bool),
+        str: isinstance(value, str),
+    }[tp]
+    if not ok:
+        extra = ' (quote it: "8.0")' if path.endswith("compute_capability") else ""
+        raise _err(where, path, f"expected {_TYPE_NAMES[tp]}, got {_show(value)}{extra}", at=at)
+    if tp is float:
+        value = float(value)
+        if value != value:
+            raise _err(where, path, "expected a number, got NaN", at=at)
+    rng = meta.get("range")
+    if rng is not None and tp in (int, float):
+        lo, hi = rng
+        unit = f" {meta['unit']}" if meta.get("unit") else ""
+        if lo is not None and value < lo:
+            raise _err(where, path, f"{value!r}{unit} is below the minimum {lo!r}", at=at)
+        if hi is not None and value > hi:
+            raise _err(where, path, f"{value!r}{unit} is above the maximum {hi!r}", at=at)
+    choices = meta.get("choices")
+    if choices and value not in choices:
+        raise _err(where, path, f"{value!r} is not one of {', '.join(map(repr, choices))}", at=at)
+    if path.endswith("compute_capability"):
+        major, dot, minor = value.partition(".")
+        if not (dot and major.isdigit() and minor.isdigit()):
+            raise _err(where, path, f"expected 'major.minor' like \"8.0\", got {value!r}", at=at)
+    return value
+
+
+def _units(value: Any, path: str, where: Where) -> UnitTable:
+    if not isinstance(value, dict):
+        raise _err(where, path, f"expected a mapping of unit classes, got {_show(value)}")
+    allowed = UNIT_CLASSES + OPTIONAL_UNIT_CLASSES
+    for key in value:
+        if key not in allowed:
+            raise _err(where, f"{path}.{key}",
+                       f"unknown unit class (known: {', '.join(allowed)})")
+    table = {}
+    for key in allowed:
+        if key not in value:
+            if key in OPTIONAL_UNIT_CLASSES:
+                continue
+            raise _err(where, f"{path}.{key}", "missing key", at=path)
+        table[key] = UnitSpec(**_fields_of(UnitSpec, value[key], f"{path}.{key}", where))
+    return UnitTable(table)
+
+
+# ----------------------------------------------------------------------------------------------
+# cross-field consistency
+
+
+def _check_consistency(cfg: Config, where: Where) -> None:
+    chip, sm, l1, l2, dram = cfg.chip, cfg.sm, cfg.l1, cfg.l2, cfg.dram
+
+    def fail(path: str, message: str) -> None:
+        raise _err(where, path, message)
+
+    if chip.sm_count > chip.gpcs * chip.sms_per_gpc:
+        fail("chip.sm_count", f"{chip.sm_count} SMs do not fit in gpcs * sms_per_gpc = "
+                              f"{chip.gpcs} * {chip.sms_per_gpc} = {chip.gpcs * chip.sms_per_gpc}")
+    if sm.max_threads_per_sm != sm.max_warps_per_sm * sm.warp_size:
+        fail("sm.max_threads_per_sm", f"must equal max_warps_per_sm * warp_size = "
+                                      f"{sm.max_warps_per_sm} * {sm.warp_size} = "
+                                      f"{sm.max_warps_per_sm * sm.warp_size}, got {sm.max_threads_per_sm}")
+    if sm.max_threads_per_block > sm.max_threads_per_sm:
+        fail("sm.max_threads_per_block", f"{sm.max_threads_per_block} is more than max_threads_per_sm "
+                                         f"{sm.max_threads_per_sm}: such a block could never run")
+    if max(sm.max_block_dims) > sm.max_threads_per_block:
+        fail("sm.max_block_dims", f"a dimension of {max(sm.max_block_dims)} exceeds "
+                                  f"max_threads_per_block {sm.max_threads_per_block}")
+    if sm.max_warps_per_sm % sm.subpartitions:
+        fail("sm.max_warps_per_sm", f"{sm.max_warps_per_sm} warps do not divide evenly over "
+                                    f"{sm.subpartitions} subpartitions")
+    if sm.max_registers_per_block > sm.registers_per_sm:
+        fail("sm.max_registers_per_block", f"{sm.max_registers_per_block} is more than registers_per_sm "
+                                           f"{sm.registers_per_sm}")
+    if sm.registers_per_sm % sm.subpartitions:
+        fail("sm.registers_per_sm", f"{sm.registers_per_sm} registers do not split evenly over "
+                                    f"{sm.subpartitions} subpartitions")
+    carve = sm.shared_memory_carveouts_bytes
+    if list(carve) != sorted(set(carve)):
+        fail("sm.shared_memory_carveouts_bytes", "carve-outs must be strictly ascending")
+    if sm.shared_memory_per_sm_bytes != max(carve):
+        fail("sm.shared_memory_per_sm_bytes", f"must equal the largest carve-out {max(carve)}, got "
+                                              f"{sm.shared_memory_per_sm_bytes}")
+    if sm.l1_shared_combined_bytes:
+        if max(carve) > sm.l1_shared_combined_bytes:
+            fail("sm.shared_memory_carveouts_bytes",
+                 f"carve-out {max(carve)} exceeds l1_shared_combined_bytes {sm.l1_shared_combined_bytes}")
+        if l1.size_bytes + min(carve) > sm.l1_shared_combined_bytes:
+            fail("l1.size_bytes", f"{l1.size_bytes} + the smallest carve-out {min(carve)} exceeds "
+                                  f"sm.l1_shared_combined_bytes {sm.l1_shared_combined_bytes}")
+    if sm.max_shared_memory_per_block_bytes > sm.max_shared_memory_per_block_optin_bytes:
+        fail("sm.max_shared_memory_per_block_bytes", "exceeds max_shared_memory_per_block_optin_bytes")
+    if (sm.max_shared_memory_per_block_optin_bytes + sm.reserved_shared_memory_per_block_bytes
+            > sm.shared_memory_per_sm_bytes):
+        fail("sm.max_shared_memory_per_block_optin_bytes",
+             f"{sm.max_shared_memory_per_block_optin_bytes} + reserved "
+             f"{sm.reserved_shared_memory_per_block_bytes} exceeds shared_memory_per_sm_bytes "
+             f"{sm.shared_memory_per_sm_bytes}")
+    for name, unit in cfg.units.items():
+        if unit.lanes_per_subpartition > sm.warp_size:
+            fail(f"units.{name}.lanes_per_subpartition", f"{unit.lanes_per_subpartition} lanes is wider "
+                                                          f"than a warp ({sm.warp_size})")
+    for sec, cache in (("l1", l1), ("l2", l2)):
+        if cache.line_size_bytes % cache.sector_size_bytes:
+            fail(f"{sec}.sector_size_bytes", f"line {cache.line_size_bytes} is not a whole number of "
+                                             f"{cache.sector_size_bytes}-byte sectors")
+    if l1.size_bytes % (l1.line_size_bytes * l1.ways):
+        fail("l1.size_bytes", f"{l1.size_bytes} is not a whole number of sets of "
+                              f"{l1.ways} ways x {l1.line_size_bytes} bytes")
+    per_slice = l2.line_size_bytes * l2.ways * l2.slices
+    if l2.size_bytes % per_slice:
+        fail("l2.size_bytes", f"{l2.size_bytes} is not a whole number of sets over {l2.slices} slices of "
+                              f"{l2.ways} ways x {l2.line_size_bytes} bytes")
+    expect = dram.bus_width_bits / 8 * dram.data_rate_mtps / 1000
+    if abs(dram.bandwidth_gbps - expect) > 0.01 * expect:
+        fail("dram.bandwidth_gbps", f"{dram.bandwidth_gbps} GB/s disagrees with bus_width_bits / 8 * "
+                                    f"data_rate_mtps / 1000 = {expect:.1f} GB/s")
+    if dram.bus_width_bits % dram.controllers:
+        fail("dram.bus_width_bits", f"{dram.bus_width_bits} bits do not split over {dram.controllers} "
+                                    f"controllers")
+    nv = cfg.nvlink
+    if (nv.links == 0) != (nv.version == 0):
+        fail("nvlink.version", "version must be 0 exactly when links is 0")
+    if nv.links == 0 and nv.bandwidth_per_link_gbps != 0:
+        fail("nvlink.bandwidth_per_link_gbps", "must be 0 when there are no links")
+    if nv.links and nv.bandwidth_per_link_gbps <= 0:
+        fail("nvlink.bandwidth_per_link_gbps", "must be positive when there are links")

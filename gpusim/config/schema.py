@@ -1,0 +1,351 @@
+"""The hardware configuration schema: typed, frozen dataclasses, one per YAML section.
+
+Every field carries metadata the loader validates against and `docs/config.md` documents:
+
+- ``unit``: the unit of the value (also spelled in the field name, gem5 style: ``clock_mhz``);
+- ``range``: inclusive ``(min, max)``, either end ``None`` for open;
+- ``choices``: the allowed values of an enumerated string;
+- ``length``: the exact length of a tuple field;
+- ``doc``: one line saying what the field means and which model reads it.
+
+Cross-field consistency rules (``sm_count <= gpcs * sms_per_gpc`` and the like) live in
+`gpusim.config.loader`, next to the code that knows each field's file and line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+INT32_MAX = 2**31 - 1
+
+
+def spec(doc: str, unit: str = "", range: tuple | None = None, choices: tuple | None = None,
+         length: int | None = None, **kw: Any):
+    """A dataclass field with the metadata the loader validates and the docs print."""
+    return field(metadata={"doc": doc, "unit": unit, "range": range, "choices": choices,
+                           "length": length}, **kw)
+
+
+# ----------------------------------------------------------------------------------------------
+# chip
+
+
+@dataclass(frozen=True, slots=True)
+class ChipSpec:
+    """The whole die as sold: clocks, SM count, grid limits. Read by the launcher and the timing model."""
+
+    compute_capability: str = spec("CUDA compute capability as 'major.minor' (quote it in YAML: \"8.0\")")
+    architecture: str = spec("marketing name of the architecture (Maxwell, Ampere, ...); informational")
+    clock_mhz: float = spec("SM (boost) clock; converts cycles to seconds everywhere", "MHz", (1, 10000))
+    gpcs: int = spec("graphics processing clusters enabled on the chip", "count", (1, 64))
+    sms_per_gpc: int = spec("maximum SMs in one GPC (with all TPCs enabled)", "count", (1, 64))
+    sm_count: int = spec("SMs enabled on the product; the dispatcher places blocks on these", "count",
+                         (1, 1024))
+    max_grid_dims: tuple[int, ...] = spec("maximum grid size (x, y, z) in blocks; launch validation",
+                                          "blocks", (1, INT32_MAX), length=3)
+    global_memory_bytes: int = spec("device memory capacity; the functional memory model's limit", "bytes",
+                                    (1, 2**50))
+
+
+# ----------------------------------------------------------------------------------------------
+# sm
+
+
+@dataclass(frozen=True, slots=True)
+class SMSpec:
+    """One SM's resource limits, as the CUDA occupancy calculator and the block dispatcher see them."""
+
+    warp_size: int = spec("threads per warp", "threads", (1, 64))
+    subpartitions: int = spec("processing blocks (SMSPs) per SM, each with a warp scheduler, a register-"
+                              "file bank and its own execution units", "count", (1, 16))
+    max_threads_per_block: int = spec("largest block a launch may ask for", "threads", (1, 4096))
+    max_block_dims: tuple[int, ...] = spec("largest block size (x, y, z)", "threads", (1, 4096), length=3)
+    max_warps_per_sm: int = spec("resident warp slots per SM (occupancy's denominator)", "warps", (1, 256))
+    max_threads_per_sm: int = spec("resident threads per SM; equals max_warps_per_sm * warp_size",
+                                   "threads", (1, 8192))
+    max_blocks_per_sm: int = spec("resident blocks (CTA slots) per SM", "blocks", (1, 256))
+    registers_per_sm: int = spec("32-bit registers in the SM's register file", "registers", (1, 2**20))
+    max_registers_per_thread: int = spec("largest per-thread register count a kernel may use", "registers",
+                                         (1, 1024))
+    max_registers_per_block: int = spec("registers one block may hold", "registers", (1, 2**20))
+    register_allocation_unit_size: int = spec("registers are allocated to a warp in multiples of this",
+                                              "registers", (1, 4096))
+    register_allocation_granularity: str = spec("what registers are allocated to ('warp' since cc 2.0)",
+                                                choices=("warp", "block"))
+    shared_memory_per_sm_bytes: int = spec("largest shared-memory carve-out usable by blocks on one SM "
+                                           "(the largest entry of shared_memory_carveouts_bytes)", "bytes",
+                                           (0, 2**24))
+    shared_memory_carveouts_bytes: tuple[int, ...] = spec(
+        "shared-memory sizes the unified L1/shared array can be configured to, ascending; a single entry "
+        "where shared memory is a separate array", "bytes", (0, 2**24))
+    max_shared_memory_per_block_bytes: int = spec("static shared-memory limit of one block (no opt-in)",
+                                                  "bytes", (0, 2**24))
+    max_shared_memory_per_block_optin_bytes: int = spec(
+        "dynamic shared-memory limit of one block after cudaFuncSetAttribute opt-in", "bytes", (0, 2**24))
+    shared_memory_allocation_unit_bytes: int = spec("shared memory is allocated to a block in multiples "
+                                                    "of this", "bytes", (1, 65536))
+    reserved_shared_memory_per_block_bytes: int = spec("shared memory the driver reserves per block "
+                                                       "(1 KB since cc 8.0)", "bytes", (0, 65536))
+    l1_shared_combined_bytes: int = spec("size of the unified L1-data/shared-memory array; 0 where L1 and "
+                                         "shared memory are separate arrays (Maxwell)", "bytes", (0, 2**24))
+
+
+# ----------------------------------------------------------------------------------------------
+# execution units
+
+
+@dataclass(frozen=True, slots=True)
+class UnitSpec:
+    """One execution-unit class of a sub-partition (FP32, INT, FP64, SFU, LDST, BRANCH, SYNC, TENSOR)."""
+
+    latency_cycles: int = spec("cycles from issue until a dependent instruction may issue", "cycles",
+                               (0, 10000))
+    lanes_per_subpartition: int = spec("lanes the unit processes per cycle in one sub-partition; a 32-"
+                                       "thread warp occupies it ceil(32 / lanes) cycles", "lanes", (1, 1024))
+
+
+UNIT_CLASSES = ("fp32", "int", "fp64", "sfu", "ldst", "branch", "sync")
+OPTIONAL_UNIT_CLASSES = ("tensor",)
+
+
+# ----------------------------------------------------------------------------------------------
+# memory hierarchy
+
+
+@dataclass(frozen=True, slots=True)
+class L1Spec:
+    """The per-SM L1 data cache. Read by the timing model's coalescer and `timing/l1.py`."""
+
+    size_bytes: int = spec("L1 data-cache capacity the timing model simulates (on unified designs, what "
+                           "is left of l1_shared_combined_bytes beside the carve-out assumed)", "bytes",
+                           (0, 2**24))
+    line_size_bytes: int = spec("cache line (tag) size", "bytes", (16, 1024))
+    sector_size_bytes: int = spec("fill/transfer granularity; a line has line/sector sectors", "bytes",
+                                  (4, 1024))
+    ways: int = spec("associativity; sets = size / (line * ways)", "ways", (1, 1024))
+    mshr_entries: int = spec("outstanding misses (distinct lines) the L1 can track", "entries", (1, 65536))
+    hit_latency_cycles: int = spec("load-to-use latency of an L1 hit", "cycles", (1, 10000))
+    write_policy: str = spec("what a store does to the L1", choices=("write_through", "write_back"))
+    write_allocate: bool = spec("whether a store miss allocates a line")
+    caches_global_loads: bool = spec("whether global loads are cached in L1 by default (false on GM204: "
+                                     "global loads go to L2 unless compiled with -dlcm=ca)")
+
+
+@dataclass(frozen=True, slots=True)
+class SharedMemorySpec:
+    """The per-SM shared memory (scratchpad). Read by `timing/shared_memory.py` (bank conflicts)."""
+
+    banks: int = spec("independent banks; accesses to distinct words of one bank serialise", "banks",
+                      (1, 1024))
+    bank_width_bytes: int = spec("bytes one bank delivers per cycle", "bytes", (1, 64))
+    latency_cycles: int = spec("load-to-use latency of a conflict-free shared-memory load", "cycles",
+                               (1, 10000))
+
+
+@dataclass(frozen=True, slots=True)
+class L2Spec:
+    """The chip-wide L2, split into slices. Read by `timing/l2.py` and the interconnect."""
+
+    size_bytes: int = spec("total L2 capacity", "bytes", (0, 2**34))
+    ways: int = spec("associativity of one slice", "ways", (1, 1024))
+    line_size_bytes: int = spec("cache line size", "bytes", (16, 1024))
+    sector_size_bytes: int = spec("fill/transfer granularity towards DRAM", "bytes", (4, 1024))
+    slices: int = spec("independent slices (banks), addresses interleaved over them", "slices", (1, 4096))
+    hit_latency_cycles: int = spec("load-to-use latency of an L2 hit, as seen from an SM", "cycles",
+                                   (1, 100000))
+    write_policy: str = spec("what a store does to the L2", choices=("write_through", "write_back"))
+
+
+@dataclass(frozen=True, slots=True)
+class DramSpec:
+    """Device memory. Read by `timing/dram.py` (channels as SimPy resources) and the roofline."""
+
+    technology: str = spec("memory technology; informational (GDDR5, HBM2, DDR5, ...)")
+    controllers: int = spec("memory controllers (channels) addresses are interleaved over", "count",
+                            (1, 1024))
+    bus_width_bits: int = spec("total data-bus width over all controllers", "bits", (1, 65536))
+    data_rate_mtps: float = spec("transfers per second per pin", "MT/s", (1, 100000))
+    bandwidth_gbps: float = spec("peak bandwidth; must equal bus_width_bits / 8 * data_rate_mtps / 1000 "
+                                 "within 1%", "GB/s", (0.001, 100000))
+    latency_cycles: int = spec("unloaded load-to-use latency of a DRAM access (L2 miss), in SM cycles",
+                               "cycles", (1, 100000))
+    queue_depth: int = spec("requests one controller can hold before back-pressure", "requests",
+                            (1, 65536))
+    interleave_bytes: int = spec("address-interleaving granularity across controllers", "bytes",
+                                 (32, 2**20))
+
+
+# ----------------------------------------------------------------------------------------------
+# scheduling and launch
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerSpec:
+    """Warp schedulers, one per sub-partition. Read by `timing/scheduler.py`."""
+
+    policy: str = spec("warp selection policy: loose round robin, greedy-then-oldest, two-level",
+                       choices=("lrr", "gto", "two_level"))
+    issue_width: int = spec("instructions one scheduler may issue per cycle", "instructions/cycle",
+                            (1, 8))
+    active_warps_two_level: int = spec("size of the active set when policy is two_level", "warps",
+                                       (1, 256))
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchSpec:
+    """Kernel launch costs. Read by the host model and the block dispatcher."""
+
+    kernel_launch_overhead_ns: float = spec("host-side time from launch call to the first block running",
+                                            "ns", (0, 1e9))
+    block_dispatch_cycles: int = spec("cycles to place one block on an SM", "cycles", (0, 100000))
+
+
+# ----------------------------------------------------------------------------------------------
+# links
+
+
+@dataclass(frozen=True, slots=True)
+class PcieSpec:
+    """The host link. Read by `system/pcie.py` (copies)."""
+
+    generation: int = spec("PCI Express generation", "generation", (1, 7))
+    lanes: int = spec("link width", "lanes", (1, 32))
+    bandwidth_gbps: float = spec("usable bandwidth per direction", "GB/s", (0.001, 10000))
+    latency_ns: float = spec("one-way latency of a transfer", "ns", (0, 1e9))
+
+
+@dataclass(frozen=True, slots=True)
+class NvlinkSpec:
+    """GPU-to-GPU links. Read by `system/nvlink.py`; links 0 means none (GeForce parts)."""
+
+    version: int = spec("NVLink generation; 0 with no links", "generation", (0, 10))
+    links: int = spec("links per GPU", "links", (0, 64))
+    bandwidth_per_link_gbps: float = spec("bandwidth of one link, both directions together", "GB/s",
+                                          (0, 10000))
+    latency_ns: float = spec("one-way latency of a transfer", "ns", (0, 1e9))
+
+
+# ----------------------------------------------------------------------------------------------
+# the whole configuration
+
+
+class UnitTable(Mapping):
+    """A read-only, hashable mapping of unit class name -> `UnitSpec` (so a `Config` stays hashable)."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Mapping[str, UnitSpec]):
+        self._items = dict(items)
+
+    def __getitem__(self, key: str) -> UnitSpec:
+        return self._items[key]
+
+    def __iter__(self):
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self._items.items())))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Mapping) and dict(self._items) == dict(other)
+
+    def __repr__(self) -> str:
+        return f"UnitTable({self._items!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """A resolved, validated hardware configuration. Built by `gpusim.config.load_config`."""
+
+    name: str = field(metadata={"yaml": False, "doc": "config name (file stem or built-in name)"})
+    source: str = field(metadata={"yaml": False, "doc": "path of the YAML file it came from"})
+    description: str = spec("one line saying what the design is")
+    chip: ChipSpec = spec("the die")
+    sm: SMSpec = spec("per-SM resource limits")
+    units: Mapping[str, UnitSpec] = spec("execution units by class")
+    l1: L1Spec = spec("per-SM L1 data cache")
+    shared_memory: SharedMemorySpec = spec("per-SM shared memory")
+    l2: L2Spec = spec("chip-wide L2")
+    dram: DramSpec = spec("device memory")
+    scheduler: SchedulerSpec = spec("warp schedulers")
+    launch: LaunchSpec = spec("kernel launch")
+    pcie: PcieSpec = spec("host link")
+    nvlink: NvlinkSpec = spec("GPU-to-GPU links")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The configuration as plain JSON-able data (sections as dicts, tuples as lists)."""
+        return _plain(self)
+
+    def hash(self) -> str:
+        """Short, stable sha256 of the resolved configuration (name and source excluded, so the same
+        hardware reached through different files hashes the same)."""
+        data = self.to_dict()
+        data.pop("name")
+        data.pop("source")
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def derived(self) -> dict[str, Any]:
+        """Figures that follow from the fields: peak throughputs, totals, machine balance."""
+        chip, sm, units = self.chip, self.sm, self.units
+        clock_ghz = chip.clock_mhz / 1000.0
+        fp32_per_sm = units["fp32"].lanes_per_subpartition * sm.subpartitions
+        fp64_per_sm = units["fp64"].lanes_per_subpartition * sm.subpartitions
+        fp32_total = fp32_per_sm * chip.sm_count
+        peak_fp32 = fp32_total * 2 * clock_ghz
+        peak_fp64 = fp64_per_sm * chip.sm_count * 2 * clock_ghz
+        return {
+            "fp32_cores_per_sm": fp32_per_sm,
+            "total_fp32_cores": fp32_total,
+            "peak_fp32_gflops": round(peak_fp32, 3),
+            "peak_fp64_gflops": round(peak_fp64, 3),
+            "peak_dram_bandwidth_gbps": self.dram.bandwidth_gbps,
+            "machine_balance_flops_per_byte": round(peak_fp32 / self.dram.bandwidth_gbps, 3),
+            "l2_size_bytes": self.l2.size_bytes,
+            "l1_sets": self.l1.size_bytes // (self.l1.line_size_bytes * self.l1.ways),
+            "register_file_bytes_per_sm": sm.registers_per_sm * 4,
+            "shared_memory_bandwidth_bytes_per_cycle_per_sm": (self.shared_memory.banks
+                                                               * self.shared_memory.bank_width_bytes),
+            "max_warps_per_sm": sm.max_warps_per_sm,
+            "max_threads_per_sm": sm.max_threads_per_sm,
+            "max_blocks_per_sm": sm.max_blocks_per_sm,
+            "max_resident_threads": sm.max_threads_per_sm * chip.sm_count,
+            "pcie_bandwidth_gbps": self.pcie.bandwidth_gbps,
+            "nvlink_total_bandwidth_gbps": round(self.nvlink.links * self.nvlink.bandwidth_per_link_gbps, 3),
+            "cycle_ns": round(1000.0 / chip.clock_mhz, 6),
+        }
+
+
+def _plain(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj):
+        return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, Mapping):
+        return {k: _plain(v) for k, v in obj.items()}
+    if isinstance(obj, tuple):
+        return [_plain(v) for v in obj]
+    return obj
+
+
+SECTIONS: dict[str, type] = {
+    "chip": ChipSpec, "sm": SMSpec, "l1": L1Spec, "shared_memory": SharedMemorySpec, "l2": L2Spec,
+    "dram": DramSpec, "scheduler": SchedulerSpec, "launch": LaunchSpec, "pcie": PcieSpec,
+    "nvlink": NvlinkSpec,
+}
+
+
+def all_field_paths() -> list[str]:
+    """Every YAML field as a dotted path (`sm.max_warps_per_sm`, `units.<class>.latency_cycles`);
+    the docs test checks each appears in `docs/config.md`."""
+    paths = ["description"]
+    for section, cls in SECTIONS.items():
+        paths += [f"{section}.{f.name}" for f in dataclasses.fields(cls)]
+    paths += [f"units.<class>.{f.name}" for f in dataclasses.fields(UnitSpec)]
+    return paths

@@ -1,0 +1,446 @@
+"""Workloads as folders: `workload.yaml` (kernel, size parameters, launch expressions, test sizes,
+tolerance) + the `.sasm` kernel + `reference.py` (numpy inputs and expected outputs). See
+docs/workloads.md for the format.
+
+    >>> from gpusim.workloads import load_workload
+    >>> wl = load_workload("saxpy")
+    >>> run = wl.run({"n": 1000}, "a100")
+    >>> run.ok, run.result.stats.warp_instructions
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from gpusim.errors import GpusimError, WorkloadError
+from gpusim.functional.launch import Launch
+from gpusim.isa import Program, assemble_file
+from gpusim.workloads.expr import ExprError, evaluate
+from gpusim.workloads.verify import WorkloadRun, compare
+
+WORKLOAD_FILE = "workload.yaml"
+REFERENCE_FILE = "reference.py"
+REQUIRED_FIELDS = ("kernel", "params", "launch", "test_sizes")
+OPTIONAL_FIELDS = ("name", "description", "tolerance", "flops", "bytes_moved")
+DEFAULT_TOLERANCE = {"rtol": 1.0e-5, "atol": 1.0e-8}  # np.allclose's own defaults
+
+
+def workload_dirs() -> list[Path]:
+    """Folders searched for built-in names, in order: `$GPUSIM_WORKLOAD_PATH` (os.pathsep-separated)
+    first, then the repository's `workloads/` and `workloads/micro/`. A folder `<dir>/<name>/` holding
+    a workload.yaml is the workload `<name>`; each `<dir>/micro/` is searched too."""
+    dirs = [Path(p) for p in os.environ.get("GPUSIM_WORKLOAD_PATH", "").split(os.pathsep) if p]
+    dirs.append(Path(__file__).resolve().parents[2] / "workloads")
+    out: list[Path] = []
+    for d in dirs:
+        for cand in (d, d / "micro"):
+            if cand not in out:
+                out.append(cand)
+    return out
+
+
+def list_workloads() -> list[str]:
+    """Names of every workload found in `workload_dirs()`, sorted (a name found twice counts once)."""
+    names: set[str] = set()
+    for d in workload_dirs():
+        if d.is_dir():
+            names.update(p.name for p in d.iterdir() if (p / WORKLOAD_FILE).is_file())
+    return sorted(names)
+
+
+def find_workload(name: str) -> Path | None:
+    """The folder of the built-in (or `$GPUSIM_WORKLOAD_PATH`) workload `name`, or None."""
+    for d in workload_dirs():
+        if (d / name / WORKLOAD_FILE).is_file():
+            return d / name
+    return None
+
+
+def load_workload(name_or_path: str | os.PathLike) -> Workload:
+    """Load a workload by name (`saxpy`, `pointer_chase`) or by the path of its folder (or of its
+    workload.yaml). Raises WorkloadError for a malformed folder, AssemblyError for a bad kernel."""
+    text = os.fspath(name_or_path)
+    path = Path(text)
+    if path.name == WORKLOAD_FILE and path.is_file():
+        path = path.parent
+    if not (path / WORKLOAD_FILE).is_file():
+        found = None if (os.sep in text or "/" in text) else find_workload(text)
+        if found is None:
+            if path.is_dir():
+                raise WorkloadError(f"{path}: no {WORKLOAD_FILE} in this folder")
+            known = ", ".join(list_workloads()) or "none"
+            raise WorkloadError(f"unknown workload '{text}'; known workloads: {known} "
+                                f"(or give the path of a folder holding a {WORKLOAD_FILE})")
+        path = found
+    return _load_folder(path)
+
+
+# ---- the Workload ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class LaunchSpec:
+    """The `launch:` field: one to three expressions per dimension."""
+
+    grid: tuple[str | int | float, ...]
+    block: tuple[str | int | float, ...]
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    description: str
+    folder: Path
+    program: Program
+    defaults: dict[str, int | float]
+    test_sizes: tuple[dict[str, int | float], ...]
+    launch_spec: LaunchSpec
+    tolerance: dict[str, float]
+    flops_expr: str | int | float | None = None
+    bytes_expr: str | int | float | None = None
+    _inputs: Callable[..., dict] = field(default=None, repr=False)
+    _reference: Callable[..., dict] = field(default=None, repr=False)
+
+    @property
+    def yaml_path(self) -> Path:
+        return self.folder / WORKLOAD_FILE
+
+    @property
+    def reference_path(self) -> Path:
+        return self.folder / REFERENCE_FILE
+
+    # -- parameters and launch --
+    def params(self, overrides: Mapping[str, Any] | None = None) -> dict[str, int | float]:
+        """The defaults merged with `overrides` (values may be numbers or numeric strings, as from a
+        command line). An unknown name, or a non-integer for an integer parameter, is a WorkloadError."""
+        p = dict(self.defaults)
+        for key, value in (overrides or {}).items():
+            if key not in self.defaults:
+                raise WorkloadError(f"workload '{self.name}': unknown parameter '{key}'; known parameters: "
+                                    f"{', '.join(sorted(self.defaults))}")
+            p[key] = _param_value(self.name, key, value, self.defaults[key])
+        return p
+
+    def launch(self, params: Mapping[str, int | float] | None = None) -> Launch:
+        """The grid and block for `params` (defaults if None), from the `launch:` expressions."""
+        p = self.params(params)
+        dims = {}
+        for fld in ("grid", "block"):
+            exprs = getattr(self.launch_spec, fld)
+            vals = []
+            for i, e in enumerate(exprs):
+                where = f"launch.{fld}" + (f"[{i}]" if len(exprs) > 1 else "")
+                v = _eval(self.yaml_path, where, e, p)
+                if isinstance(v, float):
+                    if not v.is_integer():
+                        raise WorkloadError(f"{self.yaml_path}: {where}: '{e}' gives {v}, not an integer "
+                                            f"(use // or ceil_div) with {_show(p)}")
+                    v = int(v)
+                if v < 1:
+                    raise WorkloadError(f"{self.yaml_path}: {where}: '{e}' gives {v}; every dimension "
+                                        f"must be at least 1 (with {_show(p)})")
+                vals.append(v)
+            dims[fld] = vals
+        return Launch.make(dims["grid"], dims["block"])
+
+    def flops(self, params: Mapping[str, int | float]) -> float | None:
+        """Useful floating-point operations of one run (the `flops:` expression), or None."""
+        if self.flops_expr is None:
+            return None
+        return _eval(self.yaml_path, "flops", self.flops_expr, params)
+
+    # -- data --
+    def inputs(self, params: Mapping[str, int | float], seed: int = 0) -> dict[str, Any]:
+        """reference.py's inputs(p, rng) with `numpy.random.default_rng(seed)`."""
+        rng = np.random.default_rng(seed)
+        out = _call(self.reference_path, "inputs", self._inputs, dict(params), rng)
+        if not isinstance(out, Mapping):
+            raise WorkloadError(f"{self.reference_path}: inputs() must return a dict of kernel parameter "
+                                f"name -> numpy array or number, got {type(out).__name__}")
+        return dict(out)
+
+    def reference(self, params: Mapping[str, int | float],
+                  inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        """reference.py's reference(p, inputs): the expected contents of the output buffers. It gets
+        copies of the input arrays, so it may work in place."""
+        copies = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in inputs.items()}
+        out = _call(self.reference_path, "reference", self._reference, dict(params), copies)
+        if not isinstance(out, Mapping) or not out:
+            raise WorkloadError(f"{self.reference_path}: reference() must return a non-empty dict of output "
+                                f"buffer name -> numpy array, got {out!r:.80}")
+        return dict(out)
+
+    def bytes_moved(self, params: Mapping[str, int | float], inputs: Mapping[str, Any]) -> int | float:
+        """Bytes an ideal kernel moves to/from DRAM: the `bytes_moved:` expression, else the total size
+        of the buffers (each read or written once)."""
+        if self.bytes_expr is not None:
+            return _eval(self.yaml_path, "bytes_moved", self.bytes_expr, params)
+        return sum(int(v.nbytes) for v in inputs.values() if isinstance(v, np.ndarray))
+
+    # -- running --
+    def run(self, params: Mapping[str, Any] | None = None, cfg: Any = None, *, seed: int = 0,
+            max_steps_per_warp: int | None = None) -> WorkloadRun:
+        """Run the kernel on the functional executor with fresh inputs and compare its output buffers with
+        the numpy reference. `cfg` is a Config, a config name/path (`"a100"`) or None (default limits)."""
+        from gpusim.functional import GlobalMemory, execute  # the executor sits above the loader's imports
+
+        p = self.params(params)
+        launch = self.launch(p)
+        if isinstance(cfg, str | os.PathLike):
+            from gpusim.config import load_config
+
+            cfg = load_config(cfg)
+        inputs = self.inputs(p, seed)
+        expected = self.reference(p, inputs)
+        args, buffers = self._bind(inputs)
+        nbytes = sum(a.nbytes for a in buffers.values())
+        mem = GlobalMemory(capacity=max(1 << 16, nbytes + 512 * (len(buffers) + 1)))
+        for name, arr in buffers.items():
+            args[name] = mem.alloc_array(arr, name=name)
+        kwargs = {} if max_steps_per_warp is None else {"max_steps_per_warp": max_steps_per_warp}
+        result = execute(self.program, launch, args, mem, cfg=cfg, **kwargs)
+        outputs: dict[str, np.ndarray] = {}
+        for name, exp in expected.items():
+            if name not in buffers:
+                raise WorkloadError(f"{self.reference_path}: reference() returned '{name}', which is not an "
+                                    f"array from inputs(); buffers: {', '.join(buffers) or 'none'}")
+            buf = buffers[name]
+            exp = np.asarray(exp)
+            if exp.size != buf.size:
+                raise WorkloadError(f"{self.reference_path}: reference()['{name}'] has shape {exp.shape}, "
+                                    f"but the buffer from inputs() has shape {buf.shape}")
+            expected[name] = exp.reshape(buf.shape)
+            outputs[name] = mem.read(args[name], buf.dtype, buf.size).reshape(buf.shape)
+        tol = self.tolerance
+        mismatches = compare(outputs, expected, rtol=tol["rtol"], atol=tol["atol"])
+        return WorkloadRun(workload=self.name, params=p, launch=launch, result=result, outputs=outputs,
+                           expected=expected, mismatches=mismatches, bytes_moved=self.bytes_moved(p, inputs),
+                           flops=self.flops(p), seed=seed)
+
+    def _bind(self, inputs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """Split inputs into by-value arguments and arrays for global memory, checking them against the
+        kernel's `.param` list."""
+        declared = {prm.name: prm.type for prm in self.program.params}
+        extra = sorted(set(inputs) - set(declared))
+        missing = [n for n in declared if n not in inputs]
+        if extra or missing:
+            parts = []
+            if missing:
+                parts.append(f"no value for kernel parameter(s) {', '.join(missing)}")
+            if extra:
+                parts.append(f"{', '.join(extra)} not kernel parameter(s)")
+            raise WorkloadError(f"{self.reference_path}: inputs(): {'; '.join(parts)} (kernel "
+                                f"{self.program.name} takes {', '.join(declared) or 'nothing'})")
+        args: dict[str, Any] = {}
+        buffers: dict[str, np.ndarray] = {}
+        for name, value in inputs.items():
+            if isinstance(value, np.ndarray):
+                if declared[name] not in ("u64", "s64", "b64"):
+                    raise WorkloadError(f"{self.reference_path}: inputs()['{name}'] is an array, but the "
+                                        f"kernel parameter {name} is .{declared[name]}; pointers are .u64")
+                buffers[name] = np.ascontiguousarray(value)
+            elif isinstance(value, np.generic):
+                args[name] = value.item()
+            elif isinstance(value, int | float) and not isinstance(value, bool):
+                args[name] = value
+            else:
+                raise WorkloadError(f"{self.reference_path}: inputs()['{name}'] is {type(value).__name__}; "
+                                    "expected a numpy array (a buffer) or a number (by value)")
+        return args, buffers
+
+
+# ---- loading --------------------------------------------------------------------------------------
+
+def _load_folder(folder: Path) -> Workload:
+    yml = folder / WORKLOAD_FILE
+    try:
+        text = yml.read_text()
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except OSError as e:
+        raise WorkloadError(f"{yml}: cannot read: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{yml}:{mark.line + 1}" if mark else str(yml)
+        raise WorkloadError(f"{where}: not valid YAML: {getattr(e, 'problem', None) or e}") from None
+    lines = {}
+    if isinstance(node, yaml.MappingNode):
+        lines = {k.value: k.start_mark.line + 1 for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
+
+    def err(fld: str, msg: str) -> WorkloadError:
+        top = fld.split(".")[0].split("[")[0]
+        where = f"{yml}:{lines[top]}" if top in lines else str(yml)
+        return WorkloadError(f"{where}: {fld}: {msg}")
+
+    if not isinstance(data, dict):
+        raise WorkloadError(f"{yml}: expected a mapping of fields ({', '.join(REQUIRED_FIELDS)}, ...)")
+    unknown = sorted(set(data) - set(REQUIRED_FIELDS) - set(OPTIONAL_FIELDS))
+    if unknown:
+        raise err(unknown[0], f"unknown field; known fields: {', '.join(REQUIRED_FIELDS + OPTIONAL_FIELDS)}")
+    for f in REQUIRED_FIELDS:
+        if f not in data:
+            raise WorkloadError(f"{yml}: missing field '{f}'")
+
+    name = data.get("name", folder.name)
+    if not isinstance(name, str) or name != folder.name:
+        raise err("name", f"'{name}' must match the folder name '{folder.name}' "
+                  "(workloads load by folder name)")
+    description = str(data.get("description", "") or "")
+
+    # parameters
+    raw = data["params"]
+    if not isinstance(raw, dict) or not raw:
+        raise err("params", "expected a mapping of parameter name -> default number, "
+                  "e.g. {n: 1024, block: 256}")
+    defaults: dict[str, int | float] = {}
+    for k, v in raw.items():
+        if not isinstance(k, str) or not k.isidentifier():
+            raise err("params", f"parameter name {k!r} is not an identifier")
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise err(f"params.{k}", f"default must be a number, got {v!r}")
+        defaults[k] = v
+
+    # kernel
+    kname = data["kernel"]
+    if not isinstance(kname, str) or not kname:
+        raise err("kernel", f"expected the file name of the .sasm kernel, got {kname!r}")
+    kpath = folder / kname
+    if not kpath.is_file():
+        raise err("kernel", f"kernel file '{kname}' not found (looked for {kpath})")
+    program = assemble_file(kpath)
+
+    # launch
+    lraw = data["launch"]
+    if not isinstance(lraw, dict) or set(lraw) != {"grid", "block"}:
+        raise err("launch", "expected {grid: EXPR, block: EXPR} (or lists of 1-3 expressions), "
+                  f"got {lraw!r}")
+    spec = {}
+    for fld in ("grid", "block"):
+        v = lraw[fld]
+        exprs = tuple(v) if isinstance(v, list) else (v,)
+        if not 1 <= len(exprs) <= 3 or any(isinstance(e, bool) or not isinstance(e, str | int | float)
+                                           for e in exprs):
+            raise err(f"launch.{fld}", f"expected an expression or a list of 1-3 expressions, got {v!r}")
+        spec[fld] = exprs
+    launch_spec = LaunchSpec(spec["grid"], spec["block"])
+
+    # tolerance
+    tol = dict(DEFAULT_TOLERANCE)
+    traw = data.get("tolerance") or {}
+    if not isinstance(traw, dict) or set(traw) - {"rtol", "atol"}:
+        raise err("tolerance", f"expected {{rtol: NUMBER, atol: NUMBER}}, got {traw!r}")
+    for k, v in traw.items():
+        if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
+            raise err(f"tolerance.{k}", f"expected a non-negative number, got {v!r}")
+        tol[k] = float(v)
+
+    for f in ("flops", "bytes_moved"):
+        v = data.get(f)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, str | int | float)):
+            raise err(f, f"expected a number or an expression of the parameters, got {v!r}")
+
+    # reference.py
+    ref = folder / REFERENCE_FILE
+    module = _import_reference(ref, name)
+    fns = {}
+    for fn in ("inputs", "reference"):
+        f = getattr(module, fn, None)
+        if not callable(f):
+            raise WorkloadError(f"{ref}: missing function {fn}(p, {'rng' if fn == 'inputs' else 'inputs'})")
+        fns[fn] = f
+
+    wl = Workload(name=name, description=description, folder=folder.resolve(), program=program,
+                  defaults=defaults, test_sizes=(), launch_spec=launch_spec, tolerance=tol,
+                  flops_expr=data.get("flops"), bytes_expr=data.get("bytes_moved"),
+                  _inputs=fns["inputs"], _reference=fns["reference"])
+
+    # test sizes: each is a set of overrides; check them (and the launch at each) now
+    sraw = data["test_sizes"]
+    if not isinstance(sraw, list) or not sraw or not all(isinstance(s, dict) for s in sraw):
+        raise err("test_sizes", "expected a non-empty list of parameter overrides, "
+                  "e.g. [{n: 1000}, {n: 4099}]")
+    sizes = []
+    for i, s in enumerate([{}] + sraw):
+        try:
+            p = wl.params(s)
+            wl.launch(p)
+            wl.flops(p)
+            if wl.bytes_expr is not None:
+                _eval(wl.yaml_path, "bytes_moved", wl.bytes_expr, p)
+        except WorkloadError as e:
+            if i == 0:
+                raise
+            raise err(f"test_sizes[{i - 1}]", str(e).removeprefix(f"{yml}: ")) from None
+        if i:
+            sizes.append(p)
+    object.__setattr__(wl, "test_sizes", tuple(sizes))
+    return wl
+
+
+def _import_reference(path: Path, name: str):
+    if not path.is_file():
+        raise WorkloadError(f"{path}: missing reference.py (with inputs(p, rng) and reference(p, inputs))")
+    modname = f"gpusim_workload_{name}_{abs(hash(str(path.resolve()))):x}"
+    spec = importlib.util.spec_from_file_location(modname, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[modname] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:  # the user's file: report where, in one line
+        sys.modules.pop(modname, None)
+        raise WorkloadError(f"{path}: cannot import: {type(e).__name__}: {e}") from e
+    return module
+
+
+def _call(path: Path, fname: str, fn: Callable, *args):
+    try:
+        return fn(*args)
+    except GpusimError:
+        raise
+    except Exception as e:
+        raise WorkloadError(f"{path}: {fname}() raised {type(e).__name__}: {e}") from e
+
+
+def _param_value(wname: str, key: str, value: Any, default: int | float) -> int | float:
+    v = value
+    if isinstance(v, str):
+        try:
+            v = int(v, 0)
+        except ValueError:
+            try:
+                v = float(v)
+            except ValueError:
+                raise WorkloadError(f"workload '{wname}': parameter {key}={value!r} "
+                                    "is not a number") from None
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, bool) or not isinstance(v, int | float) or (
+            isinstance(v, float) and not math.isfinite(v)):
+        raise WorkloadError(f"workload '{wname}': parameter {key}={value!r} is not a finite number")
+    if isinstance(default, int):
+        if isinstance(v, float):
+            if not v.is_integer():
+                raise WorkloadError(f"workload '{wname}': parameter {key} must be an integer, got {value!r}")
+            v = int(v)
+        return v
+    return float(v)
+
+
+def _eval(path: Path, fld: str, expr: Any, params: Mapping[str, int | float]) -> int | float:
+    try:
+        return evaluate(expr, params)
+    except ExprError as e:
+        raise WorkloadError(f"{path}: {fld}: '{expr}': {e}") from None
+
+
+def _show(p: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in p.items())

@@ -1,0 +1,99 @@
+"""Comparing a kernel's output buffers with the numpy reference, and the record of one workload run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gpusim.errors import VerificationError
+from gpusim.functional.launch import Launch
+
+MAX_SHOWN = 10  # mismatching indices kept per output
+
+
+def compare(outputs: dict[str, np.ndarray], expected: dict[str, np.ndarray], *, rtol: float,
+            atol: float) -> dict[str, dict[str, Any]]:
+    """{output name: {"count", "first_indices", "got", "expected"}} for every output that differs.
+    Floating-point buffers compare like np.allclose (NaN equals NaN); integer buffers exactly.
+    Indices are ints for 1-D buffers, tuples for multi-dimensional ones."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, got in outputs.items():
+        exp = expected[name]
+        if got.dtype.kind in "fc":
+            bad = ~np.isclose(got, exp, rtol=rtol, atol=atol, equal_nan=True)
+        else:
+            bad = got != exp
+        bad = np.asarray(bad).reshape(got.shape)
+        count = int(bad.sum())
+        if not count:
+            continue
+        flat = np.flatnonzero(bad)[:MAX_SHOWN]
+        if got.ndim <= 1:
+            idx: list = [int(i) for i in flat]
+        else:
+            idx = [tuple(int(c) for c in t) for t in zip(*np.unravel_index(flat, got.shape), strict=True)]
+        out[name] = {
+            "count": count,
+            "first_indices": idx,
+            "got": got.reshape(-1)[flat].tolist(),
+            "expected": np.asarray(exp).reshape(-1)[flat].tolist(),
+        }
+    return out
+
+
+@dataclass(frozen=True)
+class WorkloadRun:
+    """One run of a workload on the functional executor: what ran, the executor's result, the output
+    buffers read back, the reference's expectation and where they differ."""
+
+    workload: str
+    params: dict[str, int | float]
+    launch: Launch
+    result: Any  # gpusim.functional ExecResult
+    outputs: dict[str, np.ndarray]
+    expected: dict[str, np.ndarray]
+    mismatches: dict[str, dict[str, Any]]
+    bytes_moved: int | float = 0
+    flops: int | float | None = None
+    seed: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches
+
+    def message(self) -> str:
+        """One line per differing output (empty when verified)."""
+        head = f"{self.workload} ({', '.join(f'{k}={v}' for k, v in self.params.items())})"
+        lines = []
+        for name, m in self.mismatches.items():
+            size = self.outputs[name].size
+            i0 = m["first_indices"][0]
+            lines.append(f"{head}: output '{name}' differs from the reference at {m['count']} of {size} "
+                         f"elements; first at index {i0}: got {m['got'][0]!r}, expected {m['expected'][0]!r} "
+                         f"(first indices: {m['first_indices']})")
+        return "\n".join(lines)
+
+    def check(self) -> WorkloadRun:
+        """Raise VerificationError naming the first mismatching indices unless the outputs verified."""
+        if not self.ok:
+            raise VerificationError(self.message(), mismatches=self.mismatches)
+        return self
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-ready record: workload, params, launch, verified, stats, bytes moved, flops."""
+        stats = self.result.stats.to_dict() if hasattr(self.result, "stats") else {}
+        return {
+            "workload": self.workload,
+            "params": dict(self.params),
+            "launch": {"grid": list(self.launch.grid), "block": list(self.launch.block)},
+            "seed": self.seed,
+            "verified": self.ok,
+            "mismatches": {k: {**v, "first_indices": [list(i) if isinstance(i, tuple) else i
+                                                      for i in v["first_indices"]]}
+                           for k, v in self.mismatches.items()},
+            "stats": stats,
+            "bytes_moved": self.bytes_moved,
+            "flops": self.flops,
+        }

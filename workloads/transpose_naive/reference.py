@@ -1,0 +1,19 @@
+"""Naive transpose: dst (cols x rows) = src (rows x cols) transposed."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def inputs(p: dict, rng: np.random.Generator) -> dict:
+    rows, cols = int(p["rows"]), int(p["cols"])
+    return {
+        "src": rng.standard_normal((rows, cols)).astype(np.float32),
+        "dst": np.zeros((cols, rows), dtype=np.float32),
+        "rows": rows,
+        "cols": cols,
+    }
+
+
+def reference(p: dict, inputs: dict) -> dict[str, np.ndarray]:
+    return {"dst": np.ascontiguousarray(inputs["src"].T)}
