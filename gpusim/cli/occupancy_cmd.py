@@ -7,6 +7,7 @@ import argparse
 from gpusim.analysis import occupancy
 from gpusim.cli.common import emit_json, parse_sets
 from gpusim.config import load_config
+from gpusim.errors import GpusimError
 
 
 def register(subparsers) -> None:
@@ -16,7 +17,11 @@ def register(subparsers) -> None:
     p.add_argument("--config", "-c", default="a100", help="built-in name or YAML path (default a100)")
     p.add_argument("--set", action="append", metavar="FIELD=VALUE", dest="sets",
                    help="override a config field (repeatable)")
-    p.add_argument("--block-size", "-b", type=int, required=True, help="threads per block")
+    p.add_argument("--workload", "-w", default=None,
+                   help="take block size, registers and shared memory from a workload's kernel and launch")
+    p.add_argument("--param", action="append", metavar="PARAM=VALUE", dest="params",
+                   help="workload size parameter (with --workload)")
+    p.add_argument("--block-size", "-b", type=int, default=None, help="threads per block")
     p.add_argument("--regs", "-r", type=int, default=0, help="registers per thread (0: no limit)")
     p.add_argument("--smem", "-s", type=int, default=0, help="shared memory per block, bytes")
     p.add_argument("--carveout", type=int, default=None, metavar="BYTES",
@@ -28,7 +33,19 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, overrides=parse_sets(args.sets))
-    occ = occupancy(cfg, args.block_size, args.regs, args.smem, carveout_bytes=args.carveout)
+    if args.workload:
+        from gpusim.workloads import load_workload
+
+        wl = load_workload(args.workload)
+        launch = wl.launch(wl.params(parse_sets(args.params)))
+        block = args.block_size or launch.threads_per_block
+        regs = args.regs or wl.program.regs_per_thread
+        smem = args.smem or wl.program.shared_bytes
+    elif args.block_size is None:
+        raise GpusimError("occupancy: give --block-size (or --workload NAME)")
+    else:
+        block, regs, smem = args.block_size, args.regs, args.smem
+    occ = occupancy(cfg, block, regs, smem, carveout_bytes=args.carveout)
     if args.json is not None:
         emit_json({"config": cfg.name, "config_hash": cfg.hash(), **occ.to_dict()}, args.json)
         if args.json == "-":

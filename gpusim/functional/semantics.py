@@ -92,8 +92,9 @@ def _cvt(ins: Instruction, a):
             out = np.where(x >= 2.0**63, info.max, x).astype(td.dtype) if td.kind == "u" else x.astype(td.dtype)
             return out
         return x.astype(np.int64).astype(td.dtype)
-    if td.is_float and ts.is_float and td.bits < ts.bits:
-        return a.astype(td.dtype)
+    if ts.is_int and td.is_int and "sat" in ins.quals:
+        info = np.iinfo(td.dtype)
+        return np.clip(a.astype(object if td.bits == 64 else np.int64), info.min, info.max).astype(td.dtype)
     out = a.astype(td.dtype)
     if "sat" in ins.quals and td.is_float:
         out = np.clip(out, 0, 1).astype(td.dtype)
@@ -119,6 +120,8 @@ def alu(ins: Instruction):
         if "sat" in ins.quals and t.is_int:
             info = np.iinfo(dt)
             return lambda a, b: np.clip(np.subtract(a, b, dtype=np.int64), info.min, info.max).astype(dt)
+        if "sat" in ins.quals:
+            return lambda a, b: np.clip(np.subtract(a, b, dtype=dt), 0, 1).astype(dt)
         return lambda a, b: np.subtract(a, b, dtype=dt)
     if op in ("mul", "fmul"):
         if t.is_float:

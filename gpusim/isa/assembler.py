@@ -102,7 +102,7 @@ class _Assembler:
                 self.error("expected a kernel name after .kernel", st, col_rest, rest or head)
             self.name = rest
         elif head == ".param":
-            t, name = self._typed(st, rest, col_rest, "parameter")
+            t, name, col_rest = self._typed(st, rest, col_rest, "parameter")
             if t.kind == "pred":
                 self.error("a parameter cannot be .pred", st, col_rest, rest)
             if not re.fullmatch(_IDENT, name):
@@ -113,11 +113,11 @@ class _Assembler:
             self.params.append(Param(name, t.name, self.param_offset))
             self.param_offset += t.bytes
         elif head == ".reg":
-            t, names = self._typed(st, rest, col_rest, "register")
+            t, names, col_names = self._typed(st, rest, col_rest, "register")
             if t.name not in REGISTER_TYPES:
                 self.error(f"registers cannot be .{t.name}; use one of "
                            + ", ".join("." + r for r in REGISTER_TYPES), st, col_rest, "." + t.name)
-            for tok, col in _split_operands(names, col_rest):
+            for tok, col in _split_operands(names, col_names):
                 m = _RANGE_RE.match(tok)
                 declared = [f"{m.group(1)}{i}" for i in range(int(m.group(2)))] if m else [tok]
                 for name in declared:
@@ -135,7 +135,7 @@ class _Assembler:
                 if align <= 0 or align & (align - 1):
                     self.error("alignment must be a power of two", st, col_rest, m.group(1))
                 rest = rest[m.end():]
-            t, decl = self._typed(st, rest, col_rest, "shared variable")
+            t, decl, col_rest = self._typed(st, rest, col_rest, "shared variable")
             m = _SHARED_RE.match(decl) or re.fullmatch(_IDENT, decl)
             if not m:
                 self.error("expected NAME[COUNT] after .shared .type", st, col_rest, decl)
@@ -160,13 +160,14 @@ class _Assembler:
     def _symbol_taken(self, name: str) -> bool:
         return any(v.name == name for v in self.shared) or any(p.name == name for p in self.params)
 
-    def _typed(self, st: _Stmt, rest: str, col: int, what: str) -> tuple[ScalarType, str]:
+    def _typed(self, st: _Stmt, rest: str, col: int, what: str) -> tuple[ScalarType, str, int]:
+        """Parse `.type names`; return the type, the names and the column where the names start."""
         tname, _, tail = rest.partition(" ")
         if not tname.startswith(".") or tname[1:] not in TYPES:
             self.error(f"expected a type (.u32, .f32, ...) for the {what}", st, col, tname or rest)
         if not tail.strip():
             self.error(f"expected a {what} name after the type", st, col, rest)
-        return TYPES[tname[1:]], tail.strip()
+        return TYPES[tname[1:]], tail.strip(), col + len(tname) + 1 + len(tail) - len(tail.lstrip())
 
     # ---- instructions -------------------------------------------------------------------------
     def instruction(self, st: _Stmt):
@@ -292,8 +293,8 @@ class _Assembler:
         if not ok and spec.name in ("ld", "st", "cvt") and itype.is_int and itype.bits < 32:
             ok = rtype.is_int and rtype.bits >= 32  # sub-word memory widths extend into wide registers
         if not ok:
-            self.error(f"type mismatch: {tok} is .{reg.type}; {spec.name}.{itype.name} needs a "
-                       f".{itype.name} register", st, col, tok)
+            written = ".".join((spec.name, *ins["quals"], *ins["types"]))
+            self.error(f"type mismatch: {tok} is .{reg.type}; {written} needs a .{itype.name} register", st, col, tok)
 
     def immediate(self, st, tok, col, itype: ScalarType):
         m = _HEXF_RE.match(tok)
@@ -344,7 +345,7 @@ class _Assembler:
             else:
                 self.error("an address has at most one symbol", st, col, tok)
         if space == "param":
-            p = next((p for p in self.params if p.name == sym_tok), None)
+            p = next((p for p in self.params if p.name == sym_tok), None) if sym_tok else None
             if p is None or reg_tok is not None:
                 self.error("expected a kernel parameter name in ld.param", st, col, sym_tok or tok)
             return Operand("addr", "", -1, p.offset + offset, p.name)
@@ -409,7 +410,9 @@ class _Assembler:
         for pc, (st, ins) in enumerate(self.pending):
             instrs.append(self.build(pc, st, ins))
         if not instrs or not (instrs[-1].opcode in ("exit", "bra") and instrs[-1].guard < 0):
-            instrs.append(Instruction(len(instrs), "exit", (), (), (), (), Unit.BRANCH, text="exit"))
+            last_line = instrs[-1].line if instrs else 1
+            instrs.append(Instruction(len(instrs), "exit", (), (), (), (), Unit.BRANCH, line=last_line,
+                                      text="exit (implicit, at the end of the kernel)"))
         for name, pc in self.label_order:
             if pc >= len(instrs):
                 raise AssemblyError(f"label '{name}' at the end of the kernel marks no instruction",
@@ -431,8 +434,12 @@ class _Assembler:
         wide = "wide" in quals
         if wide and not (itype and itype.is_int and itype.bits == 32):
             self.error(".wide needs a 32-bit integer type", st, token=".".join((spec.name, *quals, *types)))
-        if spec.name == "mul" and itype and itype.is_float and set(quals) & {"lo", "hi", "wide"}:
-            self.error(".lo/.hi/.wide apply to integer multiplies only", st)
+        mnem = ".".join((spec.name, *quals, *types))
+        if spec.name in ("mul", "mad") and itype and itype.is_float and set(quals) & {"lo", "hi", "wide"}:
+            self.error(".lo/.hi/.wide apply to integer multiplies only", st, token=mnem)
+        if itype and itype.is_int and set(quals) & {"rn", "approx", "full"}:
+            self.error("rounding qualifiers (.rn/.approx/.full) apply to floating-point types only", st,
+                       token=mnem)
         if spec.name in ("sin", "cos", "ex2", "lg2", "rsqrt") and "rn" in quals:
             self.error(f"{spec.name} is approximate: use .approx", st)
         for i, (letter, (tok, col)) in enumerate(zip(sig, ins["toks"], strict=False)):

@@ -10,6 +10,7 @@ docs/workloads.md for the format.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import math
 import os
@@ -382,8 +383,7 @@ def _load_folder(folder: Path) -> Workload:
             raise err(f"test_sizes[{i - 1}]", str(e).removeprefix(f"{yml}: ")) from None
         if i:
             sizes.append(p)
-    object.__setattr__(wl, "test_sizes", tuple(sizes))
-    return wl
+    return dataclasses.replace(wl, test_sizes=tuple(sizes))
 
 
 def _import_reference(path: Path, name: str):
