@@ -15,6 +15,7 @@ import importlib.util
 import math
 import os
 import sys
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -208,7 +209,9 @@ class Workload:
         for name, arr in buffers.items():
             args[name] = mem.alloc_array(arr, name=name)
         kwargs = {} if max_steps_per_warp is None else {"max_steps_per_warp": max_steps_per_warp}
+        t0 = time.perf_counter()
         result = execute(self.program, launch, args, mem, cfg=cfg, **kwargs)
+        exec_seconds = time.perf_counter() - t0
         outputs: dict[str, np.ndarray] = {}
         for name, exp in expected.items():
             if name not in buffers:
@@ -225,7 +228,7 @@ class Workload:
         mismatches = compare(outputs, expected, rtol=tol["rtol"], atol=tol["atol"])
         return WorkloadRun(workload=self.name, params=p, launch=launch, result=result, outputs=outputs,
                            expected=expected, mismatches=mismatches, bytes_moved=self.bytes_moved(p, inputs),
-                           flops=self.flops(p), seed=seed)
+                           flops=self.flops(p), seed=seed, exec_seconds=exec_seconds)
 
     def _bind(self, inputs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """Split inputs into by-value arguments and arrays for global memory, checking them against the

@@ -58,6 +58,7 @@ class WorkloadRun:
     bytes_moved: int | float = 0
     flops: int | float | None = None
     seed: int = 0
+    exec_seconds: float = 0.0  # wall time of the kernel's execution alone
 
     @property
     def ok(self) -> bool:
