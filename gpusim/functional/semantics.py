@@ -109,20 +109,14 @@ def alu(ins: Instruction):
         return lambda a: a
     if op == "cvt":
         return lambda a: _cvt(ins, a)
-    if op in ("add", "fadd"):
-        if "sat" in ins.quals and t.is_int:
+    if op in ("add", "fadd", "sub"):
+        f = np.subtract if op == "sub" else np.add
+        if "sat" in ins.quals and t.is_int:  # clamp to the type's range instead of wrapping
             info = np.iinfo(dt)
-            return lambda a, b: np.clip(np.add(a, b, dtype=np.int64), info.min, info.max).astype(dt)
-        if "sat" in ins.quals:
-            return lambda a, b: np.clip(np.add(a, b, dtype=dt), 0, 1).astype(dt)
-        return lambda a, b: np.add(a, b, dtype=dt)
-    if op == "sub":
-        if "sat" in ins.quals and t.is_int:
-            info = np.iinfo(dt)
-            return lambda a, b: np.clip(np.subtract(a, b, dtype=np.int64), info.min, info.max).astype(dt)
-        if "sat" in ins.quals:
-            return lambda a, b: np.clip(np.subtract(a, b, dtype=dt), 0, 1).astype(dt)
-        return lambda a, b: np.subtract(a, b, dtype=dt)
+            return lambda a, b: np.clip(f(a, b, dtype=np.int64), info.min, info.max).astype(dt)
+        if "sat" in ins.quals:  # floats: clamp to [0, 1]
+            return lambda a, b: np.clip(f(a, b, dtype=dt), 0, 1).astype(dt)
+        return lambda a, b: f(a, b, dtype=dt)
     if op in ("mul", "fmul"):
         if t.is_float:
             return lambda a, b: np.multiply(a, b, dtype=dt)

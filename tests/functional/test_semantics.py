@@ -203,3 +203,16 @@ def test_shuffles_and_votes():
         out, _ = run(WARP_OPS.replace("MODE", mode).replace("ARG", str(arg)), 1, 32,
                      {"out": np.zeros(32, np.uint32)})
         np.testing.assert_array_equal(out["out"], src * 10 + ballot, err_msg=mode)
+
+
+def test_saturating_add_and_sub():
+    a = np.array([2**31 - 1, -2**31, 5, -5] * 8, dtype=np.int32)
+    b = np.array([1, 1, -3, 3] * 8, dtype=np.int32)
+    decl = ".reg .s32 %a, %b, %c, %d"
+    np.testing.assert_array_equal(elementwise("    add.sat.s32 %d, %a, %b", decl, a, b)[:4],
+                                  [2**31 - 1, -2**31 + 1, 2, -2])
+    np.testing.assert_array_equal(elementwise("    sub.sat.s32 %d, %a, %b", decl, a, b)[:4],
+                                  [2**31 - 2, -2**31, 8, -8])
+    f = np.array([0.5, 0.9, -0.2, 2.0] * 8, dtype=np.float32)
+    out = elementwise("    sub.sat.f32 %d, %a, %b", ".reg .f32 %a, %b, %c, %d", f, np.full(32, 0.25, np.float32))
+    np.testing.assert_array_equal(out[:4], np.float32([0.25, 0.65, 0.0, 1.0]))
