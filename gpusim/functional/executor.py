@@ -409,8 +409,7 @@ class Executor:
                 partial |= (act & (b.R[ins.guard].reshape(b.W, WARP)[G] == ins.guard_negate)).any(1)
             if partial.any():
                 w = int(G[np.argmax(partial)])
-                missing = b.live[w] & ~st.active[w]
-                self.fault(b, ins, w * WARP + int(np.argmax(missing | ~missing & b.live[w])),
+                self.fault(b, ins, w * WARP + int(np.argmax(st.active[w])),
                            f"deadlock: bar.sync reached by {int(st.active[w].sum())} of {int(b.live[w].sum())} "
                            "threads of a warp (barrier in divergent code)", cls=DeadlockError)
             b.state[G] = WAIT
@@ -534,22 +533,20 @@ class Executor:
                                f"{size} bytes of shared memory)", int(a[i]))
                 return (a + b.lane_block[lanes] * stride) // width
 
-        counter = "global" if space == "global" else "shared"
         if op == "ld":
             write = self._writer(ins.dsts[0], b, t.dtype)
 
             def body(G, lanes):
                 idx = addresses(lanes)
                 write(lanes, view[idx])
-                setattr(stats, f"{counter}_bytes_read", getattr(stats, f"{counter}_bytes_read") + idx.size * width)
+                stats.count_bytes(space, read=idx.size * width)
             return body
         value = self._reader(ins.srcs[0] if op in ("st", "red") else ins.srcs[1], b)
         if op == "st":
             def body(G, lanes):
                 idx = addresses(lanes)
                 view[idx] = value(lanes)
-                setattr(stats, f"{counter}_bytes_written",
-                        getattr(stats, f"{counter}_bytes_written") + idx.size * width)
+                stats.count_bytes(space, written=idx.size * width)
             return body
         aop = next(q for q in ins.quals if q in atomics.OPS)
         extra = self._reader(ins.srcs[2], b) if aop == "cas" else None

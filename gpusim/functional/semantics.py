@@ -58,9 +58,9 @@ def _shift(a, n, dt: np.dtype, left: bool):
 
 
 def _compare(cmp: str, a, b, t):
-    if cmp in ("lo", "ls", "hi", "hs"):
-        a, b = np.asarray(a).view(_u(t.dtype)) if np.ndim(a) else _u(t.dtype).type(a & ((1 << t.bits) - 1)), \
-            np.asarray(b).view(_u(t.dtype)) if np.ndim(b) else _u(t.dtype).type(int(b) & ((1 << t.bits) - 1))
+    if cmp in ("lo", "ls", "hi", "hs"):  # unsigned comparisons of the same bits
+        a = np.asarray(a, dtype=t.dtype).view(_u(t.dtype))
+        b = np.asarray(b, dtype=t.dtype).view(_u(t.dtype))
         cmp = {"lo": "lt", "ls": "le", "hi": "gt", "hs": "ge"}[cmp]
     if t.is_float:
         nan = np.isnan(a) | np.isnan(b)

@@ -26,6 +26,14 @@ class ExecStats:
     shared_bytes_written: int = 0
     by_unit: Counter = field(default_factory=Counter)
 
+    def count_bytes(self, space: str, read: int = 0, written: int = 0) -> None:
+        if space == "global":
+            self.global_bytes_read += read
+            self.global_bytes_written += written
+        else:
+            self.shared_bytes_read += read
+            self.shared_bytes_written += written
+
     @property
     def simt_efficiency(self) -> float:
         """Active lanes per issued warp instruction, over the warp width (1.0: no divergence)."""
