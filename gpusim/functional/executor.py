@@ -387,12 +387,15 @@ class Executor:
             act = st.active[G]
             leaving = act if pred is None else act & (pred[G] != neg)
             b.live[G] &= ~leaving
+            st.active[G] = act & ~leaving
             if pred is not None:
                 st.pc[G] = nxt
-            for k in np.flatnonzero(leaving.any(1)):
+            emptied = ~st.active[G].any(1)
+            b.state[G[emptied & ~st.diverged[G]]] = DONE  # a warp that was not diverged is finished
+            for k in np.flatnonzero(leaving.any(1) & st.diverged[G]):
                 w = int(G[k])
-                st.remove_lanes(w, leaving[k])
-                if not st.active[w].any() and not st.pop(w):
+                st.remove_lanes_below(w, leaving[k])
+                if emptied[k] and not st.pop(w):
                     b.state[w] = DONE
             b.full = False
 

@@ -17,6 +17,7 @@ class SimtStack:
         self.active = exists.copy()  # [W, 32] lanes running the top entry
         self.rpc = np.full(num_warps, BOTTOM_RPC, dtype=np.int64)
         self.below: dict[int, list[tuple[int, np.ndarray, int]]] = {}
+        self.diverged = np.zeros(num_warps, dtype=bool)  # has entries below the top
 
     def diverge(self, w: int, taken: np.ndarray, fall_pc: int, target: int, reconv: int) -> None:
         """Split warp `w` at a branch: the fall-through lanes run first, then the taken ones; both
@@ -25,6 +26,7 @@ class SimtStack:
         act = self.active[w]
         paths = [(p, m) for p, m in ((fall_pc, act & ~taken), (target, taken)) if p != reconv]
         stack = self.below.setdefault(w, [])
+        self.diverged[w] = True
         if reconv != self.rpc[w]:
             stack.append((reconv, act.copy(), int(self.rpc[w])))
         for p, m in reversed(paths[1:]):
@@ -39,16 +41,19 @@ class SimtStack:
             pc, mask, rpc = stack.pop()
             if mask.any():
                 self.pc[w], self.active[w], self.rpc[w] = pc, mask, rpc
+                if not stack:
+                    self.below.pop(w, None)
+                    self.diverged[w] = False
                 if pc != rpc:
                     return True
                 continue
         self.below.pop(w, None)
+        self.diverged[w] = False
         self.active[w] = False
         return False
 
-    def remove_lanes(self, w: int, lanes: np.ndarray) -> None:
-        """Lanes that executed `exit` leave every entry of the warp."""
-        self.active[w] &= ~lanes
+    def remove_lanes_below(self, w: int, lanes: np.ndarray) -> None:
+        """Lanes that executed `exit` leave the entries below the top too."""
         for i, (pc, mask, rpc) in enumerate(self.below.get(w, ())):
             self.below[w][i] = (pc, mask & ~lanes, rpc)
 
