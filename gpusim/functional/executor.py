@@ -16,7 +16,7 @@ import numpy as np
 from gpusim.errors import DeadlockError, KernelFault, LaunchError
 from gpusim.functional import atomics
 from gpusim.functional.launch import Launch
-from gpusim.functional.memory import BASE_ADDRESS, GlobalMemory
+from gpusim.functional.memory import GlobalMemory
 from gpusim.functional.semantics import alu
 from gpusim.functional.simt_stack import SimtStack
 from gpusim.functional.stats import ExecStats
@@ -497,16 +497,21 @@ class Executor:
         base = b.R[addr_op.reg] if addr_op.reg >= 0 else None
         offset = np.int64(addr_op.value)
         rec = b.rec
+
+        def lane_addresses(lanes) -> np.ndarray:
+            """Per-lane byte addresses of the executing lanes (recorded for the timing model)."""
+            a = base[lanes].astype(np.int64) + offset if base is not None else np.full(_count(lanes, b), offset)
+            if rec is not None:
+                rec.memory(a)
+            return a
+
         if space == "global":
             mem = self.memory
             buf = mem.buffer
             view = buf.view(t.dtype) if buf.size % width == 0 else None
 
             def addresses(lanes):
-                a = base[lanes].astype(np.int64) + offset if base is not None else np.full(
-                    _count(lanes, b), offset)
-                if rec is not None:
-                    rec.memory(a)
+                a = lane_addresses(lanes)
                 if width > 1 and (a % width).any():
                     bad = int(np.flatnonzero(a % width)[0])
                     self.fault(b, ins, _lane_at(lanes, bad), f"misaligned {width}-byte global access",
@@ -522,10 +527,7 @@ class Executor:
             size, stride = b.smem_size, b.smem_stride
 
             def addresses(lanes):
-                a = base[lanes].astype(np.int64) + offset if base is not None else np.full(
-                    _count(lanes, b), offset)
-                if rec is not None:
-                    rec.memory(a)
+                a = lane_addresses(lanes)
                 bad = (a < 0) | (a + width > size)
                 if width > 1:
                     bad |= (a % width) != 0
@@ -609,4 +611,4 @@ def block_streams(program: Program, launch: Launch, params: dict, memory: Global
         yield from b.rec.blocks(program, b.first_block, b.nblocks, b.wpb)
 
 
-__all__ = ["BASE_ADDRESS", "ExecResult", "Executor", "block_streams", "execute"]
+__all__ = ["ExecResult", "Executor", "block_streams", "execute"]

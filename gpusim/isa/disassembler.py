@@ -47,11 +47,7 @@ def format_instruction(ins: Instruction, prog: Program) -> str:
     guard = ""
     if ins.guard >= 0:
         guard = "@" + ("!" if ins.guard_negate else "") + prog.registers[ins.guard].name + " "
-    if ins.opcode in ("st", "red"):
-        ops = list(ins.dsts) + list(ins.srcs)
-    else:
-        ops = list(ins.dsts) + list(ins.srcs)
-    body = ", ".join(_operand(o, prog) for o in ops)
+    body = ", ".join(_operand(o, prog) for o in (*ins.dsts, *ins.srcs))
     return f"{guard}{ins.mnemonic}{' ' + body if body else ''};"
 
 
