@@ -158,6 +158,8 @@ class L2Spec:
     slices: int = spec("independent slices (banks), addresses interleaved over them", "slices", (1, 4096))
     hit_latency_cycles: int = spec("load-to-use latency of an L2 hit, as seen from an SM", "cycles",
                                    (1, 100000))
+    slice_bandwidth_bytes_per_cycle: int = spec("bytes one slice returns per SM cycle; the L2 roof is "
+                                                "slices times this", "bytes/cycle", (1, 65536))
     write_policy: str = spec("what a store does to the L2", choices=("write_through", "write_back"))
 
 
@@ -176,6 +178,9 @@ class DramSpec:
                                "cycles", (1, 100000))
     queue_depth: int = spec("requests one controller can hold before back-pressure", "requests",
                             (1, 65536))
+    efficiency: float = spec("fraction of the peak a controller sustains on streaming traffic (refresh, "
+                             "row switches, read/write turnaround); scales its service rate", "fraction",
+                             (0.01, 1.0))
     interleave_bytes: int = spec("address-interleaving granularity across controllers", "bytes",
                                  (32, 2**20))
 

@@ -20,7 +20,7 @@ from gpusim.functional.memory import GlobalMemory
 from gpusim.functional.semantics import alu
 from gpusim.functional.simt_stack import SimtStack
 from gpusim.functional.stats import ExecStats
-from gpusim.functional.stream import BatchRecorder, BlockStream
+from gpusim.functional.stream import BatchRecorder, BlockStream, StreamChunk
 from gpusim.isa.program import SPECIAL_REGISTERS, Instruction, Operand, Program
 from gpusim.isa.types import TYPES
 
@@ -28,6 +28,7 @@ WARP = 32
 RUN, WAIT, DONE = 0, 1, 2
 DEFAULT_MAX_STEPS_PER_WARP = 1_000_000
 DEFAULT_BATCH_LANES = 1 << 16
+DEFAULT_CHUNK = 1 << 15  # warp instructions per chunk when the timing model pulls streams
 _LANE = np.arange(WARP)
 
 
@@ -130,6 +131,28 @@ class _Batch:
         return (gid % gx, (gid // gx) % gy, gid // (gx * gy)), (t % bx, (t // bx) % by, t // (bx * by))
 
 
+class BatchSource:
+    """A batch of blocks that executes when asked: `advance()` runs it a chunk further and returns
+    the instructions its warps issued meanwhile (a StreamChunk), or None once it has finished."""
+
+    def __init__(self, b: _Batch, steps: Iterator[None]):
+        self.first_block, self.nblocks, self.wpb = b.first_block, b.nblocks, b.wpb
+        self._b = b
+        self._steps = steps
+        self.finished = False
+
+    def advance(self) -> StreamChunk | None:
+        if self.finished:
+            return None
+        with np.errstate(all="ignore"):
+            try:
+                next(self._steps)
+            except StopIteration:
+                self.finished = True
+        b = self._b
+        return b.rec.flush(b.W, b.state == DONE)
+
+
 class Executor:
     """Runs one launch of a program over global memory."""
 
@@ -166,13 +189,35 @@ class Executor:
                 self._run_batch(b)
                 yield b
 
+    def stream_batches(self, chunk: int = DEFAULT_CHUNK) -> Iterator[BatchSource]:
+        """The launch as a sequence of batches that execute on demand, about `chunk` warp instructions
+        at a time
+        (recording): the timing model pulls instructions as its warps need them, so only a window of
+        each warp's stream is ever held. Batches are opened in order; several may be open at once."""
+        total = self.launch.num_blocks
+        for first in range(0, total, self.blocks_per_batch):
+            b = _Batch(self, first, min(self.blocks_per_batch, total - first))
+            yield BatchSource(b, self._steps(b, chunk))
+
+    def block_streams(self) -> Iterator[BlockStream]:
+        """Run the launch (recording) and yield each block's stream; `self.stats` is complete once
+        the iterator is exhausted."""
+        for b in self.batches():
+            yield from b.rec.blocks(self.program, b.first_block, b.nblocks, b.wpb)
+
     def _run_batch(self, b: _Batch) -> None:
+        for _ in self._steps(b, 0):
+            pass
+
+    def _steps(self, b: _Batch, chunk: int) -> Iterator[None]:
+        """Execute the batch to its end, pausing (yielding) after about every `chunk` warp instructions
+        when chunk > 0."""
         prog = self.program
         ops = [self._decode(ins, b) for ins in prog.instructions]
         st = b.stack
         pcs_buf = np.empty(b.W, dtype=np.int64)
         big = np.int64(1 << 40)
-        steps = 0
+        steps = since = 0
         stats = self.stats
         by_unit = stats.by_unit
         while True:
@@ -206,6 +251,11 @@ class Executor:
             steps += 1
             if steps > self.max_steps:
                 self._runaway(b, ins)
+            if chunk:
+                since += G.size
+                if since >= chunk:
+                    since = 0
+                    yield
             reconv = st.pc[G] == st.rpc[G]
             if reconv.any():
                 for w in G[reconv]:
@@ -607,8 +657,7 @@ def block_streams(program: Program, launch: Launch, params: dict, memory: Global
     batch of blocks is held in memory at a time."""
     ex = Executor(program, launch, params, memory, cfg=cfg, max_steps_per_warp=max_steps_per_warp,
                   record=True, batch_lanes=batch_lanes)
-    for b in ex.batches():
-        yield from b.rec.blocks(program, b.first_block, b.nblocks, b.wpb)
+    yield from ex.block_streams()
 
 
 __all__ = ["ExecResult", "Executor", "block_streams", "execute"]

@@ -12,6 +12,20 @@ WARP = 32
 
 
 @dataclass(frozen=True, slots=True)
+class BatchAccesses:
+    """The memory accesses of a batch of blocks, one row each, grouped by block, then warp, then
+    stream order: `rows[j]` holds 32 per-lane byte addresses (-1: lane not accessing) of the access
+    at position `index[j]` of warp `warp[j]` (within its block); `pcs[j]` is its instruction.
+    Block k's rows are `bounds[k]:bounds[k + 1]`. The timing model coalesces them in one go."""
+
+    rows: np.ndarray  # (M, 32) int64
+    pcs: np.ndarray  # (M,) int32
+    warp: np.ndarray  # (M,) int32
+    index: np.ndarray  # (M,) int64
+    bounds: np.ndarray  # (blocks + 1,) int64
+
+
+@dataclass(frozen=True, slots=True)
 class WarpStream:
     """One warp's issued instructions: `pcs[i]` with `masks[i]` (bit k: lane k active);
     `addresses[i]` holds 32 per-lane byte addresses (-1: lane not accessing) for memory
@@ -20,16 +34,41 @@ class WarpStream:
     warp: int  # warp index within the block
     pcs: np.ndarray  # int32
     masks: np.ndarray  # uint32
-    addresses: dict[int, np.ndarray]
+    accesses: BatchAccesses | None = None
+    lo: int = 0  # this warp's rows in `accesses`
+    hi: int = 0
 
     def __len__(self) -> int:
         return self.pcs.size
+
+    @property
+    def addresses(self) -> dict[int, np.ndarray]:
+        a = self.accesses
+        if a is None:
+            return {}
+        return dict(zip(a.index[self.lo:self.hi].tolist(), a.rows[self.lo:self.hi], strict=False))
 
 
 @dataclass(frozen=True, slots=True)
 class BlockStream:
     block: int  # linear block id
     warps: tuple[WarpStream, ...]
+    accesses: BatchAccesses | None = None  # shared by the blocks of one batch
+    lo: int = 0  # this block's rows in `accesses`
+    hi: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class StreamChunk:
+    """What the warps of a batch issued since the last chunk: warp w's new pcs and masks are
+    `pcs[off[w]:off[w + 1]]`, `masks[...]`; its new memory accesses are the rows of `accesses` with
+    `warp == w` (`index`: position in the warp's whole stream). `finished[w]`: warp w is done."""
+
+    pcs: np.ndarray
+    masks: np.ndarray
+    off: np.ndarray  # (W + 1,)
+    accesses: BatchAccesses | None  # warp: warp index within the batch; bounds: per warp
+    finished: np.ndarray  # (W,) bool
 
 
 class BatchRecorder:
@@ -38,7 +77,7 @@ class BatchRecorder:
     def __init__(self, num_warps: int):
         self.steps: list[tuple[int, np.ndarray, np.ndarray, np.ndarray | None]] = []
         self.positions: np.ndarray | None = None  # executing lanes within [len(G), 32]; None: all
-        self._pending_addr: np.ndarray | None = None
+        self.counts = np.zeros(num_warps, dtype=np.int64)  # instructions already flushed, per warp
 
     def step(self, pc: int, G: np.ndarray, active: np.ndarray) -> None:
         masks = np.packbits(active, axis=1, bitorder="little").view(np.uint32).ravel()
@@ -51,20 +90,49 @@ class BatchRecorder:
         full[pos] = addr
         self.steps[-1] = (pc, G, masks, full.reshape(G.size, WARP))
 
+    def flush(self, W: int, finished: np.ndarray) -> StreamChunk:
+        """The steps recorded since the last flush, grouped by warp (a few numpy operations)."""
+        steps, self.steps = self.steps, []
+        if not steps:
+            off = np.zeros(W + 1, dtype=np.int64)
+            return StreamChunk(np.zeros(0, np.int32), np.zeros(0, np.uint32), off, None, finished.copy())
+        sizes = np.fromiter((g.size for _, g, _, _ in steps), dtype=np.int64, count=len(steps))
+        G = np.concatenate([g for _, g, _, _ in steps])
+        pcs = np.repeat(np.fromiter((pc for pc, _, _, _ in steps), dtype=np.int32, count=len(steps)), sizes)
+        masks = np.concatenate([m for _, _, m, _ in steps])
+        order = np.argsort(G, kind="stable")  # by warp, each warp's steps in issue order
+        per_warp = np.bincount(G, minlength=W)
+        off = np.zeros(W + 1, dtype=np.int64)
+        np.cumsum(per_warp, out=off[1:])
+        pos = np.empty(G.size, dtype=np.int64)
+        pos[order] = np.arange(G.size) - off[G[order]] + self.counts[G[order]]
+        self.counts += per_warp
+        accesses = None
+        mem_steps = [k for k, st in enumerate(steps) if st[3] is not None]
+        if mem_steps:
+            starts = np.zeros(len(steps) + 1, dtype=np.int64)
+            np.cumsum(sizes, out=starts[1:])
+            flat = np.concatenate([np.arange(starts[k], starts[k + 1]) for k in mem_steps])
+            rows = np.concatenate([steps[k][3] for k in mem_steps])
+            mo = np.lexsort((pos[flat], G[flat]))
+            flat, rows = flat[mo], rows[mo]
+            mw = G[flat]
+            row_off = np.zeros(W + 1, dtype=np.int64)
+            np.cumsum(np.bincount(mw, minlength=W), out=row_off[1:])
+            accesses = BatchAccesses(rows, pcs[flat], mw.astype(np.int32), pos[flat], row_off)
+        return StreamChunk(pcs[order], masks[order], off, accesses, finished.copy())
+
     def blocks(self, program, first_block: int, nblocks: int, wpb: int):
+        """The whole batch's streams (recorded to its end), block by block."""
         W = nblocks * wpb
-        per_warp_pc: list[list[int]] = [[] for _ in range(W)]
-        per_warp_mask: list[list[int]] = [[] for _ in range(W)]
-        per_warp_addr: list[dict[int, np.ndarray]] = [{} for _ in range(W)]
-        for pc, G, masks, addr in self.steps:
-            for k, w in enumerate(G.tolist()):
-                if addr is not None:
-                    per_warp_addr[w][len(per_warp_pc[w])] = addr[k]
-                per_warp_pc[w].append(pc)
-                per_warp_mask[w].append(int(masks[k]))
+        ch = self.flush(W, np.ones(W, dtype=bool))
+        acc, off = ch.accesses, ch.off.tolist()
+        row = acc.bounds.tolist() if acc is not None else [0] * (W + 1)
+        if acc is not None:
+            acc = BatchAccesses(acc.rows, acc.pcs, acc.warp % wpb, acc.index, acc.bounds[::wpb].copy())
         for blk in range(nblocks):
             warps = tuple(
-                WarpStream(w - blk * wpb, np.asarray(per_warp_pc[w], dtype=np.int32),
-                           np.asarray(per_warp_mask[w], dtype=np.uint32), per_warp_addr[w])
+                WarpStream(w - blk * wpb, ch.pcs[off[w]:off[w + 1]], ch.masks[off[w]:off[w + 1]],
+                           acc, row[w], row[w + 1])
                 for w in range(blk * wpb, (blk + 1) * wpb))
-            yield BlockStream(first_block + blk, warps)
+            yield BlockStream(first_block + blk, warps, acc, row[blk * wpb], row[(blk + 1) * wpb])

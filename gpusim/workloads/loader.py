@@ -190,9 +190,11 @@ class Workload:
 
     # -- running --
     def run(self, params: Mapping[str, Any] | None = None, cfg: Any = None, *, seed: int = 0,
-            max_steps_per_warp: int | None = None) -> WorkloadRun:
+            max_steps_per_warp: int | None = None, executor: Callable | None = None) -> WorkloadRun:
         """Run the kernel on the functional executor with fresh inputs and compare its output buffers with
-        the numpy reference. `cfg` is a Config, a config name/path (`"a100"`) or None (default limits)."""
+        the numpy reference. `cfg` is a Config, a config name/path (`"a100"`) or None (default limits).
+        `executor(program, launch, args, memory, cfg=, max_steps_per_warp=)` replaces
+        `gpusim.functional.execute` (the timing model passes one that also simulates cycles)."""
         from gpusim.functional import GlobalMemory, execute  # the executor sits above the loader's imports
 
         p = self.params(params)
@@ -210,7 +212,7 @@ class Workload:
             args[name] = mem.alloc_array(arr, name=name)
         kwargs = {} if max_steps_per_warp is None else {"max_steps_per_warp": max_steps_per_warp}
         t0 = time.perf_counter()
-        result = execute(self.program, launch, args, mem, cfg=cfg, **kwargs)
+        result = (executor or execute)(self.program, launch, args, mem, cfg=cfg, **kwargs)
         exec_seconds = time.perf_counter() - t0
         outputs: dict[str, np.ndarray] = {}
         for name, exp in expected.items():

@@ -11,7 +11,7 @@ shared_memory, blocks.
 import pytest
 
 from gpusim.analysis import occupancy
-from gpusim.analysis.occupancy import Occupancy
+from gpusim.analysis import Occupancy
 from gpusim.config import load_config
 from gpusim.errors import LaunchError
 

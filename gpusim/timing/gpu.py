@@ -1,0 +1,68 @@
+"""The builder: wires a GPU from its configuration — GigaThread engine, GPCs of SMs (each with its
+sub-partitions, L1 and shared memory), the interconnect, the L2 slices and the memory controllers —
+and runs one kernel's block streams through it. The structure of the machine reads here, top down."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import simpy
+
+from gpusim.config import Config
+from gpusim.config.occupancy import occupancy
+from gpusim.errors import LaunchError
+from gpusim.isa import Program
+from gpusim.timing.coalescer import Coalescer
+from gpusim.timing.counters import KernelTiming
+from gpusim.timing.decode import decode
+from gpusim.timing.dispatcher import GigaThreadEngine
+from gpusim.timing.dram import Dram
+from gpusim.timing.feeder import block_handles
+from gpusim.timing.gpc import GPC
+from gpusim.timing.interconnect import Interconnect
+from gpusim.timing.l1 import L1Cache
+from gpusim.timing.l2 import L2Slice
+from gpusim.timing.ldst import AddressStage
+from gpusim.timing.sm import SM
+
+
+class GPU:
+    def __init__(self, cfg: Config):
+        self.cfg = cfg
+
+    def run(self, program: Program, launch, blocks: Iterable, *, regs_per_thread: int | None = None,
+            smem_per_block: int | None = None) -> KernelTiming:
+        """Simulate one kernel launch. `blocks` yields, in launch order, either the functional executor's
+        batch sources (`Executor.stream_batches()`: streams pulled as the warps need them) or whole
+        recorded BlockStreams (`gpusim.block_streams(...)`)."""
+        cfg = self.cfg
+        regs = regs_per_thread or program.regs_per_thread
+        smem = program.shared_bytes if smem_per_block is None else smem_per_block
+        occ = occupancy(cfg, launch.threads_per_block, regs, smem)
+        if occ.active_blocks_per_sm == 0:
+            raise LaunchError(f"the kernel cannot run on {cfg.name}: {occ.reason}", field="block")
+
+        env = simpy.Environment()
+        dram = Dram(cfg)
+        slices = [L2Slice(cfg, dram) for _ in range(cfg.l2.slices)]
+        noc = Interconnect(slices)
+        info = decode(program, cfg)
+        nregs = max(1, len(program.registers))
+
+        gpcs = [GPC(g) for g in range(cfg.chip.gpcs)]
+        sms: list[SM] = []
+        engine: list[GigaThreadEngine] = []
+
+        def block_done(sm, block, start, end):
+            engine[0].block_done(sm, block, start, end)
+
+        for i in range(cfg.chip.sm_count):
+            gpc = gpcs[i % len(gpcs)]
+            sm = SM(env, i, gpc.index, cfg, info, nregs, L1Cache(cfg, noc), program, block_done)
+            gpc.sms.append(sm)
+            sms.append(sm)
+        stage = AddressStage(info, Coalescer(cfg.l1.line_size_bytes, cfg.l1.sector_size_bytes), sms[0].smem)
+        engine.append(GigaThreadEngine(env, sms, block_handles(blocks, stage), occ.active_blocks_per_sm,
+                                       cfg.launch.block_dispatch_cycles))
+        env.run(until=engine[0].process)
+        return KernelTiming.collect(cfg, occ, engine[0], sms, slices, dram)

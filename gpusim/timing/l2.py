@@ -1,0 +1,93 @@
+"""The L2: a chip-wide sectored, set-associative LRU cache split into slices. Each slice has a data
+port (a FIFO server moving `slice_bandwidth_bytes_per_cycle`), its own sets, and serves reads, writes
+and atomics. A read that misses fetches the missing sectors from DRAM; a write-back L2 keeps written
+sectors dirty and writes them to DRAM when their line is evicted; atomics are performed at the slice."""
+
+from __future__ import annotations
+
+from gpusim.config import Config
+from gpusim.timing.dram import Dram
+from gpusim.timing.fifo import FifoServer
+
+
+class L2Slice(FifoServer):
+    __slots__ = ("sets", "nsets", "ways", "line_bytes", "sector_bytes", "per_cycle", "hit_latency", "dram",
+                 "write_back", "dirty", "hits", "misses", "writes", "atomics", "slices")
+
+    def __init__(self, cfg: Config, dram: Dram):
+        super().__init__()
+        l2 = cfg.l2
+        self.slices = l2.slices
+        self.line_bytes = l2.line_size_bytes
+        self.sector_bytes = l2.sector_size_bytes
+        self.ways = l2.ways
+        self.nsets = max(1, l2.size_bytes // (l2.slices * l2.line_size_bytes * l2.ways))
+        self.sets: list[dict[int, int]] = [{} for _ in range(self.nsets)]  # line -> valid sector mask
+        self.dirty: dict[int, int] = {}  # line -> dirty sector mask
+        self.per_cycle = l2.slice_bandwidth_bytes_per_cycle
+        self.hit_latency = l2.hit_latency_cycles
+        self.write_back = l2.write_policy == "write_back"
+        self.dram = dram
+        self.hits = self.misses = self.writes = self.atomics = 0  # sectors (atomics: lane operations)
+
+    def _lookup(self, t: float, line: int, mask: int) -> tuple[int, dict[int, int]]:
+        """Touch `line` (LRU); returns the sectors of `mask` it lacks and its set."""
+        s = self.sets[(line // self.slices) % self.nsets]
+        valid = s.pop(line, None)
+        if valid is None:
+            if len(s) >= self.ways:
+                victim = next(iter(s))
+                del s[victim]
+                d = self.dirty.pop(victim, 0)
+                if d:
+                    addr = victim * self.line_bytes
+                    self.dram.controller(addr).write(t, d.bit_count() * self.sector_bytes)
+            valid = 0
+        s[line] = valid
+        return mask & ~valid, s
+
+    def read(self, t: float, line: int, mask: int) -> float:
+        """Read the sectors `mask` of `line`, requested at `t`: the cycle they are back at the SM."""
+        nsec = mask.bit_count()
+        _, start = self.serve(t, nsec * self.sector_bytes / self.per_cycle)
+        missing, s = self._lookup(start, line, mask)
+        done = start + self.hit_latency
+        if missing:
+            nmiss = missing.bit_count()
+            self.misses += nmiss
+            self.hits += nsec - nmiss
+            back = self.dram.controller(line * self.line_bytes).read(start, nmiss * self.sector_bytes)
+            done = max(done, back)
+            s[line] |= missing
+        else:
+            self.hits += nsec
+        return done
+
+    def write(self, t: float, line: int, mask: int) -> float:
+        """Write the sectors `mask` of `line` (whole sectors); returns the cycle the write is acknowledged."""
+        nsec = mask.bit_count()
+        _, start = self.serve(t, nsec * self.sector_bytes / self.per_cycle)
+        _, s = self._lookup(start, line, mask)
+        s[line] |= mask
+        self.writes += nsec
+        if self.write_back:
+            self.dirty[line] = self.dirty.get(line, 0) | mask
+        else:
+            self.dram.controller(line * self.line_bytes).write(start, nsec * self.sector_bytes)
+        return start + self.hit_latency
+
+    def atomic(self, t: float, line: int, mask: int, operations: int) -> float:
+        """Perform `operations` lane atomics on `line` at the slice, one per cycle, after fetching any
+        missing sectors; returns the cycle the old values are back at the SM."""
+        nsec = mask.bit_count()
+        _, start = self.serve(t, max(operations, nsec * self.sector_bytes / self.per_cycle))
+        missing, s = self._lookup(start, line, mask)
+        ready = start
+        if missing:
+            ready = self.dram.controller(line * self.line_bytes).read(start, missing.bit_count() * self.sector_bytes)
+            ready -= self.hit_latency  # the DRAM latency already counts the trip from the SM
+            s[line] |= missing
+        self.atomics += operations
+        if self.write_back:
+            self.dirty[line] = self.dirty.get(line, 0) | mask
+        return max(start, ready) + operations + self.hit_latency

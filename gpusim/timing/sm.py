@@ -1,0 +1,264 @@
+"""A streaming multiprocessor: sub-partitions with their warp schedulers and execution units, the
+LD/ST path into the L1 data cache and shared memory, and the block barriers. It is one SimPy process
+that sleeps until its next issue opportunity (a result landing, a unit freeing, a block arriving)
+instead of ticking through idle cycles."""
+
+from __future__ import annotations
+
+import simpy
+
+from gpusim.config import Config
+from gpusim.timing.decode import (
+    ALU,
+    BARRIER,
+    BRANCH,
+    EXIT,
+    GLOBAL_ATOM,
+    GLOBAL_LD,
+    GLOBAL_ST,
+    PORT,
+    SHARED,
+    SHFL,
+    S,
+    TimingInfo,
+)
+from gpusim.timing.l1 import L1Cache
+from gpusim.timing.shared_memory import SharedMemory
+from gpusim.timing.subpartition import SubPartition
+from gpusim.timing.warp import INF, Warp
+
+SELECTED, BARRIER_STATE, DRAIN = S["selected"], S["barrier"], S["drain"]
+LDST = PORT["ldst"]
+
+
+class ResidentBlock:
+    """A thread block placed on an SM: its live warps and its barrier."""
+
+    __slots__ = ("id", "warps", "live", "waiting", "start", "end")
+
+    def __init__(self, block_id: int, start: int):
+        self.id = block_id
+        self.warps: list[Warp] = []
+        self.live = 0
+        self.waiting: list[Warp] = []  # warps at bar.sync
+        self.start = start
+        self.end = start
+
+
+class SM:
+    def __init__(self, env: simpy.Environment, index: int, gpc: int, cfg: Config, info: list[TimingInfo],
+                 nregs: int, l1: L1Cache, program, on_block_done):
+        self.env = env
+        self.index = index
+        self.gpc = gpc
+        self.info = info
+        self.nregs = nregs
+        self.program = program
+        sched = cfg.scheduler
+        self.sps = [SubPartition(i, sched.policy, sched.active_warps_two_level, sched.issue_width)
+                    for i in range(cfg.sm.subpartitions)]
+        self.l1 = l1
+        self.smem = SharedMemory(cfg)
+        self.branch_latency = cfg.units["branch"].latency_cycles
+        self.sync_latency = cfg.units["sync"].latency_cycles
+        self.on_block_done = on_block_done  # callback(sm, block_id, end_cycle)
+        self.pending: list[tuple[int, object]] = []  # (start cycle, BlockStream) delivered, not started
+        self.blocks: dict[int, ResidentBlock] = {}
+        self.warps_resident = 0
+        self.wake = INF  # a barrier release the sub-partitions do not know of yet
+        self.sleeping_until = INF
+        self.finished = False
+        self.warp_age = 0
+        self.blocks_run = 0
+        self.warps_run = 0
+        self.max_warps_resident = 0
+        self.warp_cycles = 0  # resident warp-cycles, accounted when warps retire
+        self.process = env.process(self.run())
+
+    # -- blocks arriving ---------------------------------------------------------------------------
+    def deliver(self, start: int, block) -> None:
+        """The dispatcher places a block (its stream and the plans of its memory accesses) here; its
+        warps may issue from cycle `start`."""
+        self.pending.append((start, block))
+        if self.sleeping_until > start and self.process.is_alive and self.process.target is not None:
+            self.sleeping_until = start
+            self.process.interrupt()
+
+    def _launch(self, start: int, handle) -> None:
+        blk = ResidentBlock(handle.block, start)
+        info = self.info
+        nsp = len(self.sps)
+        for k in range(handle.warps):
+            w = Warp(blk, k, self.nregs, start, self.warp_age)
+            self.warp_age += 1
+            handle.feed.attach(handle.local, k, w)
+            blk.warps.append(w)
+            if not w.has_next():
+                continue
+            w.info = info[w.pcs[w.pos]]
+            w.port = w.info.port
+            blk.live += 1
+            self.sps[(self.warps_run + k) % nsp].add(w, start)
+        self.warps_run += handle.warps
+        self.blocks[blk.id] = blk
+        self.warps_resident += blk.live
+        self.max_warps_resident = max(self.max_warps_resident, self.warps_resident)
+        self.blocks_run += 1
+        if blk.live == 0:
+            self._block_done(blk, start)
+
+    # -- the process --------------------------------------------------------------------------------
+    def run(self):
+        env = self.env
+        sps = [(sp, sp.ports, sp.waiting, sp.step) for sp in self.sps]
+        issue = self.issue
+        t = 0
+        while True:
+            if self.pending:
+                keep = []
+                for start, block in self.pending:
+                    if start <= t:
+                        self._launch(start, block)
+                    else:
+                        keep.append((start, block))
+                self.pending = keep
+            nxt = INF
+            for sp, ready, waiting, step in sps:
+                if ready or sp.greedy is not None or (waiting and waiting[0][0] <= t):
+                    n = step(t, issue)
+                elif waiting:
+                    n = waiting[0][0]
+                else:
+                    continue
+                if n < nxt:
+                    nxt = n
+            if self.wake < nxt:
+                nxt = self.wake
+            self.wake = INF
+            for start, _ in self.pending:
+                if start < nxt:
+                    nxt = start
+            if nxt < env.peek():
+                # nothing else in the machine happens before then: run ahead without a SimPy event
+                t = nxt
+                continue
+            self.sleeping_until = nxt
+            try:
+                if nxt == INF:
+                    if self.finished:
+                        return
+                    yield env.event()  # idle until the dispatcher delivers a block
+                else:
+                    yield env.timeout(nxt - env.now)
+            except simpy.Interrupt:
+                pass
+            t = int(env.now)
+
+    # -- issuing -----------------------------------------------------------------------------------
+    def issue(self, w: Warp, t: int) -> None:
+        """Issue `w`'s next instruction at cycle `t`, then find when its following one may issue."""
+        ti = w.info
+        sp = w.sp
+        pipes = sp.pipes
+        port = ti.port
+        pipes.free[port] = t + ti.interval
+        pipes.busy[port] += ti.interval
+        sp.states[SELECTED] += 1
+        kind = ti.kind
+        floor, floor_reason = t + 1, 0
+        sb = w.scoreboard
+        if kind == ALU:
+            if ti.writes:
+                sb.write(ti.writes, t + ti.latency, ti.dep_reason)
+        elif kind == GLOBAL_LD:
+            ready, accepted = self.l1.load(t, w.plan())
+            sb.write(ti.writes, ready, ti.dep_reason)
+            if accepted > pipes.free[LDST]:
+                pipes.free[LDST] = accepted
+            sp.scheduler.demote(w, sp.warps)
+        elif kind == SHARED:
+            wave, ideal = w.plan()
+            ready = self.smem.access(t, wave, ideal)
+            if ti.writes:
+                sb.write(ti.writes, ready, ti.dep_reason)
+            busy_until = self.smem.free_at
+            if busy_until > pipes.free[LDST]:
+                pipes.free[LDST] = busy_until
+        elif kind == GLOBAL_ST:
+            ack, accepted = self.l1.store(t, w.plan())
+            if ack > w.drain:
+                w.drain = ack
+            if accepted > pipes.free[LDST]:
+                pipes.free[LDST] = accepted
+        elif kind == GLOBAL_ATOM:
+            lines, ops = w.plan()
+            ready, accepted = self.l1.atomic(t, lines, ops)
+            if ti.writes:
+                sb.write(ti.writes, ready, ti.dep_reason)
+                sp.scheduler.demote(w, sp.warps)
+            elif ready > w.drain:
+                w.drain = ready
+            if accepted > pipes.free[LDST]:
+                pipes.free[LDST] = accepted
+        elif kind == SHFL:
+            ready = self.smem.access(t, 1, 1)
+            sb.write(ti.writes, ready, ti.dep_reason)
+        elif kind == BRANCH or kind == EXIT:
+            floor, floor_reason = t + ti.latency, ti.dep_reason
+        elif kind == BARRIER:
+            w.pos += 1
+            w.ready = INF
+            w.mark = t + 1
+            self._arrive(w, t)
+            return
+        w.pos += 1
+        self._next(w, t, floor, floor_reason)
+
+    def _next(self, w: Warp, t: int, floor: int, floor_reason: int, issued: bool = True) -> None:
+        """Point `w` at its next instruction and account the cycles it must wait for it."""
+        if w.pos >= w.n and not w.has_next():
+            self._retire(w, t)
+            return
+        ti = self.info[w.pcs[w.pos]]
+        w.info = ti
+        w.port = ti.port
+        at, why = w.scoreboard.wait(ti, floor, floor_reason)
+        if at > t + 1:
+            w.sp.states[why] += at - t - 1
+        w.ready = at
+        w.sp.wait_until(w, at, t if issued else -2)
+
+    def _arrive(self, w: Warp, t: int) -> None:
+        blk = w.block
+        blk.waiting.append(w)
+        if len(blk.waiting) < blk.live:
+            return
+        release = t + self.sync_latency
+        for x in blk.waiting:
+            x.sp.states[BARRIER_STATE] += release - x.mark
+            self._next(x, release - 1, release, BARRIER_STATE, False)
+        blk.waiting = []
+        if release < self.wake:
+            self.wake = release
+
+    def _retire(self, w: Warp, t: int) -> None:
+        end = max(t + 1, w.drain)
+        sp = w.sp
+        if end > t + 1:
+            sp.states[DRAIN] += end - t - 1
+        w.ready = INF
+        sp.remove(w, end)
+        self.warp_cycles += end - w.start
+        self.warps_resident -= 1
+        blk = w.block
+        blk.live -= 1
+        if end > blk.end:
+            blk.end = end
+        if blk.live == 0:
+            self._block_done(blk, blk.end)
+        elif blk.waiting and len(blk.waiting) == blk.live:
+            raise RuntimeError(f"block {blk.id}: warps wait at a barrier no live warp will reach")
+
+    def _block_done(self, blk: ResidentBlock, end: int) -> None:
+        del self.blocks[blk.id]
+        self.on_block_done(self, blk.id, blk.start, end)

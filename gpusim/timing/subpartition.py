@@ -1,0 +1,143 @@
+"""An SM sub-partition (processing block): a warp scheduler, its slice of the register file, and its
+own execution units. Each step it finds the warps that may issue (scoreboard clear, unit free), lets
+the scheduler pick, and accounts every resident warp's cycle to one Nsight Compute warp state."""
+
+from __future__ import annotations
+
+from bisect import insort
+from heapq import heappop, heappush
+
+from gpusim.timing.decode import PORTS, WARP_STATES, S
+from gpusim.timing.pipelines import Pipelines
+from gpusim.timing.scheduler import WarpScheduler
+from gpusim.timing.warp import INF
+
+NOT_SELECTED = S["not_selected"]
+
+
+class SubPartition:
+    def __init__(self, index: int, policy: str, active_set: int, issue_width: int):
+        self.index = index
+        self.warps: list = []  # resident warps, oldest first (two_level: in priority order)
+        self.waiting: list = []  # heap of (cycle, age, warp): warps whose next instruction waits
+        self.by_port: list[list] = [[] for _ in PORTS]  # ready warps per unit, oldest first
+        self.ports: list[int] = []  # units that have ready warps
+        self.free_seen = [0] * len(PORTS)  # cycles each unit was free while warps were ready for it
+        self.greedy = None  # gto: the warp that issued last cycle, ready again the next
+        self.fast_greedy = policy == "gto" and issue_width == 1
+        self.pipes = Pipelines()
+        self.scheduler = WarpScheduler(policy, active_set)
+        self.issue_width = issue_width
+        self.states = [0] * len(WARP_STATES)  # warp-cycles per state
+        self.issued = 0
+        self.eligible_sum = 0  # eligible warps summed over cycles
+        self.active_cycles = 0  # cycles with at least one resident warp
+        self._busy_since = 0
+
+    def add(self, warp, t: int) -> None:
+        if not self.warps:
+            self._busy_since = t
+        self.warps.append(warp)
+        warp.sp = self
+        heappush(self.waiting, (warp.ready, warp.age, warp))
+
+    def remove(self, warp, t: int) -> None:
+        self.warps.remove(warp)
+        if self.scheduler.last is warp:
+            self.scheduler.last = None
+        if not self.warps:
+            self.active_cycles += t - self._busy_since
+
+    def wait_until(self, warp, at: int, t: int) -> None:
+        """`warp`, which issued at cycle `t`, may issue its next instruction from cycle `at`."""
+        if at == t + 1 and self.fast_greedy:
+            self.greedy = warp
+        else:
+            heappush(self.waiting, (at, warp.age, warp))
+
+    def step(self, t: int, issue) -> float:
+        """Issue at cycle `t` (through `issue(warp, t)`); returns the next cycle this sub-partition has
+        anything to do.
+
+        A ready warp waits for one of two reasons each cycle: its unit is busy (a throttle state) or
+        its unit is free but another warp was chosen (not_selected). Which one depends only on the
+        unit, so each unit counts the cycles it was free while warps were ready for it, and a warp's
+        wait is split when it issues, without visiting every ready warp every cycle."""
+        waiting = self.waiting
+        by_port = self.by_port
+        ports = self.ports
+        seen = self.free_seen
+        if waiting and waiting[0][0] <= t:
+            while waiting and waiting[0][0] <= t:
+                w = heappop(waiting)[2]
+                p = w.port
+                lst = by_port[p]
+                w.snap = seen[p]
+                if not lst:
+                    ports.append(p)
+                    lst.append(w)
+                elif lst[-1].age < w.age:
+                    lst.append(w)
+                else:
+                    insort(lst, w, key=_age)
+        free = self.pipes.free
+        g = self.greedy
+        if g is not None:
+            # gto: the warp that issued last cycle is ready again; if its unit is free it issues
+            self.greedy = None
+            if free[g.port] <= t:
+                n_eligible = 1
+                for p in ports:
+                    if free[p] <= t:
+                        seen[p] += 1
+                        n_eligible += len(by_port[p])
+                self.eligible_sum += n_eligible
+                issue(g, t)
+                self.issued += 1
+                return t + 1
+            p = g.port
+            g.snap = seen[p]
+            lst = by_port[p]
+            if not lst:
+                ports.append(p)
+            insort(lst, g, key=_age)
+        nxt = waiting[0][0] if waiting else INF
+        if not ports:
+            return nxt
+        open_ports = []
+        n_eligible = 0
+        for p in ports:
+            f = free[p]
+            if f > t:
+                if f < nxt:
+                    nxt = f
+            else:
+                seen[p] += 1
+                n_eligible += len(by_port[p])
+                open_ports.append(p)
+        if not open_ports:
+            return nxt
+        self.eligible_sum += n_eligible
+        states = self.states
+        for _ in range(self.issue_width):
+            w = self.scheduler.choose(by_port, open_ports, self.warps)
+            if w is None:
+                break
+            p = w.port
+            lst = by_port[p]
+            lst.remove(w)
+            if not lst:
+                ports.remove(p)
+            ns = seen[p] - w.snap - 1
+            states[NOT_SELECTED] += ns
+            states[w.info.throttle_reason] += t - w.ready - ns
+            issue(w, t)
+            self.issued += 1
+            open_ports = [q for q in open_ports if free[q] <= t and by_port[q]]
+            if not open_ports:
+                break
+        return t + 1
+
+
+def _age(w) -> int:
+    return w.age

@@ -1,0 +1,87 @@
+"""A resident warp: its instruction stream, where it stands in it, and its scoreboard."""
+
+from __future__ import annotations
+
+from gpusim.timing.decode import TimingInfo
+
+INF = float("inf")
+
+
+class Scoreboard:
+    """Per register: the cycle its pending write lands and why the warp would wait for it (a
+    fixed-latency result: `wait`; an MIO result: `short_scoreboard`; an L1TEX result: `long_scoreboard`)."""
+
+    __slots__ = ("ready", "reason")
+
+    def __init__(self, nregs: int):
+        self.ready = [0] * nregs
+        self.reason = [0] * nregs
+
+    def write(self, regs: tuple[int, ...], at: int, reason: int) -> None:
+        ready, why = self.ready, self.reason
+        for r in regs:
+            ready[r] = at
+            why[r] = reason
+
+    def wait(self, info: TimingInfo, floor: int, floor_reason: int) -> tuple[int, int]:
+        """Earliest cycle `info` may issue (no earlier than `floor`) and the reason for waiting until then:
+        its sources must be written (RAW) and its destinations' pending writes done (WAW)."""
+        at, why = floor, floor_reason
+        ready = self.ready
+        for r in info.reads:
+            if ready[r] > at:
+                at, why = ready[r], self.reason[r]
+        for r in info.writes:
+            if ready[r] > at:
+                at, why = ready[r], self.reason[r]
+        return at, why
+
+
+class Warp:
+    """A resident warp. `pcs[pos]` is its next instruction; `pcs` holds only the window of its stream
+    pulled from the functional executor so far (`base`: the stream position of `pcs[0]`), `mem` the
+    plans of its memory accesses by stream position; `complete`: nothing more will be pulled."""
+
+    __slots__ = ("block", "index", "pcs", "n", "pos", "base", "mem", "complete", "feed", "info", "ready",
+                 "port", "mark", "sp", "scoreboard", "drain", "start", "age", "snap")
+
+    def __init__(self, block, index: int, nregs: int, start: int, age: int):
+        self.block = block  # the ResidentBlock it belongs to
+        self.index = index  # warp index within the block
+        self.pcs: list[int] = []
+        self.n = 0
+        self.pos = 0
+        self.base = 0
+        self.mem: dict = {}
+        self.complete = False
+        self.feed = None
+        self.info: TimingInfo | None = None
+        self.ready = start  # earliest cycle the next instruction may issue (INF: at a barrier)
+        self.port = 0
+        self.mark = start  # the cycle after it arrived at a barrier
+        self.sp = None
+        self.scoreboard = Scoreboard(nregs)
+        self.drain = start  # when the warp's last store is acknowledged
+        self.start = start
+        self.age = age
+        self.snap = 0  # its unit's free-cycle count when the warp became ready
+
+    def extend(self, pcs: list[int]) -> None:
+        """Append newly executed instructions, dropping the ones already issued."""
+        if self.pos:
+            self.pcs = self.pcs[self.pos:]
+            self.base += self.pos
+            self.pos = 0
+        self.pcs += pcs
+        self.n = len(self.pcs)
+
+    def has_next(self) -> bool:
+        """Whether another instruction follows, pulling more of the stream if need be."""
+        while self.pos >= self.n:
+            if self.complete or not self.feed.pull():
+                return False
+        return True
+
+    def plan(self):
+        """The memory plan of the current instruction (released once taken)."""
+        return self.mem.pop(self.base + self.pos)
