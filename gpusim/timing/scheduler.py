@@ -26,7 +26,7 @@ class WarpScheduler:
 
     def _gto(self, by_port, open_ports, warps):
         last = self.last
-        if last is not None and last.port in open_ports and last in by_port[last.port]:
+        if last is not None and last.queued and last.port in open_ports:
             return last
         w = self.last = self._oldest(by_port, open_ports)
         return w

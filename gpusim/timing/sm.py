@@ -68,6 +68,8 @@ class SM:
         self.wake = INF  # a barrier release the sub-partitions do not know of yet
         self.sleeping_until = INF
         self.finished = False
+        self.deferred: list[Warp] = []  # global accesses issued ahead of SimPy's clock
+        self.must_yield = False  # a block retired: let the GigaThread engine run
         self.warp_age = 0
         self.blocks_run = 0
         self.warps_run = 0
@@ -109,6 +111,10 @@ class SM:
 
     # -- the process --------------------------------------------------------------------------------
     def run(self):
+        """Step the sub-partitions cycle by cycle, skipping cycles in which nothing can issue. The SM
+        runs ahead of SimPy's clock as long as it touches nothing shared: before a global-memory access
+        it waits for the clock to catch up (so every SM reaches the L2 and DRAM in time order), and
+        after a block retires it yields so the GigaThread engine can place the next one."""
         env = self.env
         sps = [(sp, sp.ports, sp.waiting, sp.step) for sp in self.sps]
         issue = self.issue
@@ -132,16 +138,26 @@ class SM:
                     continue
                 if n < nxt:
                     nxt = n
+            if self.deferred:
+                while env.now < t:
+                    self.sleeping_until = t
+                    try:
+                        yield env.timeout(t - env.now)
+                    except simpy.Interrupt:
+                        pass
+                deferred, self.deferred = self.deferred, []
+                for w in deferred:
+                    self._global(w, t)
             if self.wake < nxt:
                 nxt = self.wake
             self.wake = INF
             for start, _ in self.pending:
                 if start < nxt:
                     nxt = start
-            if nxt < env.peek():
-                # nothing else in the machine happens before then: run ahead without a SimPy event
+            if nxt != INF and not self.must_yield:
                 t = nxt
                 continue
+            self.must_yield = False
             self.sleeping_until = nxt
             try:
                 if nxt == INF:
@@ -149,10 +165,10 @@ class SM:
                         return
                     yield env.event()  # idle until the dispatcher delivers a block
                 else:
-                    yield env.timeout(nxt - env.now)
+                    yield env.timeout(max(0, nxt - env.now))
             except simpy.Interrupt:
                 pass
-            t = int(env.now)
+            t = max(int(env.now), t + 1)
 
     # -- issuing -----------------------------------------------------------------------------------
     def issue(self, w: Warp, t: int) -> None:
@@ -166,43 +182,27 @@ class SM:
         sp.states[SELECTED] += 1
         kind = ti.kind
         floor, floor_reason = t + 1, 0
-        sb = w.scoreboard
         if kind == ALU:
             if ti.writes:
-                sb.write(ti.writes, t + ti.latency, ti.dep_reason)
-        elif kind == GLOBAL_LD:
-            ready, accepted = self.l1.load(t, w.plan())
-            sb.write(ti.writes, ready, ti.dep_reason)
-            if accepted > pipes.free[LDST]:
-                pipes.free[LDST] = accepted
-            sp.scheduler.demote(w, sp.warps)
+                w.scoreboard.write(ti.writes, t + ti.latency, ti.dep_reason)
+        elif kind == GLOBAL_LD or kind == GLOBAL_ST or kind == GLOBAL_ATOM:
+            if t > self.env.now:
+                w.ready = INF
+                self.deferred.append(w)  # reaches the L2 once SimPy's clock is at t
+            else:
+                self._global(w, t)
+            return
         elif kind == SHARED:
             wave, ideal = w.plan()
             ready = self.smem.access(t, wave, ideal)
             if ti.writes:
-                sb.write(ti.writes, ready, ti.dep_reason)
+                w.scoreboard.write(ti.writes, ready, ti.dep_reason)
             busy_until = self.smem.free_at
             if busy_until > pipes.free[LDST]:
                 pipes.free[LDST] = busy_until
-        elif kind == GLOBAL_ST:
-            ack, accepted = self.l1.store(t, w.plan())
-            if ack > w.drain:
-                w.drain = ack
-            if accepted > pipes.free[LDST]:
-                pipes.free[LDST] = accepted
-        elif kind == GLOBAL_ATOM:
-            lines, ops = w.plan()
-            ready, accepted = self.l1.atomic(t, lines, ops)
-            if ti.writes:
-                sb.write(ti.writes, ready, ti.dep_reason)
-                sp.scheduler.demote(w, sp.warps)
-            elif ready > w.drain:
-                w.drain = ready
-            if accepted > pipes.free[LDST]:
-                pipes.free[LDST] = accepted
         elif kind == SHFL:
             ready = self.smem.access(t, 1, 1)
-            sb.write(ti.writes, ready, ti.dep_reason)
+            w.scoreboard.write(ti.writes, ready, ti.dep_reason)
         elif kind == BRANCH or kind == EXIT:
             floor, floor_reason = t + ti.latency, ti.dep_reason
         elif kind == BARRIER:
@@ -213,6 +213,33 @@ class SM:
             return
         w.pos += 1
         self._next(w, t, floor, floor_reason)
+
+    def _global(self, w: Warp, t: int) -> None:
+        """The L1/L2/DRAM part of a global load, store or atomic `w` issued at cycle `t`."""
+        ti = w.info
+        sp = w.sp
+        pipes = sp.pipes
+        kind = ti.kind
+        if kind == GLOBAL_LD:
+            ready, accepted = self.l1.load(t, w.plan())
+            w.scoreboard.write(ti.writes, ready, ti.dep_reason)
+            sp.scheduler.demote(w, sp.warps)
+        elif kind == GLOBAL_ST:
+            ack, accepted = self.l1.store(t, w.plan())
+            if ack > w.drain:
+                w.drain = ack
+        else:
+            lines, ops = w.plan()
+            ready, accepted = self.l1.atomic(t, lines, ops)
+            if ti.writes:
+                w.scoreboard.write(ti.writes, ready, ti.dep_reason)
+                sp.scheduler.demote(w, sp.warps)
+            elif ready > w.drain:
+                w.drain = ready
+        if accepted > pipes.free[LDST]:
+            pipes.free[LDST] = accepted
+        w.pos += 1
+        self._next(w, t, t + 1, 0)
 
     def _next(self, w: Warp, t: int, floor: int, floor_reason: int, issued: bool = True) -> None:
         """Point `w` at its next instruction and account the cycles it must wait for it."""
@@ -261,4 +288,5 @@ class SM:
 
     def _block_done(self, blk: ResidentBlock, end: int) -> None:
         del self.blocks[blk.id]
+        self.must_yield = True
         self.on_block_done(self, blk.id, blk.start, end)

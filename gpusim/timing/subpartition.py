@@ -73,6 +73,7 @@ class SubPartition:
                 p = w.port
                 lst = by_port[p]
                 w.snap = seen[p]
+                w.queued = True
                 if not lst:
                     ports.append(p)
                     lst.append(w)
@@ -97,6 +98,7 @@ class SubPartition:
                 return t + 1
             p = g.port
             g.snap = seen[p]
+            g.queued = True
             lst = by_port[p]
             if not lst:
                 ports.append(p)
@@ -126,6 +128,7 @@ class SubPartition:
             p = w.port
             lst = by_port[p]
             lst.remove(w)
+            w.queued = False
             if not lst:
                 ports.remove(p)
             ns = seen[p] - w.snap - 1
@@ -133,6 +136,8 @@ class SubPartition:
             states[w.info.throttle_reason] += t - w.ready - ns
             issue(w, t)
             self.issued += 1
+            if self.issue_width == 1:
+                break
             open_ports = [q for q in open_ports if free[q] <= t and by_port[q]]
             if not open_ports:
                 break
