@@ -7,6 +7,12 @@ The public API (the CLI is a thin layer over it):
     >>> run = gpusim.run_workload("saxpy", cfg, n=4096)     # functional execution, verified
     >>> run.ok, run.result.stats.simt_efficiency
     (True, 1.0)
+    >>> r = gpusim.simulate("saxpy", cfg, n=1 << 16)        # + the timing model: cycles, metrics, verdict
+    >>> r.cycles > 0, r.verified, r.verdict.kind in gpusim.stats.VERDICTS
+    (True, True, True)
+    >>> print(r.summary_table())                            # doctest: +SKIP
+    >>> r.to_dict()["kernel"]["dram_bandwidth_gbps"]        # doctest: +SKIP
+    >>> gpusim.stats.write_trace(r, "saxpy.json")  # for ui.perfetto.dev  # doctest: +SKIP
     >>> gpusim.occupancy(cfg, block_size=256, regs_per_thread=64, smem_per_block=16384).occupancy
     0.5
 """
@@ -27,6 +33,7 @@ from gpusim.errors import (
 )
 from gpusim.functional import GlobalMemory, Launch, block_streams, execute
 from gpusim.isa import assemble, assemble_file, disassemble
+from gpusim.stats import SimResult, simulate
 from gpusim.workloads import list_workloads, load_workload
 
 __version__ = "0.1.0"
@@ -54,7 +61,7 @@ def kernel_occupancy(workload, cfg, **params):
 
 __all__ = [
     "AssemblyError", "Config", "ConfigError", "DeadlockError", "GlobalMemory", "GpusimError", "KernelFault",
-    "Launch", "LaunchError", "VerificationError", "WorkloadError", "__version__", "assemble", "assemble_file",
-    "block_streams", "disassemble", "execute", "kernel_occupancy", "list_workloads", "load_config",
-    "load_workload", "occupancy", "run_workload",
+    "Launch", "LaunchError", "SimResult", "VerificationError", "WorkloadError", "__version__", "assemble",
+    "assemble_file", "block_streams", "disassemble", "execute", "kernel_occupancy", "list_workloads",
+    "load_config", "load_workload", "occupancy", "run_workload", "simulate",
 ]

@@ -1,4 +1,6 @@
-"""`gpusim run WORKLOAD`: execute a workload on a configuration and verify it against numpy."""
+"""`gpusim run WORKLOAD`: simulate a workload on a configuration (the timing model: cycles, metrics, the
+bottleneck verdict) and verify its values against numpy; `--functional` runs the functional executor
+alone (values and instruction counts, no cycles)."""
 
 from __future__ import annotations
 
@@ -7,31 +9,74 @@ import sys
 import time
 
 import gpusim
-from gpusim.cli.common import emit_json, parse_sets
+from gpusim.cli.common import emit_json, parse_sets, write_atomic
+from gpusim.errors import GpusimError
+from gpusim.stats import simulate, trace_json
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("run", help="run a workload and verify it against its numpy reference",
-                              description="Execute WORKLOAD (a built-in name or a folder) lane by lane on "
-                                          "CONFIG and compare its outputs with the numpy reference.")
+    p = subparsers.add_parser("run", help="simulate a workload (cycles, metrics, bottleneck) and verify it",
+                              description="Simulate WORKLOAD (a built-in name or a folder) on CONFIG: execute it "
+                                          "lane by lane, compare its outputs with the numpy reference, and run "
+                                          "its instruction streams through the timing model for cycles, metrics "
+                                          "(docs/stats.md) and a bottleneck verdict. Exit status 1 when the "
+                                          "outputs differ from the reference.")
     p.add_argument("workload", help="workload name (see `gpusim list`) or folder")
     p.add_argument("--config", "-c", default="a100", help="built-in config name or YAML path (default a100)")
     p.add_argument("--set", action="append", metavar="PARAM=VALUE", dest="sets",
                    help="workload size parameter, e.g. --set n=4096 (repeatable)")
     p.add_argument("--config-set", action="append", metavar="FIELD=VALUE", dest="config_sets",
                    help="override a config field, e.g. --config-set chip.sm_count=54")
+    p.add_argument("--scheduler", choices=("lrr", "gto", "two_level"),
+                   help="warp scheduler policy (default: the config's scheduler.policy)")
     p.add_argument("--functional", action="store_true",
-                   help="functional execution only (values, instruction counts); this release has no "
-                        "cycle-level timing model yet, so this is also the default")
+                   help="functional execution only (values, instruction counts), no timing model")
     p.add_argument("--seed", type=int, default=0, help="seed of the input generator (default 0)")
     p.add_argument("--max-steps", type=int, default=None, metavar="N",
                    help="fault when a warp issues more than N instructions (default 1,000,000)")
     p.add_argument("--json", nargs="?", const="-", metavar="FILE",
                    help="write the full result as JSON to FILE ('-' or no value: stdout)")
+    p.add_argument("--csv", metavar="FILE",
+                   help="write the metrics as tidy long-format CSV to FILE ('-': stdout; see docs/stats.md)")
+    p.add_argument("--trace", metavar="FILE",
+                   help="write the block timeline as a Chrome/Perfetto trace (JSON) to FILE")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.functional:
+        timing_only = [f"--{n}" for n in ("scheduler", "csv", "trace") if getattr(args, n) is not None]
+        if timing_only:
+            verb = "needs" if len(timing_only) == 1 else "need"
+            raise GpusimError(f"{' and '.join(timing_only)} {verb} the timing model: drop --functional")
+        return run_functional(args)
+    return run_timing(args)
+
+
+def run_timing(args: argparse.Namespace) -> int:
+    if args.json == "-" and args.csv == "-":
+        raise GpusimError("--json - and --csv - cannot both write to stdout")
+    wl = gpusim.load_workload(args.workload)
+    result = simulate(wl, args.config, seed=args.seed, scheduler=args.scheduler,
+                      overrides=parse_sets(args.config_sets) or None, max_steps_per_warp=args.max_steps,
+                      verify=False, **parse_sets(args.sets))
+    if args.json is not None:
+        emit_json(result.to_dict(), args.json)
+    if args.csv == "-":
+        sys.stdout.write(result.to_csv())
+    elif args.csv is not None:
+        write_atomic(args.csv, result.to_csv())
+    if args.trace is not None:
+        write_atomic(args.trace, trace_json(result))
+    if "-" not in (args.json, args.csv):
+        print(result.summary_table())
+    if not result.verified:
+        print(result.run.message(), file=sys.stderr)
+        return 1
+    return 0
+
+
+def run_functional(args: argparse.Namespace) -> int:
     cfg = gpusim.load_config(args.config, overrides=parse_sets(args.config_sets) or None)
     wl = gpusim.load_workload(args.workload)
     params = wl.params(parse_sets(args.sets))

@@ -61,8 +61,14 @@ class BatchFeed:
         warp.pcs, warp.n, warp.mem = self.pcs[k], len(self.pcs[k]), self.mem[k]
         warp.complete = self.finished[k]
         warp.feed = self
+        warp.slot = k
         self.pcs[k], self.mem[k] = [], {}
         self.warps[k] = warp
+
+    def detach(self, warp) -> None:
+        """A retired warp needs no more instructions (and the feed no longer refers to it)."""
+        self.warps[warp.slot] = None
+        self.finished[warp.slot] = True
 
 
 class BlockHandle:

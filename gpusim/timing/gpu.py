@@ -4,6 +4,7 @@ and runs one kernel's block streams through it. The structure of the machine rea
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable
 
 import simpy
@@ -64,5 +65,12 @@ class GPU:
         stage = AddressStage(info, Coalescer(cfg.l1.line_size_bytes, cfg.l1.sector_size_bytes), sms[0].smem)
         engine.append(GigaThreadEngine(env, sms, block_handles(blocks, stage), occ.active_blocks_per_sm,
                                        cfg.launch.block_dispatch_cycles))
-        env.run(until=engine[0].process)
+        # The model allocates many short-lived objects and keeps no reference cycles alive; collect
+        # the young generation less often while it runs.
+        threshold = gc.get_threshold()
+        gc.set_threshold(max(threshold[0], 50_000), *threshold[1:])
+        try:
+            env.run(until=engine[0].process)
+        finally:
+            gc.set_threshold(*threshold)
         return KernelTiming.collect(cfg, occ, engine[0], sms, slices, dram)

@@ -34,11 +34,10 @@ LDST = PORT["ldst"]
 class ResidentBlock:
     """A thread block placed on an SM: its live warps and its barrier."""
 
-    __slots__ = ("id", "warps", "live", "waiting", "start", "end")
+    __slots__ = ("id", "live", "waiting", "start", "end")
 
     def __init__(self, block_id: int, start: int):
         self.id = block_id
-        self.warps: list[Warp] = []
         self.live = 0
         self.waiting: list[Warp] = []  # warps at bar.sync
         self.start = start
@@ -94,7 +93,6 @@ class SM:
             w = Warp(blk, k, self.nregs, start, self.warp_age)
             self.warp_age += 1
             handle.feed.attach(handle.local, k, w)
-            blk.warps.append(w)
             if not w.has_next():
                 continue
             w.info = info[w.pcs[w.pos]]
@@ -274,6 +272,7 @@ class SM:
         if end > t + 1:
             sp.states[DRAIN] += end - t - 1
         w.ready = INF
+        w.feed.detach(w)
         sp.remove(w, end)
         self.warp_cycles += end - w.start
         self.warps_resident -= 1

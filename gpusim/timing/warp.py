@@ -43,7 +43,7 @@ class Warp:
     plans of its memory accesses by stream position; `complete`: nothing more will be pulled."""
 
     __slots__ = ("block", "index", "pcs", "n", "pos", "base", "mem", "complete", "feed", "info", "ready",
-                 "port", "mark", "sp", "scoreboard", "drain", "start", "age", "snap", "queued")
+                 "port", "mark", "sp", "scoreboard", "drain", "start", "age", "snap", "queued", "slot")
 
     def __init__(self, block, index: int, nregs: int, start: int, age: int):
         self.block = block  # the ResidentBlock it belongs to
@@ -66,6 +66,7 @@ class Warp:
         self.age = age
         self.snap = 0  # its unit's free-cycle count when the warp became ready
         self.queued = False  # in its sub-partition's ready lists
+        self.slot = 0  # its index in the feed's batch
 
     def extend(self, pcs: list[int]) -> None:
         """Append newly executed instructions, dropping the ones already issued."""

@@ -1,0 +1,225 @@
+"""`SimResult`: one simulated kernel's metrics (per kernel, per SM, per block), its bottleneck verdict and
+its provenance, with three views: `to_dict()` (JSON), `rows()` / `to_csv()` (tidy CSV) and
+`summary_table()` (the terminal).
+
+CSV layout (long format, one observation per row; columns CSV_COLUMNS):
+
+    workload, config, scope, sm, block, metric, value, unit
+
+- scope "run":    seed, verified (1/0), wall_seconds: about the simulation itself;
+- scope "param":  one row per workload size parameter (metric = its name);
+- scope "kernel": one row per kernel metric (`kernel_metrics`; nested ones as `unit_utilisation_pct.fp32`,
+                  `warp_states.long_scoreboard`, `warp_states_pct.long_scoreboard`);
+- scope "sm":     one row per SM and metric (`sm_metrics`), `sm` set;
+- scope "block":  start, end and cycles of each block, `sm` and `block` set.
+
+`sm` and `block` are empty where they do not apply, and so is `value` for a metric that does not exist
+for this run (a hit rate with no accesses, GFLOP/s without declared flops). With pandas:
+`df = pd.read_csv(f); df[df.scope == "kernel"].set_index("metric").value`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from typing import Any
+
+from gpusim.stats.bottleneck import Verdict, diagnose
+from gpusim.stats.metrics import KERNEL_METRICS, SM_METRICS, flatten, kernel_metrics, sm_metrics, timeline_rows, unit_of
+from gpusim.timing.counters import KernelTiming
+
+CSV_COLUMNS = ("workload", "config", "scope", "sm", "block", "metric", "value", "unit")
+LABEL = 19  # width of the summary table's label column
+
+
+@dataclass
+class SimResult:
+    """What `gpusim.simulate` returns. `cfg`, `run` (the WorkloadRun: outputs, verification, functional
+    stats) and `timing` (the raw KernelTiming) are kept; `kernel`, `sms` and `timeline` are the metrics,
+    `verdict` the bottleneck, `provenance` what produced it (gpusim version, config name and hash,
+    workload, params, launch, seed, scheduler)."""
+
+    cfg: Any
+    run: Any
+    timing: KernelTiming
+    wall_seconds: float
+    kernel: dict[str, Any]
+    sms: list[dict[str, Any]]
+    timeline: list[dict[str, int]]
+    verdict: Verdict
+    provenance: dict[str, Any]
+
+    @classmethod
+    def build(cls, cfg, run, timing: KernelTiming, *, wall_seconds: float = 0.0) -> SimResult:
+        """Compute the metrics and the verdict. `cfg` (a Config) and `run` (a WorkloadRun) may be None
+        for a bare KernelTiming: the metrics that need them (peak GFLOP/s, the functional counters,
+        flops, bytes moved) are then None."""
+        from gpusim import __version__  # the package imports this module
+
+        stats = getattr(getattr(run, "result", None), "stats", None)
+        issue_width = cfg.scheduler.issue_width if cfg is not None else 1
+        peak = cfg.derived()["peak_fp32_gflops"] if cfg is not None else None
+        kernel = kernel_metrics(timing, stats=stats, flops=getattr(run, "flops", None),
+                                bytes_moved=getattr(run, "bytes_moved", None), issue_width=issue_width,
+                                peak_fp32_gflops=peak)
+        launch = getattr(run, "launch", None)
+        provenance = {
+            "gpusim_version": __version__,
+            "config": cfg.name if cfg is not None else None,
+            "config_hash": cfg.hash() if cfg is not None else None,
+            "workload": getattr(run, "workload", None),
+            "params": dict(getattr(run, "params", {}) or {}),
+            "launch": {"grid": list(launch.grid), "block": list(launch.block)} if launch is not None else None,
+            "seed": getattr(run, "seed", None),
+            "scheduler": cfg.scheduler.policy if cfg is not None else None,
+        }
+        return cls(cfg, run, timing, wall_seconds, kernel, sm_metrics(timing, issue_width=issue_width),
+                   timeline_rows(timing), diagnose(kernel), provenance)
+
+    def __repr__(self) -> str:
+        p = self.provenance
+        return (f"SimResult(workload={p['workload']!r}, config={p['config']!r}, params={p['params']!r}, "
+                f"cycles={self.cycles}, verified={self.verified}, verdict={self.verdict.kind!r})")
+
+    # -- the headline numbers --
+    @property
+    def cycles(self) -> int:
+        return self.kernel["cycles"]
+
+    @property
+    def kernel_seconds(self) -> float:
+        return self.kernel["kernel_seconds"]
+
+    @property
+    def total_seconds(self) -> float:
+        return self.kernel["total_seconds"]
+
+    @property
+    def verified(self) -> bool | None:
+        return self.run.ok if self.run is not None else None
+
+    # -- views --
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: provenance at the top level (as `gpusim run --functional` writes it), `verified`,
+        `stats` (the functional executor's counters), `theoretical_occupancy`, `kernel` (the metrics),
+        `verdict`, `sms` (one dict per SM) and `timeline` (one dict per block)."""
+        d: dict[str, Any] = {"mode": "timing"}
+        d.update(self.run.summary() if self.run is not None else {})
+        d.update(self.provenance)
+        d.update({
+            "wall_seconds": self.wall_seconds,
+            "exec_seconds": getattr(self.run, "exec_seconds", None),
+            "theoretical_occupancy": self.timing.theoretical_occupancy,
+            "kernel": self.kernel,
+            "verdict": self.verdict.to_dict(),
+            "sms": self.sms,
+            "timeline": self.timeline,
+        })
+        return d
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Tidy long-format rows (dicts with the keys CSV_COLUMNS); see the module docstring."""
+        base = {"workload": self.provenance["workload"], "config": self.provenance["config"]}
+
+        def row(scope, metric, value, unit, sm=None, block=None):
+            return {**base, "scope": scope, "sm": sm, "block": block, "metric": metric, "value": value,
+                    "unit": unit}
+
+        out = [row("run", "seed", self.provenance["seed"], ""),
+               row("run", "verified", None if self.verified is None else int(self.verified), "bool"),
+               row("run", "wall_seconds", self.wall_seconds, "s")]
+        out += [row("param", k, v, "") for k, v in self.provenance["params"].items()]
+        out += [row("kernel", k, v, unit_of(k)) for k, v in flatten(self.kernel)]
+        for r in self.sms:
+            out += [row("sm", k, v, unit_of(k, SM_METRICS), sm=r["sm"]) for k, v in r.items() if k != "sm"]
+        for b in self.timeline:
+            out += [row("block", k, b[k], "cycles", sm=b["sm"], block=b["block"]) for k in ("start", "end", "cycles")]
+        return out
+
+    def to_csv_rows(self) -> list[list[Any]]:
+        """The header (CSV_COLUMNS) then one list per row, None as an empty cell: ready for csv.writer."""
+        return [list(CSV_COLUMNS)] + [["" if r[c] is None else r[c] for c in CSV_COLUMNS] for r in self.rows()]
+
+    def to_csv(self) -> str:
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerows(self.to_csv_rows())
+        return buf.getvalue()
+
+    def summary_table(self) -> str:
+        """A fixed-width table for the terminal: the run, the kernel's metrics, the warp states and the
+        verdict."""
+        k, p = self.kernel, self.provenance
+        st = getattr(getattr(self.run, "result", None), "stats", None)
+        rows: list[tuple[str, str]] = []
+        add = rows.append
+        if p["workload"] is not None:
+            add(("workload", str(p["workload"])))
+            add(("config", f"{p['config']} (hash {p['config_hash']}), {p['scheduler']} scheduler"))
+            add(("params", ", ".join(f"{a}={b}" for a, b in p["params"].items()) or "-"))
+            g, b = p["launch"]["grid"], p["launch"]["block"]
+            add(("launch", f"grid ({g[0]},{g[1]},{g[2]}) x block ({b[0]},{b[1]},{b[2]}), {k['blocks']:,} blocks, "
+                           f"{k['warps']:,} warps on {k['sms_active']} of {k['sms']} SMs"))
+            add(("verified", "yes" if self.verified else "NO"))
+        us = 1e6
+        add(("cycles", f"{k['cycles']:,} = {k['kernel_seconds'] * us:.3f} us at {k['clock_mhz']:g} MHz "
+                       f"(+ launch overhead {k['launch_overhead_cycles']:,} cycles: {k['total_seconds'] * us:.3f} us)"))
+        add(("warp instructions", f"{k['warp_instructions']:,}"))
+        if k["thread_instructions"] is not None:
+            add(("thread instructions", f"{k['thread_instructions']:,}"))
+        add(("IPC", f"{k['ipc']:.3f} per active SM cycle (mean over SMs {k['ipc_sm_mean']:.3f}; "
+                    f"{k['ipc_elapsed']:.3f} per elapsed cycle over all SMs)"))
+        add(("per scheduler", f"{k['issued_per_scheduler']:.3f} issued, {k['eligible_per_scheduler']:.3f} eligible, "
+                              f"{k['active_warps_per_scheduler']:.2f} active warps per cycle"))
+        theo = k["theoretical_occupancy"]
+        theo = f"{theo:.1%} theoretical ({k['theoretical_warps_per_sm']} warps/SM); " if theo is not None else ""
+        add(("occupancy", f"{theo}{k['achieved_occupancy']:.1%} achieved ({k['achieved_warps_per_sm']:.1f} warps/SM)"))
+        if k["simt_efficiency"] is not None:
+            add(("SIMT efficiency", f"{k['simt_efficiency']:.1%} ({k['divergent_branches']:,} divergent branches)"))
+        busy = sorted(((u, v) for u, v in k["unit_utilisation_pct"].items() if v >= 0.05), key=lambda x: -x[1])
+        add(("units busy", ", ".join(f"{u} {v:.1f}%" for u, v in busy) or "-"))
+        add(("L1", f"{_rate(k['l1_hit_rate_pct'])} sector hit rate ({k['l1_hit_sectors']:,} hit, "
+                   f"{k['l1_miss_sectors']:,} missed; {k['l1_requests']:,} requests)"))
+        add(("L2", f"{_rate(k['l2_hit_rate_pct'])} read hit rate ({k['l2_read_sectors']:,} sectors read, "
+                   f"{k['l2_write_sectors']:,} written); {k['l2_busy_pct']:.1f}% busy"))
+        add(("DRAM", f"{k['dram_bytes_read']:,} B read, {k['dram_bytes_written']:,} B written: "
+                     f"{k['dram_bandwidth_gbps']:.1f} GB/s = {k['dram_bandwidth_pct']:.1f}% of "
+                     f"{k['peak_dram_bandwidth_gbps']:.0f} GB/s; {k['dram_busy_pct']:.1f}% busy"))
+        if k["useful_bandwidth_gbps"] is not None:
+            add(("useful bandwidth", f"{k['useful_bandwidth_gbps']:.1f} GB/s = {k['useful_bandwidth_pct']:.1f}% "
+                                     f"of peak ({k['bytes_moved']:,} B moved)"))
+        if k["achieved_gflops"] is not None:
+            of = f" = {k['achieved_gflops_pct']:.2f}% of FP32 peak" if k["achieved_gflops_pct"] is not None else ""
+            add(("GFLOP/s", f"{k['achieved_gflops']:.1f}{of} ({k['flops']:,} flop)"))
+        if k["shared_requests"]:
+            add(("shared memory", f"{k['shared_requests']:,} requests, {k['shared_wavefronts']:,} wavefronts "
+                                  f"({k['shared_wavefronts_per_request']:.2f}/request), "
+                                  f"{k['shared_bank_conflicts']:,} bank conflicts"))
+        if st is not None:
+            add(("global memory", f"{st.global_bytes_read:,} B read, {st.global_bytes_written:,} B written "
+                                  "(by the threads)"))
+        add(("wall time", f"{self.wall_seconds:.3f} s"))
+        lines = [f"{a:<{LABEL}}  {b}" for a, b in rows]
+
+        lines.append("")
+        lines.append(f"warp states: % of {sum(k['warp_states'].values()):,} warp-cycles "
+                     f"({k['warp_cycles_per_issued_instruction'] or 0:.1f} per issued instruction)")
+        for name, cyc in sorted(k["warp_states"].items(), key=lambda x: -x[1]):
+            if not cyc:
+                continue
+            share = k["warp_states_pct"][name]
+            bar = "#" * round(share / 2.5)
+            lines.append(f"{name:<{LABEL}}  {share:5.1f}%  {cyc:>14,}  {bar}")
+
+        v = self.verdict
+        lines.append("")
+        lines.append(f"{'bottleneck':<{LABEL}}  {v.kind}: {v.summary}")
+        lines += [f"{'':<{LABEL}}  - {e}" for e in v.evidence]
+        return "\n".join(lines)
+
+
+def _rate(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.1f}%"
+
+
+__all__ = ["CSV_COLUMNS", "KERNEL_METRICS", "SimResult"]

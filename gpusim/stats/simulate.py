@@ -1,0 +1,77 @@
+"""`simulate()`: a workload through the functional executor (values, verified against numpy) and the
+timing model (cycles), and the stats that come out of both."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from gpusim.config import Config, load_config
+from gpusim.errors import ConfigError
+from gpusim.functional.executor import Executor
+from gpusim.functional.stats import ExecStats
+from gpusim.stats.report import SimResult
+from gpusim.timing import GPU, KernelTiming
+from gpusim.workloads import load_workload
+
+SCHEDULERS = ("lrr", "gto", "two_level")
+
+
+@dataclass(frozen=True)
+class TimedExecution:
+    """What the timed executor hands back to the workload runner: the functional stats and the timing."""
+
+    program: Any
+    launch: Any
+    stats: ExecStats
+    timing: KernelTiming
+
+
+def timed_execute(program, launch, args, memory, *, cfg: Config, max_steps_per_warp: int | None = None
+                  ) -> TimedExecution:
+    """Execute `program` functionally and stream its warps' instructions through the timing model."""
+    ex = Executor(program, launch, args, memory, cfg=cfg, max_steps_per_warp=max_steps_per_warp, record=True)
+    timing = GPU(cfg).run(program, launch, ex.stream_batches())
+    return TimedExecution(program, launch, ex.stats, timing)
+
+
+def _configure(cfg: Config | str | os.PathLike, scheduler: str | None, overrides: dict[str, Any] | None) -> Config:
+    if scheduler is not None and scheduler not in SCHEDULERS:
+        raise ConfigError(f"scheduler {scheduler!r} is not one of {', '.join(SCHEDULERS)}", field="scheduler.policy")
+    ov = dict(overrides or {})
+    if not isinstance(cfg, Config):
+        if scheduler is not None:
+            ov["scheduler.policy"] = scheduler
+        return load_config(cfg, overrides=ov or None)
+    if ov:
+        # Overrides are applied to the Config's YAML file; a Config that already differs from its file
+        # (built with overrides) would silently lose those, so refuse.
+        if load_config(cfg.source or cfg.name).hash() != cfg.hash():
+            raise ConfigError("overrides need the config's name or path (this Config already differs from "
+                              f"{cfg.source or cfg.name}): pass all overrides together")
+        cfg = load_config(cfg.source or cfg.name, overrides=ov)
+    if scheduler is not None:
+        cfg = dataclasses.replace(cfg, scheduler=dataclasses.replace(cfg.scheduler, policy=scheduler))
+    return cfg
+
+
+def simulate(workload, cfg: Config | str | os.PathLike = "a100", *, seed: int = 0,
+             scheduler: str | None = None, overrides: dict[str, Any] | None = None,
+             max_steps_per_warp: int | None = None, verify: bool = True, **params) -> SimResult:
+    """Simulate a workload (a name, a folder or a loaded Workload) on `cfg` (a Config, a built-in name
+    or a YAML path) with size parameters `params`: values computed and compared with the numpy
+    reference, cycles from the timing model, and the metrics and bottleneck verdict (a SimResult).
+    `scheduler` ("lrr", "gto" or "two_level") overrides `scheduler.policy`; `overrides` are dotted
+    config overrides (`{"chip.sm_count": 54}`). With `verify`, a wrong result raises VerificationError;
+    without, check `result.verified` (`result.run.message()` says where it differs)."""
+    wl = workload if hasattr(workload, "program") else load_workload(workload)
+    cfg = _configure(cfg, scheduler, overrides)
+    t0 = time.perf_counter()
+    run = wl.run(params, cfg, seed=seed, max_steps_per_warp=max_steps_per_warp, executor=timed_execute)
+    wall = time.perf_counter() - t0
+    if verify:
+        run.check()
+    return SimResult.build(cfg, run, run.result.timing, wall_seconds=wall)
