@@ -152,10 +152,17 @@ class SM:
             for start, _ in self.pending:
                 if start < nxt:
                     nxt = start
-            if nxt != INF and not self.must_yield:
+            if self.must_yield:
+                # a block retired: let the GigaThread engine run now and place the next one here
+                self.must_yield = False
+                self.sleeping_until = t + 1
+                yield env.timeout(0)
+                for start, _ in self.pending:
+                    if start < nxt:
+                        nxt = start
+            if nxt != INF:
                 t = nxt
                 continue
-            self.must_yield = False
             self.sleeping_until = nxt
             try:
                 if nxt == INF:

@@ -121,6 +121,27 @@ class SubPartition:
             return nxt
         self.eligible_sum += n_eligible
         states = self.states
+        if self.fast_greedy:
+            last = self.scheduler.last
+            if last is not None and last.queued and free[last.port] <= t:
+                w = last
+            elif len(open_ports) == 1:
+                w = by_port[open_ports[0]][0]
+            else:
+                w = min((by_port[q][0] for q in open_ports), key=_age)
+            self.scheduler.last = w
+            p = w.port
+            lst = by_port[p]
+            lst.remove(w)
+            w.queued = False
+            if not lst:
+                ports.remove(p)
+            ns = seen[p] - w.snap - 1
+            states[NOT_SELECTED] += ns
+            states[w.info.throttle_reason] += t - w.ready - ns
+            issue(w, t)
+            self.issued += 1
+            return t + 1
         for _ in range(self.issue_width):
             w = self.scheduler.choose(by_port, open_ports, self.warps)
             if w is None:
