@@ -43,6 +43,19 @@ class Coalescer:
         return [pairs[bounds[i]:bounds[i + 1]] for i in range(m)]
 
     @staticmethod
+    def max_lanes_per_address(rows: np.ndarray) -> np.ndarray:
+        """Per row of per-lane addresses (-1: inactive): most lanes that access one address (0 for a
+        row with no active lane). Atomics to one address serialise."""
+        lanes = rows.shape[1]
+        s = np.where(rows >= 0, rows, -1 - np.arange(lanes))  # inactive lanes never match
+        s.sort(axis=1)
+        pos = np.arange(1, lanes)
+        start = np.where(s[:, 1:] == s[:, :-1], 0, pos)
+        np.maximum.accumulate(start, axis=1, out=start)
+        longest = (pos - start + 1).max(axis=1, initial=1)
+        return np.where((rows >= 0).any(axis=1), longest, 0)
+
+    @staticmethod
     def lanes_per_address(row: np.ndarray) -> int:
         """Most lanes of one access that hit the same address (atomics to it serialise)."""
         a = row[row >= 0]

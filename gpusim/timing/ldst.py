@@ -33,19 +33,31 @@ class AddressStage:
         if g.size:
             rows = acc.rows[g]
             lines = self.coalescer.lines(rows)
-            atomic = (kind[g] == GLOBAL_ATOM).tolist()
-            for j, ls, at in zip(g.tolist(), lines, atomic, strict=False):
-                plans[j] = (ls, self._depths(acc.rows[j], ls)) if at else ls
+            atomic = kind[g] == GLOBAL_ATOM
+            depth = np.zeros(g.size, dtype=np.int64)
+            if atomic.any():
+                depth[atomic] = self.coalescer.max_lanes_per_address(rows[atomic])
+            for j, ls, at, d in zip(g.tolist(), lines, atomic.tolist(), depth.tolist(), strict=True):
+                if not at:
+                    plans[j] = ls
+                elif d <= 1:
+                    plans[j] = (ls, [1] * len(ls))
+                else:
+                    plans[j] = (ls, self._depths(acc.rows[j], ls))
         s = np.flatnonzero(shared)
         if s.size:
             widths = self.width[acc.pcs[s]]
             for width in np.unique(widths).tolist():
                 sel = s[widths == width]
-                wave, ideal = self.smem.wavefronts_of(acc.rows[sel], width)
-                atomic = self.atomic[acc.pcs[sel]].tolist()
-                for j, wv, idl, at in zip(sel.tolist(), wave, ideal, atomic, strict=False):
-                    if at:
-                        wv = max(wv, self.coalescer.lanes_per_address(acc.rows[j]))
+                rows = acc.rows[sel]
+                wave, ideal = self.smem.wavefronts_of(rows, width)
+                atomic = self.atomic[acc.pcs[sel]]
+                if atomic.any():
+                    # same-address atomics serialise on top of bank conflicts
+                    w = np.asarray(wave)
+                    w[atomic] = np.maximum(w[atomic], self.coalescer.max_lanes_per_address(rows[atomic]))
+                    wave = w.tolist()
+                for j, wv, idl in zip(sel.tolist(), wave, ideal, strict=True):
                     plans[j] = (wv, idl)
         return plans
 
