@@ -140,6 +140,7 @@ class BatchSource:
         self._b = b
         self._steps = steps
         self.finished = False
+        self.program_size = len(b.ex.program.instructions)
 
     def advance(self) -> StreamChunk | None:
         if self.finished:

@@ -5,7 +5,10 @@ planned (coalesced, bank-mapped) together by the LD/ST address stage."""
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Iterator
+
+import numpy as np
 
 from gpusim.timing.ldst import AddressStage
 
@@ -19,7 +22,8 @@ class BatchFeed:
         self.stage = stage
         self.first_block, self.nblocks, self.wpb = source.first_block, source.nblocks, source.wpb
         W = self.nblocks * self.wpb
-        self.pcs: list[list[int]] = [[] for _ in range(W)]  # buffered, for warps not yet running
+        self.code = "H" if source_program_size(source) < 65536 else "I"
+        self.pcs: list[array] = [array(self.code) for _ in range(W)]  # buffered, for warps not yet running
         self.mem: list[dict] = [{} for _ in range(W)]
         self.finished = [False] * W
         self.warps: list = [None] * W  # the timing model's Warp, once its block runs
@@ -31,7 +35,8 @@ class BatchFeed:
             return False
         plans = self.stage.plan(ch.accesses) if ch.accesses is not None else None
         off = ch.off.tolist()
-        pcs = ch.pcs.tolist()
+        item = 2 if self.code == "H" else 4
+        pcs = memoryview(ch.pcs.astype(np.uint16 if item == 2 else np.uint32).tobytes())
         fin = ch.finished.tolist()
         acc = ch.accesses
         if acc is not None:
@@ -41,14 +46,14 @@ class BatchFeed:
             lo, hi = off[w], off[w + 1]
             if running is None:
                 if hi > lo:
-                    self.pcs[w] += pcs[lo:hi]
+                    self.pcs[w].frombytes(pcs[lo * item:hi * item])
                 if acc is not None and bounds[w + 1] > bounds[w]:
                     b0, b1 = bounds[w], bounds[w + 1]
                     self.mem[w].update(zip(index[b0:b1], plans[b0:b1], strict=False))
                 self.finished[w] = fin[w]
             else:
                 if hi > lo:
-                    running.extend(pcs[lo:hi])
+                    running.extend(pcs[lo * item:hi * item])
                 if acc is not None and bounds[w + 1] > bounds[w]:
                     b0, b1 = bounds[w], bounds[w + 1]
                     running.mem.update(zip(index[b0:b1], plans[b0:b1], strict=False))
@@ -62,7 +67,7 @@ class BatchFeed:
         warp.complete = self.finished[k]
         warp.feed = self
         warp.slot = k
-        self.pcs[k], self.mem[k] = [], {}
+        self.pcs[k], self.mem[k] = array(self.code), {}
         self.warps[k] = warp
 
     def detach(self, warp) -> None:
@@ -95,9 +100,12 @@ class _StreamSource:
         return _chunk_of(self.stream)
 
 
-def _chunk_of(stream):
-    import numpy as np
+def source_program_size(source) -> int:
+    """Largest pc + 1 the source can produce (pcs are stored as 16-bit numbers when they fit)."""
+    return getattr(source, "program_size", 1 << 16)
 
+
+def _chunk_of(stream):
     from gpusim.functional.stream import BatchAccesses, StreamChunk
 
     ws = stream.warps

@@ -48,7 +48,7 @@ class Warp:
     def __init__(self, block, index: int, nregs: int, start: int, age: int):
         self.block = block  # the ResidentBlock it belongs to
         self.index = index  # warp index within the block
-        self.pcs: list[int] = []
+        self.pcs = None  # array of pcs, set by the feed
         self.n = 0
         self.pos = 0
         self.base = 0
@@ -68,13 +68,13 @@ class Warp:
         self.queued = False  # in its sub-partition's ready lists
         self.slot = 0  # its index in the feed's batch
 
-    def extend(self, pcs: list[int]) -> None:
-        """Append newly executed instructions, dropping the ones already issued."""
+    def extend(self, pcs: memoryview) -> None:
+        """Append newly executed instructions (packed pcs), dropping the ones already issued."""
         if self.pos:
-            self.pcs = self.pcs[self.pos:]
+            del self.pcs[:self.pos]
             self.base += self.pos
             self.pos = 0
-        self.pcs += pcs
+        self.pcs.frombytes(pcs)
         self.n = len(self.pcs)
 
     def has_next(self) -> bool:
