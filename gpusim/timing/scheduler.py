@@ -3,8 +3,8 @@
 - `lrr` (loose round robin): the first eligible warp after the one issued last, in slot order.
 - `gto` (greedy then oldest): keep issuing from the same warp while it is eligible, else the oldest.
 - `two_level`: only the first `active_warps_two_level` warps of a priority list may issue (round
-  robin among them); a warp that issues a long-latency (global memory) instruction drops to the end
-  of the list, and the next warp moves into the active set."""
+  robin among them); a warp that issues a long-latency (global memory) instruction or waits at a
+  barrier drops to the end of the list, and the next warp moves into the active set."""
 
 from __future__ import annotations
 
@@ -63,7 +63,8 @@ class WarpScheduler:
         return w
 
     def demote(self, warp, warps: list) -> None:
-        """two_level: a warp that issued a long-latency instruction leaves the active set."""
+        """two_level: a warp that issued a long-latency instruction, or waits at a barrier, leaves the
+        active set."""
         if self.policy == "two_level":
             warps.remove(warp)
             warps.append(warp)

@@ -122,7 +122,8 @@ class SM:
                 keep = []
                 for start, block in self.pending:
                     if start <= t:
-                        self._launch(start, block)
+                        # a block the GigaThread engine placed while this SM ran ahead starts now
+                        self._launch(t, block)
                     else:
                         keep.append((start, block))
                 self.pending = keep
@@ -151,7 +152,7 @@ class SM:
             self.wake = INF
             for start, _ in self.pending:
                 if start < nxt:
-                    nxt = start
+                    nxt = start if start > t else t + 1
             if self.must_yield:
                 # a block retired: let the GigaThread engine run now and place the next one here
                 self.must_yield = False
@@ -159,7 +160,7 @@ class SM:
                 yield env.timeout(0)
                 for start, _ in self.pending:
                     if start < nxt:
-                        nxt = start
+                        nxt = start if start > t else t + 1
             if nxt != INF:
                 t = nxt
                 continue
@@ -214,6 +215,7 @@ class SM:
             w.pos += 1
             w.ready = INF
             w.mark = t + 1
+            sp.scheduler.demote(w, sp.warps)  # two_level: its block-mates may be outside the active set
             self._arrive(w, t)
             return
         w.pos += 1

@@ -10,8 +10,7 @@ shared_memory, blocks.
 
 import pytest
 
-from gpusim.analysis import occupancy
-from gpusim.analysis import Occupancy
+from gpusim.analysis import Occupancy, occupancy
 from gpusim.config import load_config
 from gpusim.errors import LaunchError
 

@@ -23,7 +23,7 @@ def inputs(p: dict, rng: np.random.Generator) -> dict:
 def reference(p: dict, inputs: dict) -> dict[str, np.ndarray]:
     x = inputs["x"]
     a = [x + np.float32(k / 8) for k in range(8)]  # float32 adds, as add.f32
-    for _ in range(int(p["iters"])):
+    for _ in range(8 * int(p["iters"])):  # the kernel's loop is unrolled 8 times
         a = [(ak.astype(np.float64) * _M + _C).astype(np.float32) for ak in a]
     s = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))
     return {"out": s.astype(np.float32)}

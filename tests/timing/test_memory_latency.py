@@ -1,0 +1,123 @@
+"""Acceptance 2: pointer_chase measures the configured L1-hit, L2-hit and DRAM latencies (a100) as
+the footprint crosses the L1 and L2 sizes.
+
+The chain (workloads/micro/pointer_chase/reference.py) is chain[i] = (i + stride/4) mod (footprint/4):
+from index 0 the walk visits every stride-th element in address order and wraps, so one pass is
+footprint/stride steps, each on a new 128-byte line at stride 128. Cold, every step of the first pass
+goes to DRAM. A second pass hits in L1 if the footprint fits in it (a100: 128 KB, 4-way LRU), else
+in L2 (40 MB): a cyclic walk over more lines than a set's ways always misses an LRU cache.
+
+Loop overhead per step, by hand from the kernel (a100: int latency 4, int unit 16 lanes -> issue
+interval 2, branch latency 4); the load issues at T and its value lands at T + L:
+    T+L      add.u32 %sum, %sum, %cur        (waits for %cur)
+    T+L+2    add.u32 %k, %k, 1               (the INT unit is busy 2 cycles with the previous add)
+    T+L+6    setp.lt.u32 %p, %k, %steps      (waits for %k: +4)
+    T+L+10   @%p bra CHASE                   (waits for %p: +4)
+    T+L+14   mul.wide.u32 %off, %cur, 4      (branch latency: +4)
+    T+L+18   add.u64 %addr, %base, %off      (+4)
+    T+L+22   ld.global.u32 %cur, [%addr]     (+4)
+so a step takes L + 22 cycles: L = per-step cycles - (int interval + 4 x int latency + branch latency).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tests.timing.helpers import config, cycles, sim
+
+STRIDE = 128
+
+
+def _overhead(cfg) -> int:
+    u = cfg.units
+    interval = math.ceil(cfg.sm.warp_size / u["int"].lanes_per_subpartition)
+    return interval + 4 * u["int"].latency_cycles + u["branch"].latency_cycles
+
+
+def _chase(cfg: str, footprint: int, steps: int) -> int:
+    return cycles("pointer_chase", cfg, overrides={"chip.sm_count": 1}, footprint=footprint, stride=STRIDE,
+                  steps=steps)
+
+
+def _second_pass_latency(cfg_name: str, footprint: int) -> float:
+    steps = footprint // STRIDE
+    per_step = (_chase(cfg_name, footprint, 2 * steps) - _chase(cfg_name, footprint, steps)) / steps
+    return per_step - _overhead(config(cfg_name))
+
+
+def _cold_latency(cfg_name: str, footprint: int) -> float:
+    # Both runs stay within the first pass (all cold misses): the extra half pass costs DRAM latency.
+    steps = footprint // STRIDE
+    per_step = (_chase(cfg_name, footprint, steps) - _chase(cfg_name, footprint, steps // 2)) / (steps // 2)
+    return per_step - _overhead(config(cfg_name))
+
+
+def test_overhead_derivation_a100():
+    assert _overhead(config("a100")) == 22
+
+
+def test_l1_hit_latency_a100():
+    cfg = config("a100")
+    footprint = 64 * 1024  # 512 lines, 2 per set of the 256-set 4-way L1: fits
+    assert footprint <= cfg.l1.size_bytes
+    lat = _second_pass_latency("a100", footprint)
+    assert lat == pytest.approx(cfg.l1.hit_latency_cycles, rel=0.10), lat
+
+
+def test_l2_hit_latency_a100():
+    cfg = config("a100")
+    footprint = 256 * 1024  # 2x the L1 (8 lines per 4-way set: LRU misses every time), << the L2
+    assert cfg.l1.size_bytes < footprint < cfg.l2.size_bytes
+    lat = _second_pass_latency("a100", footprint)
+    assert lat == pytest.approx(cfg.l2.hit_latency_cycles, rel=0.10), lat
+
+
+def test_dram_latency_a100():
+    cfg = config("a100")
+    lat = _cold_latency("a100", 256 * 1024)
+    assert lat == pytest.approx(cfg.dram.latency_cycles, rel=0.10), lat
+
+
+def test_latency_steps_between_levels_a100():
+    # Differences between levels do not depend on the loop overhead at all.
+    cfg = config("a100")
+    l1 = _second_pass_latency("a100", 64 * 1024)
+    l2 = _second_pass_latency("a100", 256 * 1024)
+    dram = _cold_latency("a100", 256 * 1024)
+    assert l1 < l2 < dram
+    assert l2 - l1 == pytest.approx(cfg.l2.hit_latency_cycles - cfg.l1.hit_latency_cycles, rel=0.10)
+    assert dram - l2 == pytest.approx(cfg.dram.latency_cycles - cfg.l2.hit_latency_cycles, rel=0.10)
+
+
+def test_cold_pass_misses_and_warm_pass_hits_l1_a100():
+    steps = 64 * 1024 // STRIDE
+    cold = sim("pointer_chase", "a100", overrides={"chip.sm_count": 1}, footprint=64 * 1024, stride=STRIDE,
+               steps=steps).timing
+    warm = sim("pointer_chase", "a100", overrides={"chip.sm_count": 1}, footprint=64 * 1024, stride=STRIDE,
+               steps=2 * steps).timing
+    # one 4-byte load per step touches one 32-byte sector
+    assert cold.sms[0].l1_hit_sectors == 0 and cold.l2["hit_sectors"] == 0
+    assert cold.dram["bytes_read"] == steps * cold.l2["sector_bytes"]
+    assert warm.sms[0].l1_hit_sectors == steps
+    assert warm.dram["bytes_read"] == cold.dram["bytes_read"]
+
+
+def test_gtx980_loads_bypass_l1():
+    # caches_global_loads: false on the GTX 980: even a tiny footprint's second pass is served by L2
+    # (int latency 6, 32 int lanes -> interval 1, branch 6: overhead 1 + 24 + 6 = 31).
+    cfg = config("gtx980")
+    assert not cfg.l1.caches_global_loads
+    assert _overhead(cfg) == 31
+    lat = _second_pass_latency("gtx980", 8 * 1024)
+    assert lat == pytest.approx(cfg.l2.hit_latency_cycles, rel=0.10), lat
+    assert _cold_latency("gtx980", 8 * 1024) == pytest.approx(cfg.dram.latency_cycles, rel=0.10)
+
+
+def test_warm_pass_beyond_l1_hits_l2_a100():
+    steps = 256 * 1024 // STRIDE
+    warm = sim("pointer_chase", "a100", overrides={"chip.sm_count": 1}, footprint=256 * 1024, stride=STRIDE,
+               steps=2 * steps).timing
+    assert warm.sms[0].l1_hit_sectors == 0  # cyclic walk over 2x the L1: LRU keeps nothing useful
+    assert warm.l2["hit_sectors"] == steps and warm.l2["miss_sectors"] == steps
