@@ -39,6 +39,7 @@ class TimingInfo:
     width: int  # bytes per lane of a memory access
     returns: bool  # a memory instruction that writes a register (ld, atom)
     opcode_is_atomic: bool  # atom or red: same-address lanes serialise
+    deps: tuple[int, ...]  # registers whose pending writes it waits for: sources (RAW), destinations (WAW)
 
 
 def decode(program: Program, cfg: Config) -> list[TimingInfo]:
@@ -80,5 +81,5 @@ def decode(program: Program, cfg: Config) -> list[TimingInfo]:
         # A store's or reduction's register operands are all reads; so are a branch's guard.
         reads = tuple(dict.fromkeys(ins.regs_read()))
         out.append(TimingInfo(kind, PORT[name], interval, latency, reads, writes, dep, thr, width, returns,
-                              ins.opcode in ("atom", "red")))
+                              ins.opcode in ("atom", "red"), tuple(dict.fromkeys(reads + writes))))
     return out

@@ -5,6 +5,8 @@ instead of ticking through idle cycles."""
 
 from __future__ import annotations
 
+from heapq import heappush
+
 import simpy
 
 from gpusim.config import Config
@@ -189,8 +191,34 @@ class SM:
         kind = ti.kind
         floor, floor_reason = t + 1, 0
         if kind == ALU:
+            # the common case, inlined: record the result's latency, then wait for the next instruction
+            sb = w.scoreboard
+            ready = sb.ready
             if ti.writes:
-                w.scoreboard.write(ti.writes, t + ti.latency, ti.dep_reason)
+                done, why, reason = t + ti.latency, ti.dep_reason, sb.reason
+                for r in ti.writes:
+                    ready[r] = done
+                    reason[r] = why
+            w.pos += 1
+            if w.pos >= w.n and not w.has_next():
+                self._retire(w, t)
+                return
+            ti = self.info[w.pcs[w.pos]]
+            w.info = ti
+            w.port = ti.port
+            at = t + 1
+            for r in ti.deps:
+                if ready[r] > at:
+                    at = ready[r]
+                    why = r
+            if at > t + 1:
+                sp.states[sb.reason[why]] += at - t - 1
+            w.ready = at
+            if at == t + 1 and sp.fast_greedy:
+                sp.greedy = w
+            else:
+                heappush(sp.waiting, (at, w.age, w))
+            return
         elif kind == GLOBAL_LD or kind == GLOBAL_ST or kind == GLOBAL_ATOM:
             if t > self.env.now:
                 w.ready = INF

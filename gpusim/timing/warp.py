@@ -28,10 +28,7 @@ class Scoreboard:
         its sources must be written (RAW) and its destinations' pending writes done (WAW)."""
         at, why = floor, floor_reason
         ready = self.ready
-        for r in info.reads:
-            if ready[r] > at:
-                at, why = ready[r], self.reason[r]
-        for r in info.writes:
+        for r in info.deps:
             if ready[r] > at:
                 at, why = ready[r], self.reason[r]
         return at, why
