@@ -58,6 +58,7 @@ class KernelTiming:
             busy = [0] * len(PORTS)
             sched_active = eligible = issued = 0
             for sp in sm.sps:
+                sp.tally(sm.info)
                 if sp.warps:  # still resident: cannot happen once the kernel is done
                     sp.active_cycles += end - sp._busy_since
                 states = [a + b for a, b in zip(states, sp.states, strict=False)]

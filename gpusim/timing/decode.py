@@ -40,6 +40,7 @@ class TimingInfo:
     returns: bool  # a memory instruction that writes a register (ld, atom)
     opcode_is_atomic: bool  # atom or red: same-address lanes serialise
     deps: tuple[int, ...]  # registers whose pending writes it waits for: sources (RAW), destinations (WAW)
+    pc: int
 
 
 def decode(program: Program, cfg: Config) -> list[TimingInfo]:
@@ -81,5 +82,5 @@ def decode(program: Program, cfg: Config) -> list[TimingInfo]:
         # A store's or reduction's register operands are all reads; so are a branch's guard.
         reads = tuple(dict.fromkeys(ins.regs_read()))
         out.append(TimingInfo(kind, PORT[name], interval, latency, reads, writes, dep, thr, width, returns,
-                              ins.opcode in ("atom", "red"), tuple(dict.fromkeys(reads + writes))))
+                              ins.opcode in ("atom", "red"), tuple(dict.fromkeys(reads + writes)), ins.pc))
     return out

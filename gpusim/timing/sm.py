@@ -29,7 +29,7 @@ from gpusim.timing.shared_memory import SharedMemory
 from gpusim.timing.subpartition import SubPartition
 from gpusim.timing.warp import INF, Warp
 
-SELECTED, BARRIER_STATE, DRAIN = S["selected"], S["barrier"], S["drain"]
+BARRIER_STATE, DRAIN = S["barrier"], S["drain"]
 LDST = PORT["ldst"]
 
 
@@ -56,7 +56,7 @@ class SM:
         self.nregs = nregs
         self.program = program
         sched = cfg.scheduler
-        self.sps = [SubPartition(i, sched.policy, sched.active_warps_two_level, sched.issue_width)
+        self.sps = [SubPartition(i, sched.policy, sched.active_warps_two_level, sched.issue_width, len(info))
                     for i in range(cfg.sm.subpartitions)]
         self.l1 = l1
         self.smem = SharedMemory(cfg)
@@ -186,8 +186,7 @@ class SM:
         pipes = sp.pipes
         port = ti.port
         pipes.free[port] = t + ti.interval
-        pipes.busy[port] += ti.interval
-        sp.states[SELECTED] += 1
+        sp.by_pc[ti.pc] += 1
         kind = ti.kind
         floor, floor_reason = t + 1, 0
         if kind == ALU:
@@ -227,7 +226,7 @@ class SM:
                 self._global(w, t)
             return
         elif kind == SHARED:
-            wave, ideal = w.plan()
+            wave, ideal = w.mem.pop(w.base + w.pos)
             ready = self.smem.access(t, wave, ideal)
             if ti.writes:
                 w.scoreboard.write(ti.writes, ready, ti.dep_reason)
@@ -256,15 +255,15 @@ class SM:
         pipes = sp.pipes
         kind = ti.kind
         if kind == GLOBAL_LD:
-            ready, accepted = self.l1.load(t, w.plan())
+            ready, accepted = self.l1.load(t, w.mem.pop(w.base + w.pos))
             w.scoreboard.write(ti.writes, ready, ti.dep_reason)
             sp.scheduler.demote(w, sp.warps)
         elif kind == GLOBAL_ST:
-            ack, accepted = self.l1.store(t, w.plan())
+            ack, accepted = self.l1.store(t, w.mem.pop(w.base + w.pos))
             if ack > w.drain:
                 w.drain = ack
         else:
-            lines, ops = w.plan()
+            lines, ops = w.mem.pop(w.base + w.pos)
             ready, accepted = self.l1.atomic(t, lines, ops)
             if ti.writes:
                 w.scoreboard.write(ti.writes, ready, ti.dep_reason)

@@ -12,11 +12,11 @@ from gpusim.timing.pipelines import Pipelines
 from gpusim.timing.scheduler import WarpScheduler
 from gpusim.timing.warp import INF
 
-NOT_SELECTED = S["not_selected"]
+NOT_SELECTED, SELECTED = S["not_selected"], S["selected"]
 
 
 class SubPartition:
-    def __init__(self, index: int, policy: str, active_set: int, issue_width: int):
+    def __init__(self, index: int, policy: str, active_set: int, issue_width: int, program_size: int):
         self.index = index
         self.warps: list = []  # resident warps, oldest first (two_level: in priority order)
         self.waiting: list = []  # heap of (cycle, age, warp): warps whose next instruction waits
@@ -30,6 +30,7 @@ class SubPartition:
         self.issue_width = issue_width
         self.states = [0] * len(WARP_STATES)  # warp-cycles per state
         self.issued = 0
+        self.by_pc = [0] * program_size  # instructions issued, per pc (unit busy cycles follow from them)
         self.eligible_sum = 0  # eligible warps summed over cycles
         self.active_cycles = 0  # cycles with at least one resident warp
         self._busy_since = 0
@@ -47,6 +48,16 @@ class SubPartition:
             self.scheduler.last = None
         if not self.warps:
             self.active_cycles += t - self._busy_since
+
+    def tally(self, info) -> None:
+        """Once the kernel is done: instructions issued, `selected` cycles and unit busy cycles, from
+        the per-pc issue counts."""
+        self.issued = sum(self.by_pc)
+        self.states[SELECTED] = self.issued
+        busy = [0] * len(PORTS)
+        for ti, n in zip(info, self.by_pc, strict=True):
+            busy[ti.port] += n * ti.interval
+        self.pipes.busy = busy
 
     def wait_until(self, warp, at: int, t: int) -> None:
         """`warp`, which issued at cycle `t`, may issue its next instruction from cycle `at`."""
@@ -94,7 +105,6 @@ class SubPartition:
                         n_eligible += len(by_port[p])
                 self.eligible_sum += n_eligible
                 issue(g, t)
-                self.issued += 1
                 return t + 1
             p = g.port
             g.snap = seen[p]
@@ -140,7 +150,6 @@ class SubPartition:
             states[NOT_SELECTED] += ns
             states[w.info.throttle_reason] += t - w.ready - ns
             issue(w, t)
-            self.issued += 1
             return t + 1
         for _ in range(self.issue_width):
             w = self.scheduler.choose(by_port, open_ports, self.warps)
@@ -156,7 +165,6 @@ class SubPartition:
             states[NOT_SELECTED] += ns
             states[w.info.throttle_reason] += t - w.ready - ns
             issue(w, t)
-            self.issued += 1
             if self.issue_width == 1:
                 break
             open_ports = [q for q in open_ports if free[q] <= t and by_port[q]]
