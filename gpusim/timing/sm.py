@@ -283,11 +283,20 @@ class SM:
         ti = self.info[w.pcs[w.pos]]
         w.info = ti
         w.port = ti.port
-        at, why = w.scoreboard.wait(ti, floor, floor_reason)
+        sb = w.scoreboard
+        ready = sb.ready
+        at, why = floor, floor_reason
+        for r in ti.deps:
+            if ready[r] > at:
+                at, why = ready[r], sb.reason[r]
+        sp = w.sp
         if at > t + 1:
-            w.sp.states[why] += at - t - 1
+            sp.states[why] += at - t - 1
         w.ready = at
-        w.sp.wait_until(w, at, t if issued else -2)
+        if at == t + 1 and issued and sp.fast_greedy:
+            sp.greedy = w  # its sub-partition is stepping: it looks again at t + 1
+        else:
+            heappush(sp.waiting, (at, w.age, w))
 
     def _arrive(self, w: Warp, t: int) -> None:
         blk = w.block

@@ -59,13 +59,6 @@ class SubPartition:
             busy[ti.port] += n * ti.interval
         self.pipes.busy = busy
 
-    def wait_until(self, warp, at: int, t: int) -> None:
-        """`warp`, which issued at cycle `t`, may issue its next instruction from cycle `at`."""
-        if at == t + 1 and self.fast_greedy:
-            self.greedy = warp
-        else:
-            heappush(self.waiting, (at, warp.age, warp))
-
     def step(self, t: int, issue) -> float:
         """Issue at cycle `t` (through `issue(warp, t)`); returns the next cycle this sub-partition has
         anything to do.

@@ -9,7 +9,9 @@ INF = float("inf")
 
 class Scoreboard:
     """Per register: the cycle its pending write lands and why the warp would wait for it (a
-    fixed-latency result: `wait`; an MIO result: `short_scoreboard`; an L1TEX result: `long_scoreboard`)."""
+    fixed-latency result: `wait`; an MIO result: `short_scoreboard`; an L1TEX result: `long_scoreboard`).
+    An instruction may issue once every register of its `deps` (sources: RAW; destinations: WAW) is
+    ready; the SM reads the lists directly on its issue path."""
 
     __slots__ = ("ready", "reason")
 
@@ -22,16 +24,6 @@ class Scoreboard:
         for r in regs:
             ready[r] = at
             why[r] = reason
-
-    def wait(self, info: TimingInfo, floor: int, floor_reason: int) -> tuple[int, int]:
-        """Earliest cycle `info` may issue (no earlier than `floor`) and the reason for waiting until then:
-        its sources must be written (RAW) and its destinations' pending writes done (WAW)."""
-        at, why = floor, floor_reason
-        ready = self.ready
-        for r in info.deps:
-            if ready[r] > at:
-                at, why = ready[r], self.reason[r]
-        return at, why
 
 
 class Warp:
