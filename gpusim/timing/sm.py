@@ -116,7 +116,7 @@ class SM:
         it waits for the clock to catch up (so every SM reaches the L2 and DRAM in time order), and
         after a block retires it yields so the GigaThread engine can place the next one."""
         env = self.env
-        sps = [(sp, sp.ports, sp.waiting, sp.step) for sp in self.sps]
+        sps = self.sps
         issue = self.issue
         t = 0
         while True:
@@ -130,15 +130,11 @@ class SM:
                         keep.append((start, block))
                 self.pending = keep
             nxt = INF
-            for sp, ready, waiting, step in sps:
-                if ready or sp.greedy is not None or (waiting and waiting[0][0] <= t):
-                    n = step(t, issue)
-                elif waiting:
-                    n = waiting[0][0]
-                else:
-                    continue
-                if n < nxt:
-                    nxt = n
+            for sp in sps:
+                if sp.next_time <= t:
+                    sp.step(t, issue)
+                if sp.next_time < nxt:
+                    nxt = sp.next_time
             if self.deferred:
                 while env.now < t:
                     self.sleeping_until = t
@@ -293,8 +289,10 @@ class SM:
         if at > t + 1:
             sp.states[why] += at - t - 1
         w.ready = at
+        if at < sp.next_time:
+            sp.next_time = at
         if at == t + 1 and issued and sp.fast_greedy:
-            sp.greedy = w  # its sub-partition is stepping: it looks again at t + 1
+            sp.greedy = w
         else:
             heappush(sp.waiting, (at, w.age, w))
 

@@ -23,9 +23,11 @@ class SubPartition:
         self.by_port: list[list] = [[] for _ in PORTS]  # ready warps per unit, oldest first
         self.ports: list[int] = []  # units that have ready warps
         self.free_seen = [0] * len(PORTS)  # cycles each unit was free while warps were ready for it
+        self.next_time = INF  # the next cycle this sub-partition has anything to do
         self.greedy = None  # gto: the warp that issued last cycle, ready again the next
         self.fast_greedy = policy == "gto" and issue_width == 1
         self.pipes = Pipelines()
+        self.free = self.pipes.free  # cycle each unit accepts its next instruction
         self.scheduler = WarpScheduler(policy, active_set)
         self.issue_width = issue_width
         self.states = [0] * len(WARP_STATES)  # warp-cycles per state
@@ -41,6 +43,8 @@ class SubPartition:
         self.warps.append(warp)
         warp.sp = self
         heappush(self.waiting, (warp.ready, warp.age, warp))
+        if warp.ready < self.next_time:
+            self.next_time = warp.ready
 
     def remove(self, warp, t: int) -> None:
         self.warps.remove(warp)
@@ -59,9 +63,9 @@ class SubPartition:
             busy[ti.port] += n * ti.interval
         self.pipes.busy = busy
 
-    def step(self, t: int, issue) -> float:
-        """Issue at cycle `t` (through `issue(warp, t)`); returns the next cycle this sub-partition has
-        anything to do.
+    def step(self, t: int, issue) -> None:
+        """Issue at cycle `t` (through `issue(warp, t)`); sets `next_time`, the next cycle this
+        sub-partition has anything to do.
 
         A ready warp waits for one of two reasons each cycle: its unit is busy (a throttle state) or
         its unit is free but another warp was chosen (not_selected). Which one depends only on the
@@ -72,7 +76,7 @@ class SubPartition:
         ports = self.ports
         seen = self.free_seen
         if waiting and waiting[0][0] <= t:
-            while waiting and waiting[0][0] <= t:
+            while True:
                 w = heappop(waiting)[2]
                 p = w.port
                 lst = by_port[p]
@@ -85,7 +89,9 @@ class SubPartition:
                     lst.append(w)
                 else:
                     insort(lst, w, key=_age)
-        free = self.pipes.free
+                if not waiting or waiting[0][0] > t:
+                    break
+        free = self.free
         g = self.greedy
         if g is not None:
             # gto: the warp that issued last cycle is ready again; if its unit is free it issues
@@ -98,7 +104,8 @@ class SubPartition:
                         n_eligible += len(by_port[p])
                 self.eligible_sum += n_eligible
                 issue(g, t)
-                return t + 1
+                self.next_time = t + 1
+                return
             p = g.port
             g.snap = seen[p]
             g.queued = True
@@ -108,7 +115,8 @@ class SubPartition:
             insort(lst, g, key=_age)
         nxt = waiting[0][0] if waiting else INF
         if not ports:
-            return nxt
+            self.next_time = nxt
+            return
         open_ports = []
         n_eligible = 0
         for p in ports:
@@ -121,7 +129,8 @@ class SubPartition:
                 n_eligible += len(by_port[p])
                 open_ports.append(p)
         if not open_ports:
-            return nxt
+            self.next_time = nxt
+            return
         self.eligible_sum += n_eligible
         states = self.states
         if self.fast_greedy:
@@ -143,7 +152,8 @@ class SubPartition:
             states[NOT_SELECTED] += ns
             states[w.info.throttle_reason] += t - w.ready - ns
             issue(w, t)
-            return t + 1
+            self.next_time = t + 1
+            return
         for _ in range(self.issue_width):
             w = self.scheduler.choose(by_port, open_ports, self.warps)
             if w is None:
@@ -163,7 +173,7 @@ class SubPartition:
             open_ports = [q for q in open_ports if free[q] <= t and by_port[q]]
             if not open_ports:
                 break
-        return t + 1
+        self.next_time = t + 1
 
 
 def _age(w) -> int:
