@@ -179,12 +179,10 @@ class SM:
         """Issue `w`'s next instruction at cycle `t`, then find when its following one may issue."""
         ti = w.info
         sp = w.sp
-        pipes = sp.pipes
-        port = ti.port
-        pipes.free[port] = t + ti.interval
+        free = sp.free
+        free[ti.port] = t + ti.interval
         sp.by_pc[ti.pc] += 1
         kind = ti.kind
-        floor, floor_reason = t + 1, 0
         if kind == ALU:
             # the common case, inlined: record the result's latency, then wait for the next instruction
             sb = w.scoreboard
@@ -227,13 +225,15 @@ class SM:
             if ti.writes:
                 w.scoreboard.write(ti.writes, ready, ti.dep_reason)
             busy_until = self.smem.free_at
-            if busy_until > pipes.free[LDST]:
-                pipes.free[LDST] = busy_until
+            if busy_until > free[LDST]:
+                free[LDST] = busy_until
         elif kind == SHFL:
             ready = self.smem.access(t, 1, 1)
             w.scoreboard.write(ti.writes, ready, ti.dep_reason)
         elif kind == BRANCH or kind == EXIT:
-            floor, floor_reason = t + ti.latency, ti.dep_reason
+            w.pos += 1
+            self._next(w, t, t + ti.latency, ti.dep_reason)
+            return
         elif kind == BARRIER:
             w.pos += 1
             w.ready = INF
@@ -242,7 +242,7 @@ class SM:
             self._arrive(w, t)
             return
         w.pos += 1
-        self._next(w, t, floor, floor_reason)
+        self._next(w, t, t + 1, 0)
 
     def _global(self, w: Warp, t: int) -> None:
         """The L1/L2/DRAM part of a global load, store or atomic `w` issued at cycle `t`."""

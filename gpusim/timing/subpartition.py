@@ -113,12 +113,12 @@ class SubPartition:
             if not lst:
                 ports.append(p)
             insort(lst, g, key=_age)
-        nxt = waiting[0][0] if waiting else INF
         if not ports:
-            self.next_time = nxt
+            self.next_time = waiting[0][0] if waiting else INF
             return
         open_ports = []
         n_eligible = 0
+        nxt = INF  # the earliest a busy unit frees
         for p in ports:
             f = free[p]
             if f > t:
@@ -129,7 +129,7 @@ class SubPartition:
                 n_eligible += len(by_port[p])
                 open_ports.append(p)
         if not open_ports:
-            self.next_time = nxt
+            self.next_time = waiting[0][0] if waiting and waiting[0][0] < nxt else nxt
             return
         self.eligible_sum += n_eligible
         states = self.states
@@ -148,9 +148,10 @@ class SubPartition:
             w.queued = False
             if not lst:
                 ports.remove(p)
-            ns = seen[p] - w.snap - 1
-            states[NOT_SELECTED] += ns
-            states[w.info.throttle_reason] += t - w.ready - ns
+            if t > w.ready:
+                ns = seen[p] - w.snap - 1
+                states[NOT_SELECTED] += ns
+                states[w.info.throttle_reason] += t - w.ready - ns
             issue(w, t)
             self.next_time = t + 1
             return
