@@ -76,8 +76,18 @@ class SubPartition:
         ports = self.ports
         seen = self.free_seen
         if waiting and waiting[0][0] <= t:
+            w = heappop(waiting)[2]
+            if (not ports and self.greedy is None and self.fast_greedy and (not waiting or waiting[0][0] > t)
+                    and self.free[w.port] <= t):
+                # gto, and the only warp that could issue: it does
+                if t > w.ready:
+                    self.states[w.info.throttle_reason] += t - w.ready
+                self.eligible_sum += 1
+                self.scheduler.last = w
+                issue(w, t)
+                self.next_time = t + 1
+                return
             while True:
-                w = heappop(waiting)[2]
                 p = w.port
                 lst = by_port[p]
                 w.snap = seen[p]
@@ -91,6 +101,7 @@ class SubPartition:
                     insort(lst, w, key=_age)
                 if not waiting or waiting[0][0] > t:
                     break
+                w = heappop(waiting)[2]
         free = self.free
         g = self.greedy
         if g is not None:
