@@ -121,8 +121,9 @@ OPTIONAL_UNIT_CLASSES = ("tensor",)
 class L1Spec:
     """The per-SM L1 data cache. Read by the timing model's coalescer and `timing/l1.py`."""
 
-    size_bytes: int = spec("L1 data-cache capacity the timing model simulates (on unified designs, what "
-                           "is left of l1_shared_combined_bytes beside the carve-out assumed)", "bytes",
+    size_bytes: int = spec("L1 data-cache capacity where L1 and shared memory are separate arrays; on "
+                           "unified designs (sm.l1_shared_combined_bytes > 0) the timing model gives L1 what "
+                           "the kernel's shared-memory carve-out leaves, and this is informational", "bytes",
                            (0, 2**24))
     line_size_bytes: int = spec("cache line (tag) size", "bytes", (16, 1024))
     sector_size_bytes: int = spec("fill/transfer granularity; a line has line/sector sectors", "bytes",

@@ -57,9 +57,10 @@ class GPU:
         def block_done(sm, block, start, end):
             engine[0].block_done(sm, block, start, end)
 
+        l1_bytes = l1_size(cfg, occ)
         for i in range(cfg.chip.sm_count):
             gpc = gpcs[i % len(gpcs)]
-            sm = SM(env, i, gpc.index, cfg, info, nregs, L1Cache(cfg, noc), program, block_done)
+            sm = SM(env, i, gpc.index, cfg, info, nregs, L1Cache(cfg, noc, l1_bytes), program, block_done)
             gpc.sms.append(sm)
             sms.append(sm)
         stage = AddressStage(info, Coalescer(cfg.l1.line_size_bytes, cfg.l1.sector_size_bytes), sms[0].smem)
@@ -74,3 +75,16 @@ class GPU:
         finally:
             gc.set_threshold(*threshold)
         return KernelTiming.collect(cfg, occ, engine[0], sms, slices, dram)
+
+
+def l1_size(cfg: Config, occ) -> int:
+    """The L1 data cache a kernel gets. Where L1 and shared memory share one array
+    (`sm.l1_shared_combined_bytes` > 0), the driver sets the smallest shared-memory carve-out that
+    holds the resident blocks' shared memory, and L1 is the rest; elsewhere it is `l1.size_bytes`."""
+    combined = cfg.sm.l1_shared_combined_bytes
+    if not combined:
+        return cfg.l1.size_bytes
+    need = occ.active_blocks_per_sm * occ.smem_allocated_per_block
+    carveouts = cfg.sm.shared_memory_carveouts_bytes
+    carve = next((c for c in carveouts if c >= need), carveouts[-1])
+    return max(0, combined - carve)

@@ -13,15 +13,17 @@ from gpusim.timing.interconnect import Interconnect
 
 
 class L1Cache:
-    def __init__(self, cfg: Config, noc: Interconnect):
+    def __init__(self, cfg: Config, noc: Interconnect, size_bytes: int | None = None):
         l1 = cfg.l1
+        size = l1.size_bytes if size_bytes is None else size_bytes
         self.noc = noc
         self.ways = l1.ways
-        self.nsets = max(1, l1.size_bytes // (l1.line_size_bytes * l1.ways))
+        self.size_bytes = size
+        self.nsets = max(1, size // (l1.line_size_bytes * l1.ways))
         self.sets: list[dict[int, int]] = [{} for _ in range(self.nsets)]  # line -> valid sector mask
         self.hit_latency = l1.hit_latency_cycles
         self.mshr_entries = l1.mshr_entries
-        self.caches_loads = l1.caches_global_loads and l1.size_bytes > 0
+        self.caches_loads = l1.caches_global_loads and size > 0
         self.write_allocate = l1.write_allocate
         self.port_free = 0
         self.pending: dict[int, tuple[float, int]] = {}  # line -> (cycle its fill arrives, sectors coming)

@@ -121,3 +121,21 @@ def test_warm_pass_beyond_l1_hits_l2_a100():
                steps=2 * steps).timing
     assert warm.sms[0].l1_hit_sectors == 0  # cyclic walk over 2x the L1: LRU keeps nothing useful
     assert warm.l2["hit_sectors"] == steps and warm.l2["miss_sectors"] == steps
+
+
+# L1 and shared memory share the A100's 192 KB: a kernel without shared memory leaves only the 1 KB
+# the driver reserves per block (one block of pointer_chase: the 8 KB carve-out), so L1 gets 184 KB,
+# and a 160 KB footprint - more than the 128 KB of the YAML's reference carve-out - still hits in L1.
+def test_l1_gets_what_the_carveout_leaves_a100():
+    from gpusim.config.occupancy import occupancy
+    from gpusim.timing.gpu import l1_size
+
+    cfg = config("a100")
+    assert l1_size(cfg, occupancy(cfg, 256, 32, 0)) == 192 * 1024 - 8 * 1024  # 8 blocks x 1 KB reserved
+    assert l1_size(cfg, occupancy(cfg, 256, 32, 16384)) == 192 * 1024 - 164 * 1024  # 8 x 17 KB: 164 KB
+    gtx = config("gtx980")  # separate arrays: the YAML's L1 size
+    assert l1_size(gtx, occupancy(gtx, 256, 32, 16384)) == gtx.l1.size_bytes
+    footprint = 160 * 1024
+    assert cfg.l1.size_bytes < footprint < 184 * 1024
+    lat = _second_pass_latency("a100", footprint)
+    assert lat == pytest.approx(cfg.l1.hit_latency_cycles, rel=0.10), lat
