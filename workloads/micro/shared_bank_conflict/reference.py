@@ -1,4 +1,4 @@
-"""Shared bank conflicts: buf[j] = j, so each thread sums `iters` copies of its own index."""
+"""Shared bank conflicts: buf[j] = j, so each thread sums 8 * `iters` copies of its own index."""
 
 from __future__ import annotations
 
@@ -14,4 +14,4 @@ def reference(p: dict, inputs: dict) -> dict[str, np.ndarray]:
     n, block = int(p["n"]), int(p["block"])
     t = np.arange(n, dtype=np.int64) % block
     idx = (t * int(p["stride"])) % 1024
-    return {"out": ((idx * int(p["iters"])) & 0xFFFFFFFF).astype(np.uint32)}
+    return {"out": ((idx * 8 * int(p["iters"])) & 0xFFFFFFFF).astype(np.uint32)}
