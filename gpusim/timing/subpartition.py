@@ -144,15 +144,20 @@ class SubPartition:
             return
         self.eligible_sum += n_eligible
         states = self.states
-        if self.fast_greedy:
-            last = self.scheduler.last
-            if last is not None and last.queued and free[last.port] <= t:
-                w = last
-            elif len(open_ports) == 1:
-                w = by_port[open_ports[0]][0]
+        fast = self.fast_greedy
+        for _ in range(self.issue_width):
+            if fast:  # gto, inlined: the warp issued last if it can go on, else the oldest ready one
+                w = self.scheduler.last
+                if w is None or not w.queued or free[w.port] > t:
+                    if len(open_ports) == 1:
+                        w = by_port[open_ports[0]][0]
+                    else:
+                        w = min((by_port[q][0] for q in open_ports), key=_age)
+                    self.scheduler.last = w
             else:
-                w = min((by_port[q][0] for q in open_ports), key=_age)
-            self.scheduler.last = w
+                w = self.scheduler.choose(by_port, open_ports, self.warps)
+                if w is None:
+                    break
             p = w.port
             lst = by_port[p]
             lst.remove(w)
@@ -163,22 +168,6 @@ class SubPartition:
                 ns = seen[p] - w.snap - 1
                 states[NOT_SELECTED] += ns
                 states[w.info.throttle_reason] += t - w.ready - ns
-            issue(w, t)
-            self.next_time = t + 1
-            return
-        for _ in range(self.issue_width):
-            w = self.scheduler.choose(by_port, open_ports, self.warps)
-            if w is None:
-                break
-            p = w.port
-            lst = by_port[p]
-            lst.remove(w)
-            w.queued = False
-            if not lst:
-                ports.remove(p)
-            ns = seen[p] - w.snap - 1
-            states[NOT_SELECTED] += ns
-            states[w.info.throttle_reason] += t - w.ready - ns
             issue(w, t)
             if self.issue_width == 1:
                 break
