@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
+from gpusim.functional.stream import BatchAccesses, StreamChunk
 from gpusim.timing.ldst import AddressStage
 
 
@@ -106,8 +107,6 @@ def source_program_size(source) -> int:
 
 
 def _chunk_of(stream):
-    from gpusim.functional.stream import BatchAccesses, StreamChunk
-
     ws = stream.warps
     sizes = [len(w) for w in ws]
     off = np.zeros(len(ws) + 1, dtype=np.int64)

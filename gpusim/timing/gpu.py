@@ -60,7 +60,7 @@ class GPU:
         l1_bytes = l1_size(cfg, occ)
         for i in range(cfg.chip.sm_count):
             gpc = gpcs[i % len(gpcs)]
-            sm = SM(env, i, gpc.index, cfg, info, nregs, L1Cache(cfg, noc, l1_bytes), program, block_done)
+            sm = SM(env, i, gpc.index, cfg, info, nregs, L1Cache(cfg, noc, l1_bytes), block_done)
             gpc.sms.append(sm)
             sms.append(sm)
         stage = AddressStage(info, Coalescer(cfg.l1.line_size_bytes, cfg.l1.sector_size_bytes), sms[0].smem)

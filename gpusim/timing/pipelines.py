@@ -13,6 +13,3 @@ class Pipelines:
     def __init__(self):
         self.free = [0] * len(PORTS)  # cycle each unit accepts its next instruction
         self.busy = [0] * len(PORTS)  # cycles each unit was occupied
-
-    def utilisation(self, cycles: int) -> dict[str, float]:
-        return {name: (b / cycles if cycles else 0.0) for name, b in zip(PORTS, self.busy, strict=False)}

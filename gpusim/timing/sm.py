@@ -48,13 +48,12 @@ class ResidentBlock:
 
 class SM:
     def __init__(self, env: simpy.Environment, index: int, gpc: int, cfg: Config, info: list[TimingInfo],
-                 nregs: int, l1: L1Cache, program, on_block_done):
+                 nregs: int, l1: L1Cache, on_block_done):
         self.env = env
         self.index = index
         self.gpc = gpc
         self.info = info
         self.nregs = nregs
-        self.program = program
         sched = cfg.scheduler
         self.sps = [SubPartition(i, sched.policy, sched.active_warps_two_level, sched.issue_width, len(info))
                     for i in range(cfg.sm.subpartitions)]

@@ -72,7 +72,3 @@ class Warp:
             if self.complete or not self.feed.pull():
                 return False
         return True
-
-    def plan(self):
-        """The memory plan of the current instruction (released once taken)."""
-        return self.mem.pop(self.base + self.pos)
