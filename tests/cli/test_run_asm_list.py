@@ -5,6 +5,7 @@ import json
 import numpy as np
 
 from gpusim.cli.main import main
+from tests.cli.broken import broken_vecadd
 
 
 def test_run_prints_summary_and_writes_json(tmp_path, capsys):
@@ -28,22 +29,7 @@ def test_run_json_to_stdout_is_pure_json(capsys):
 
 
 def test_failed_verification_exits_nonzero_with_first_indices(tmp_path, capsys):
-    import shutil
-    from pathlib import Path
-
-    src = Path(__file__).resolve().parents[2] / "workloads" / "vecadd"
-    wl = tmp_path / "vecadd"
-    shutil.copytree(src, wl)
-    (wl / "reference.py").write_text(
-        "import numpy as np\n\n"
-        "def inputs(p, rng):\n"
-        "    n = p['n']\n"
-        "    one = np.ones(n, np.float32)\n"
-        "    return {'a': one, 'b': one.copy(), 'c': np.zeros(n, np.float32), 'n': n}\n\n"
-        "def reference(p, inputs):\n"
-        "    c = inputs['a'] + inputs['b']\n"
-        "    c[7] = 5.0\n"
-        "    return {'c': c}\n")
+    wl = broken_vecadd(tmp_path, 7, 5.0)
     code = main(["run", str(wl), "--set", "n=64"])
     err = capsys.readouterr().err
     assert code == 1

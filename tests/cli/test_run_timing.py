@@ -4,12 +4,11 @@
 import csv
 import io
 import json
-import shutil
-from pathlib import Path
 
 import gpusim
 from gpusim.cli.main import main
 from gpusim.stats import CSV_COLUMNS, VERDICTS
+from tests.cli.broken import broken_vecadd
 
 
 def test_default_run_is_timed_and_writes_every_output(tmp_path, capsys):
@@ -86,19 +85,7 @@ def test_timing_options_with_functional_are_one_line_errors(tmp_path, capsys):
 
 
 def test_wrong_result_exits_1_after_writing_the_report(tmp_path, capsys):
-    src = Path(__file__).resolve().parents[2] / "workloads" / "vecadd"
-    wl = tmp_path / "vecadd"
-    shutil.copytree(src, wl)
-    (wl / "reference.py").write_text(
-        "import numpy as np\n\n"
-        "def inputs(p, rng):\n"
-        "    n = p['n']\n"
-        "    one = np.ones(n, np.float32)\n"
-        "    return {'a': one, 'b': one.copy(), 'c': np.zeros(n, np.float32), 'n': n}\n\n"
-        "def reference(p, inputs):\n"
-        "    c = inputs['a'] + inputs['b']\n"
-        "    c[3] = 0.0\n"
-        "    return {'c': c}\n")
+    wl = broken_vecadd(tmp_path, 3, 0.0)
     out = tmp_path / "r.json"
     assert main(["run", str(wl), "--set", "n=64", "--json", str(out)]) == 1
     cap = capsys.readouterr()
