@@ -10,7 +10,7 @@ import sys
 
 from gpusim.errors import GpusimError
 
-SUBCOMMANDS = ["run", "info", "occupancy", "asm", "list", "bench"]
+SUBCOMMANDS = ["run", "info", "occupancy", "asm", "list", "bench", "sweep", "plot", "compile"]
 
 
 def build_parser() -> argparse.ArgumentParser:
