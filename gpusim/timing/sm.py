@@ -144,6 +144,9 @@ class SM:
                 deferred, self.deferred = self.deferred, []
                 for w in deferred:
                     self._global(w, t)
+                for sp in sps:
+                    if sp.next_time < nxt:
+                        nxt = sp.next_time
             if self.wake < nxt:
                 nxt = self.wake
             self.wake = INF

@@ -85,7 +85,7 @@ class SubPartition:
                 self.eligible_sum += 1
                 self.scheduler.last = w
                 issue(w, t)
-                self.next_time = t + 1
+                self.next_time = t + 1 if self.greedy is not None else waiting[0][0] if waiting else INF
                 return
             while True:
                 p = w.port
@@ -115,7 +115,7 @@ class SubPartition:
                         n_eligible += len(by_port[p])
                 self.eligible_sum += n_eligible
                 issue(g, t)
-                self.next_time = t + 1
+                self._after_issue(t)
                 return
             p = g.port
             g.snap = seen[p]
@@ -174,7 +174,25 @@ class SubPartition:
             open_ports = [q for q in open_ports if free[q] <= t and by_port[q]]
             if not open_ports:
                 break
-        self.next_time = t + 1
+        self._after_issue(t)
+
+    def _after_issue(self, t: int) -> None:
+        """The next cycle anything can change here: the greedy warp issuing again, a waiting warp
+        becoming ready, or a busy unit with ready warps freeing. Cycles in between are skipped; no
+        counter moves in them."""
+        if self.greedy is not None:
+            self.next_time = t + 1
+            return
+        nxt = self.waiting[0][0] if self.waiting else INF
+        free = self.free
+        for p in self.ports:
+            f = free[p]
+            if f <= t:
+                self.next_time = t + 1
+                return
+            if f < nxt:
+                nxt = f
+        self.next_time = nxt
 
 
 def _age(w) -> int:
