@@ -28,6 +28,8 @@ def register(subparsers) -> None:
                    help="shared-memory carve-out to assume (default: the largest)")
     p.add_argument("--json", nargs="?", const="-", metavar="DEST",
                    help="write the result as JSON to DEST ('-' or no value: stdout)")
+    p.add_argument("--plot", metavar="FILE", default=None,
+                   help="also draw the occupancy calculator's three charts to FILE (.png or .svg)")
     p.set_defaults(func=run)
 
 
@@ -46,6 +48,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         block, regs, smem = args.block_size, args.regs, args.smem
     occ = occupancy(cfg, block, regs, smem, carveout_bytes=args.carveout)
+    if args.plot:
+        from gpusim.plot import occupancy_figure, save_figure  # matplotlib loads only when a chart is drawn
+
+        save_figure(occupancy_figure(cfg, block, regs, smem, carveout_bytes=args.carveout, name=args.workload),
+                    args.plot)
     if args.json is not None:
         emit_json({"config": cfg.name, "config_hash": cfg.hash(), **occ.to_dict()}, args.json)
         if args.json == "-":

@@ -1,8 +1,42 @@
-"""`gpusim plot`: placeholder while the subcommand is being built."""
+"""`gpusim plot`: a chart of result JSONs or a sweep table, written as PNG or SVG."""
 
 from __future__ import annotations
 
+import argparse
+
+from gpusim.cli.common import parse_sets
+from gpusim.config import load_config
+from gpusim.errors import GpusimError
+
+KINDS = "occupancy|stalls|units|memory|roofline|sweep|timeline"  # gpusim.plot.KINDS, without importing matplotlib
+
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("plot", help="(being built)")
-    p.set_defaults(func=lambda args: 1)
+    p = subparsers.add_parser("plot", help="charts: occupancy, stalls, units, memory, roofline, sweep, timeline",
+                              description="Draw a chart of results (gpusim run --json) or a sweep table "
+                                          "(CSV or JSON) and write it as PNG or SVG (by the file's suffix).")
+    p.add_argument("inputs", nargs="+", metavar="FILE",
+                   help="RESULT.json (several for stalls, units, memory, roofline), SWEEP.csv or SWEEP.json")
+    p.add_argument("--kind", "-k", required=True, metavar="KIND", help=f"the chart: {KINDS}")
+    p.add_argument("--output", "-o", required=True, metavar="FILE", help="the image to write: .png or .svg")
+    p.add_argument("--metric", "-m", default="cycles",
+                   help="sweep charts: the column to draw (default cycles; e.g. achieved_gflops)")
+    p.add_argument("--intensity", default="dram", metavar="dram|moved",
+                   help="roofline: flops over DRAM bytes (default) or over the workload's bytes_moved")
+    p.add_argument("--config", "-c", default=None,
+                   help="the config the inputs ran on (default: the one each names, checked by hash)")
+    p.add_argument("--config-set", action="append", metavar="FIELD=VALUE", dest="config_sets",
+                   help="override a field of --config (repeatable)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpusim.plot import render, save_figure  # matplotlib loads only when a chart is drawn
+
+    if args.config_sets and not args.config:
+        raise GpusimError("--config-set needs --config")
+    cfg = load_config(args.config, overrides=parse_sets(args.config_sets)) if args.config else None
+    fig = render(args.kind, args.inputs, metric=args.metric, intensity=args.intensity, cfg=cfg)
+    save_figure(fig, args.output)
+    print(f"wrote {args.output} ({args.kind})")
+    return 0

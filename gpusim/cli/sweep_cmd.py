@@ -1,8 +1,127 @@
-"""`gpusim sweep`: placeholder while the subcommand is being built."""
+"""`gpusim sweep WORKLOAD`: simulate the cross product of launch configurations, configs and config
+overrides (gpusim.sweep), print the table and the best point, and write the table as CSV or JSON."""
 
 from __future__ import annotations
 
+import argparse
+import sys
+import warnings
+
+from gpusim.cli.common import write_atomic
+from gpusim.errors import GpusimError
+from gpusim.stats.simulate import SCHEDULERS
+from gpusim.sweep import CacheWarning, DaskExecutor, LocalExecutor, ResultCache, parse_values, sweep
+
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("sweep", help="(being built)")
-    p.set_defaults(func=lambda args: 1)
+    p = subparsers.add_parser(
+        "sweep", help="simulate a workload over launch configurations, configs and config overrides",
+        description="Simulate WORKLOAD at every combination of the values given (--block, --grid, --set, "
+                    "--config, --config-override, --warp-scheduler), in parallel, verifying each against numpy; "
+                    "print one line per point and the best point (fewest cycles) with the evidence, and write "
+                    "the table (one row per point, every metric) as CSV or JSON. Points simulated before are "
+                    "read from the cache. Exit status 1 when a point failed (its row says why). See docs/sweep.md.")
+    p.add_argument("workload", help="workload name (see `gpusim list`) or folder")
+    p.add_argument("--config", "-c", default="a100", metavar="NAME[,NAME...]",
+                   help="built-in config names or YAML paths, comma-separated (default a100)")
+    p.add_argument("--block", metavar="N[,N...]", help="values of the workload's `block` parameter, e.g. 64,128,256")
+    p.add_argument("--grid", metavar="N[,N...]", help="values of the workload's `grid` parameter")
+    p.add_argument("--set", action="append", metavar="PARAM=V[,V...]", dest="sets",
+                   help="a workload parameter: one value fixes it, a comma list sweeps it (repeatable)")
+    p.add_argument("--config-override", action="append", metavar="FIELD=V[,V...]", dest="overrides",
+                   help="config field values to sweep, a dotted field or a unique leaf name: sm_count=54,108 "
+                        "(repeatable)")
+    p.add_argument("--warp-scheduler", metavar="POLICY[,POLICY...]",
+                   help=f"warp scheduler policies ({', '.join(SCHEDULERS)}; default: the config's)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the input generator (default 0)")
+    p.add_argument("--no-verify", dest="verify", action="store_false",
+                   help="keep points whose values differ from the numpy reference as ok (verified False)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                       help="run the points on the Dask cluster with this scheduler (not the warp scheduler: "
+                            "that is --warp-scheduler)")
+    where.add_argument("--dask", action="store_true", help="run the points on a Dask LocalCluster of --jobs workers")
+    p.add_argument("--jobs", "-j", type=int, metavar="N",
+                   help="local worker processes (default: one per core; 1 runs in this process)")
+    p.add_argument("--cache-dir", metavar="DIR",
+                   help="result cache folder (default $GPUSIM_CACHE_DIR or ~/.cache/gpusim)")
+    p.add_argument("--no-cache", action="store_true", help="simulate every point; read and write no cache")
+    p.add_argument("--csv", metavar="FILE", help="write the table as CSV to FILE ('-': stdout)")
+    p.add_argument("--json", metavar="FILE", help="write the table as JSON to FILE ('-': stdout)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.json == "-" and args.csv == "-":
+        raise GpusimError("--json - and --csv - cannot both write to stdout")
+    if args.scheduler in SCHEDULERS:
+        raise GpusimError(f"--scheduler is the Dask scheduler's address (tcp://HOST:PORT); for the warp scheduler "
+                          f"policy use --warp-scheduler {args.scheduler}")
+    if args.scheduler is not None and args.jobs is not None:
+        raise GpusimError("--jobs sets local workers; with --scheduler the cluster's workers run the points")
+    grid = {name: parse_values(text, f"--{name}") for name, text in (("block", args.block), ("grid", args.grid))
+            if text is not None}
+    params = {}
+    for item in args.sets or []:
+        name, values = _assignment(item, "--set")
+        if name in grid or name in params:
+            raise GpusimError(f"--set {item!r}: parameter {name!r} is given twice")
+        if len(values) == 1:
+            params[name] = values[0]
+        else:
+            grid[name] = values
+    overrides = dict(_assignment(item, "--config-override") for item in args.overrides or [])
+    policies = parse_values(args.warp_scheduler, "--warp-scheduler") if args.warp_scheduler else None
+    if args.scheduler is not None:
+        executor = DaskExecutor(args.scheduler)
+    elif args.dask:
+        executor = DaskExecutor(workers=args.jobs)
+    else:
+        executor = LocalExecutor(args.jobs)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        try:
+            result = sweep(args.workload, args.config.split(","), grid=grid, overrides=overrides, params=params,
+                           warp_schedulers=policies, seed=args.seed, verify=args.verify, executor=executor,
+                           cache=None if args.no_cache else ResultCache(args.cache_dir),
+                           progress=not args.quiet and sys.stderr.isatty())
+        except KeyboardInterrupt:
+            print("gpusim sweep: interrupted; the points that finished are cached: run the same command again to "
+                  "resume", file=sys.stderr)
+            return 130
+        finally:
+            _report(caught)
+    for dest, text in ((args.csv, result.to_csv), (args.json, result.to_json)):
+        if dest == "-":
+            sys.stdout.write(text())
+        elif dest is not None:
+            write_atomic(dest, text())
+    if "-" not in (args.csv, args.json):
+        cached = sum(bool(r["cached"]) for r in result.rows)
+        print(result.table())
+        print()
+        print(result.explain())
+        print(f"\n{len(result.rows)} points: {len(result.rows) - cached} simulated, {cached} from the cache")
+    failed = sum(r["status"] != "ok" for r in result.rows)
+    if failed:
+        print(f"gpusim sweep: {failed} of {len(result.rows)} points failed (status error; the error column says why)",
+              file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _assignment(item: str, flag: str) -> tuple[str, list]:
+    """`NAME=V1,V2` -> (NAME, [V1, V2])."""
+    name, sep, text = item.partition("=")
+    if not sep or not name.strip():
+        raise GpusimError(f"{flag} {item!r}: expected NAME=VALUE[,VALUE...]")
+    return name.strip(), parse_values(text, f"{flag} {name.strip()}")
+
+
+def _report(caught: list[warnings.WarningMessage]) -> None:
+    """Cache warnings as one line each; any other warning as Python shows it."""
+    for w in caught:
+        if issubclass(w.category, CacheWarning):
+            print(f"gpusim sweep: warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)

@@ -1,0 +1,34 @@
+"""The compiler front end: a graph IR with a builder, verifier, printer and numpy reference evaluator;
+graph passes (constant folding, simplification, CSE, DCE, fusion) run by a pass manager; ONNX import;
+text and Graphviz export; example models. See docs/compiler.md.
+
+    >>> from gpusim.compiler import models, run_pipeline
+    >>> graph, report = run_pipeline(models.mlp2(32, 64, 128, 10))
+    >>> [n.attrs["kind"] for n in graph.nodes.values() if n.op == "fused"]
+    ['epilogue', 'epilogue']
+"""
+
+from gpusim.compiler import models
+from gpusim.compiler.dot import to_dot
+from gpusim.compiler.errors import CompilerError, GraphError
+from gpusim.compiler.evaluate import evaluate
+from gpusim.compiler.ir import Graph, Node
+from gpusim.compiler.onnx_import import import_onnx
+from gpusim.compiler.ops import OPS, Kind, kind_of
+from gpusim.compiler.passes.base import Change
+from gpusim.compiler.passes.cse import eliminate_common_subexpressions
+from gpusim.compiler.passes.dce import eliminate_dead_code
+from gpusim.compiler.passes.fold import fold_constants
+from gpusim.compiler.passes.fuse import Alternative, FusionCandidate, fuse, fuse_when_legal
+from gpusim.compiler.passes.manager import DEFAULT_PIPELINE, PassReport, PipelineReport, run_pipeline
+from gpusim.compiler.passes.simplify import simplify
+from gpusim.compiler.printer import format_graph
+from gpusim.compiler.tensor import DTYPES, TensorType
+from gpusim.compiler.verify import verify
+
+__all__ = [
+    "DEFAULT_PIPELINE", "DTYPES", "OPS", "Alternative", "Change", "CompilerError", "FusionCandidate", "Graph",
+    "GraphError", "Kind", "Node", "PassReport", "PipelineReport", "TensorType", "eliminate_common_subexpressions",
+    "eliminate_dead_code", "evaluate", "fold_constants", "format_graph", "fuse", "fuse_when_legal", "import_onnx",
+    "kind_of", "models", "run_pipeline", "simplify", "to_dot", "verify",
+]

@@ -1,0 +1,58 @@
+"""The numpy reference evaluator: the ground truth every later stage is checked against. Each operator
+computes in float64 (int64 for i32) and rounds its result to its node's dtype."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from gpusim.compiler.errors import CompilerError
+from gpusim.compiler.ir import Graph, Node
+from gpusim.compiler.ops import OPS
+from gpusim.compiler.verify import verify
+
+
+def evaluate(graph: Graph, inputs: Mapping[str, ArrayLike]) -> dict[str, np.ndarray]:
+    """Verify `graph`, run it on `inputs` (parameter name -> array of the parameter's shape; floats for
+    float parameters, integers for i32) and return its outputs by output name."""
+    verify(graph)
+    return _run(graph, _bind(graph, inputs))
+
+
+def evaluate_node(node: Node, args: list[np.ndarray]) -> np.ndarray:
+    """One node's value from its inputs' values (not for parameters)."""
+    if node.op == "fused":
+        body = node.attrs["body"]
+        (value,) = _run(body, {p.name: a for p, a in zip(body.parameters(), args, strict=True)}).values()
+        return value
+    wide = [a.astype(np.float64 if a.dtype.kind == "f" else np.int64) for a in args]
+    with np.errstate(all="ignore"):
+        return np.asarray(OPS[node.op].compute(wide, node.attrs)).astype(node.type.numpy_dtype)
+
+
+def _run(graph: Graph, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    for node in graph.topo_order():
+        if node.op != "parameter":
+            values[node.name] = evaluate_node(node, [values[i] for i in node.inputs])
+    return {out: values[name] for out, name in graph.outputs.items()}
+
+
+def _bind(graph: Graph, inputs: Mapping[str, ArrayLike]) -> dict[str, np.ndarray]:
+    params = graph.parameters()
+    unknown = sorted(set(inputs) - {p.name for p in params})
+    if unknown:
+        raise CompilerError(f"unknown input(s) {', '.join(unknown)}; the parameters are "
+                            f"{', '.join(p.name for p in params)}")
+    values = {}
+    for p in params:
+        if p.name not in inputs:
+            raise CompilerError(f"missing input '{p.name}' ({p.type})")
+        value = np.asarray(inputs[p.name])
+        if value.shape != p.shape:
+            raise CompilerError(f"input '{p.name}' has shape {list(value.shape)}; the parameter is {p.type}")
+        if (value.dtype.kind == "f") != (p.type.numpy_dtype.kind == "f") or value.dtype.kind not in "fiu":
+            raise CompilerError(f"input '{p.name}' is {value.dtype}; the parameter is {p.type}")
+        values[p.name] = value.astype(p.type.numpy_dtype)
+    return values

@@ -1,0 +1,31 @@
+"""Example models as graph builders, for the passes here and for lowering and tuning later. Weights are
+parameters, so the graphs stay small and nothing folds them away."""
+
+from __future__ import annotations
+
+import math
+
+from gpusim.compiler.ir import Graph
+
+
+def mlp2(batch: int, d_in: int, d_hidden: int, d_out: int, *, dtype: str = "f32") -> Graph:
+    """A two-layer perceptron: y = relu(x @ w1 + b1) @ w2 + b2."""
+    g = Graph("mlp2")
+    x = g.parameter("x", (batch, d_in), dtype)
+    w1, b1 = g.parameter("w1", (d_in, d_hidden), dtype), g.parameter("b1", (d_hidden,), dtype)
+    w2, b2 = g.parameter("w2", (d_hidden, d_out), dtype), g.parameter("b2", (d_out,), dtype)
+    h = g.relu(g.add(g.matmul(x, w1), b1))
+    g.output(g.add(g.matmul(h, w2), b2), "y")
+    return g
+
+
+def attention(seq: int, d_model: int, *, dtype: str = "f32") -> Graph:
+    """Single-head self-attention: q, k, v = x @ wq, x @ wk, x @ wv;
+    y = softmax(q @ k^T / sqrt(d_model)) @ v @ wo."""
+    g = Graph("attention")
+    x = g.parameter("x", (seq, d_model), dtype)
+    wq, wk, wv, wo = (g.parameter(w, (d_model, d_model), dtype) for w in ("wq", "wk", "wv", "wo"))
+    q, k, v = g.matmul(x, wq), g.matmul(x, wk), g.matmul(x, wv)
+    scores = g.div(g.matmul(q, g.transpose(k)), math.sqrt(d_model))
+    g.output(g.matmul(g.matmul(g.softmax(scores, -1), v), wo), "y")
+    return g

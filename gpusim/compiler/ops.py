@@ -1,0 +1,285 @@
+"""The operator table: the ONE place that says, for every operator, its fusion kind, how many inputs and
+which attributes it takes, how its output type follows from its inputs, and what it computes (numpy).
+
+Kinds (after TVM's operator patterns) drive fusion (passes/fuse.py):
+
+| kind | meaning | operators |
+|---|---|---|
+| elementwise | one output element from the same element of one input | relu, gelu, exp, tanh |
+| broadcast | element-wise over numpy-broadcast operands | add, sub, mul, div, pow |
+| injective | each output element is one input element, moved | transpose, reshape |
+| reduction | output elements combine many input elements along axes | reduce_sum, reduce_mean, softmax, layernorm |
+| out-fusable | opaque itself, but element-wise consumers fuse into its epilogue (TVM's OutEWiseFusable) | matmul |
+| opaque | never fused | parameter, constant, fused |
+
+`compute` functions receive float64 (float dtypes) or int64 (i32) arrays; the evaluator rounds each
+result to the node's dtype, so every operator computes exactly and rounds once."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+import numpy as np
+
+from gpusim.compiler.errors import GraphError
+from gpusim.compiler.tensor import FLOAT_DTYPES, TensorType, dtype_of
+
+Infer = Callable[[tuple[TensorType, ...], Mapping[str, Any]], TensorType]
+Compute = Callable[[list[np.ndarray], Mapping[str, Any]], np.ndarray]
+
+FUSION_KINDS = ("elementwise", "epilogue", "reduction")
+
+
+class Kind(StrEnum):
+    ELEMENTWISE = "elementwise"
+    BROADCAST = "broadcast"
+    INJECTIVE = "injective"
+    REDUCTION = "reduction"
+    OUT_FUSABLE = "out-fusable"
+    OPAQUE = "opaque"
+
+
+@dataclass(frozen=True, slots=True)
+class OpDef:
+    """One operator: its kind, its input count range, its attributes (in printing order), its type
+    inference (None: the node's declared type is taken, as for parameters) and its numpy computation
+    (None: the evaluator handles it: parameters, fused nodes)."""
+
+    name: str
+    kind: Kind
+    inputs: tuple[int, int]
+    attrs: tuple[str, ...]
+    infer: Infer | None
+    compute: Compute | None
+    doc: str
+
+
+def _same_dtype(types: tuple[TensorType, ...]) -> str:
+    if len({t.dtype for t in types}) > 1:
+        raise GraphError(f"operand dtypes differ: {', '.join(map(str, types))}")
+    return types[0].dtype
+
+
+def _need_float(t: TensorType) -> None:
+    if t.dtype not in FLOAT_DTYPES:
+        raise GraphError(f"needs a float operand (f32 or f16), got {t}")
+
+
+def _axis(axis: Any, rank: int) -> int:
+    if isinstance(axis, bool) or not isinstance(axis, int) or not -rank <= axis < rank:
+        raise GraphError(f"axis {axis!r} is out of range for rank {rank}")
+    return axis % rank
+
+
+def _broadcast_shape(a: TensorType, b: TensorType) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(a.shape, b.shape))
+    except ValueError:
+        raise GraphError(f"shapes {a} and {b} do not broadcast") from None
+
+
+def _unary(float_only: bool) -> Infer:
+    def infer(types, attrs):
+        if float_only:
+            _need_float(types[0])
+        return types[0]
+    return infer
+
+
+def _binary(float_only: bool) -> Infer:
+    def infer(types, attrs):
+        dtype = _same_dtype(types)
+        if float_only:
+            _need_float(types[0])
+        return TensorType(_broadcast_shape(*types), dtype)
+    return infer
+
+
+def _infer_gelu(types, attrs):
+    if attrs["approximate"] not in ("none", "tanh"):
+        raise GraphError(f"approximate is 'none' or 'tanh', not {attrs['approximate']!r}")
+    return _unary(True)(types, attrs)
+
+
+def _infer_matmul(types, attrs):
+    a, b = types
+    dtype = _same_dtype(types)
+    if a.rank == 0 or b.rank == 0:
+        raise GraphError(f"operands need rank >= 1: {a} @ {b}")
+    sa = (1, *a.shape) if a.rank == 1 else a.shape
+    sb = (*b.shape, 1) if b.rank == 1 else b.shape
+    if sa[-1] != sb[-2]:
+        raise GraphError(f"inner dimensions differ: {a} @ {b}")
+    try:
+        batch = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
+    except ValueError:
+        raise GraphError(f"batch dimensions do not broadcast: {a} @ {b}") from None
+    return TensorType(batch + sa[-2:-1] * (a.rank > 1) + sb[-1:] * (b.rank > 1), dtype)
+
+
+def _infer_softmax(types, attrs):
+    _need_float(types[0])
+    _axis(attrs["axis"], types[0].rank)
+    return types[0]
+
+
+def _infer_layernorm(types, attrs):
+    x = types[0]
+    _need_float(x)
+    _same_dtype(types)
+    norm = x.shape[_axis(attrs["axis"], x.rank):]
+    eps = attrs["eps"]
+    if isinstance(eps, bool) or not isinstance(eps, int | float) or eps < 0:
+        raise GraphError(f"eps is a non-negative number, not {eps!r}")
+    for t in types[1:]:
+        try:
+            fits = tuple(np.broadcast_shapes(t.shape, norm)) == norm
+        except ValueError:
+            fits = False
+        if not fits:
+            raise GraphError(f"scale/bias {t} must broadcast to the normalised shape {list(norm)}")
+    return x
+
+
+def _reduced_axes(attrs, rank: int) -> tuple[int, ...]:
+    axes = attrs["axes"]
+    if not isinstance(attrs["keepdims"], bool):
+        raise GraphError(f"keepdims is a bool, not {attrs['keepdims']!r}")
+    if not isinstance(axes, tuple) or len(set(axes)) != len(axes):
+        raise GraphError(f"axes are a tuple of distinct ints, not {axes!r}")
+    return tuple(sorted(_axis(a, rank) for a in axes))
+
+
+def _reduce(float_only: bool) -> Infer:
+    def infer(types, attrs):
+        x = types[0]
+        if float_only:
+            _need_float(x)
+        axes = _reduced_axes(attrs, x.rank)
+        keep = attrs["keepdims"]
+        shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keep or i not in axes)
+        return TensorType(shape, x.dtype)
+    return infer
+
+
+def _infer_transpose(types, attrs):
+    x, perm = types[0], attrs["perm"]
+    if not isinstance(perm, tuple) or sorted(perm) != list(range(x.rank)):
+        raise GraphError(f"perm {perm!r} is not a permutation of the {x.rank} axes of {x}")
+    return TensorType(tuple(x.shape[p] for p in perm), x.dtype)
+
+
+def _infer_reshape(types, attrs):
+    x, shape = types[0], attrs["shape"]
+    if not isinstance(shape, tuple) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        raise GraphError(f"shape is a tuple of non-negative ints, not {shape!r}")
+    if math.prod(shape) != x.size:
+        raise GraphError(f"cannot reshape {x} ({x.size} elements) to {list(shape)}")
+    return TensorType(shape, x.dtype)
+
+
+def _infer_constant(types, attrs):
+    value = attrs["value"]
+    if not isinstance(value, np.ndarray):
+        raise GraphError(f"value is a numpy array, not {type(value).__name__}")
+    return TensorType(value.shape, dtype_of(value))
+
+
+def _infer_fused(types, attrs):
+    body, kind = attrs["body"], attrs["kind"]
+    if kind not in FUSION_KINDS:
+        raise GraphError(f"fusion kind is one of {', '.join(FUSION_KINDS)}, not {kind!r}")
+    params = body.parameters()
+    if tuple(p.type for p in params) != types:
+        raise GraphError(f"inputs {', '.join(map(str, types))} do not match the body's parameters "
+                         f"{', '.join(f'%{p.name}: {p.type}' for p in params)}")
+    if len(body.outputs) != 1:
+        raise GraphError(f"a fused body has one output, not {len(body.outputs)}")
+    return body[next(iter(body.outputs.values()))].type
+
+
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def _gelu(args, attrs):
+    x = args[0]
+    if attrs["approximate"] == "tanh":
+        return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+    return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)).astype(np.float64))
+
+
+def _softmax(args, attrs):
+    x, axis = args[0], attrs["axis"]
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def _layernorm(args, attrs):
+    x = args[0]
+    axes = tuple(range(attrs["axis"] % x.ndim, x.ndim))
+    centred = x - np.mean(x, axis=axes, keepdims=True)
+    y = centred / np.sqrt(np.mean(centred * centred, axis=axes, keepdims=True) + attrs["eps"])
+    for extra, combine in zip(args[1:], (np.multiply, np.add), strict=False):
+        y = combine(y, extra)
+    return y
+
+
+E, B, I, R, M, O = Kind.ELEMENTWISE, Kind.BROADCAST, Kind.INJECTIVE, Kind.REDUCTION, Kind.OUT_FUSABLE, Kind.OPAQUE
+ONE, TWO = (1, 1), (2, 2)
+
+OPS: dict[str, OpDef] = {d.name: d for d in (
+    OpDef("parameter", O, (0, 0), (), None, None, "a named graph input"),
+    OpDef("constant", O, (0, 0), ("value",), _infer_constant, lambda a, at: at["value"], "a numpy value"),
+    OpDef("matmul", M, TWO, (), _infer_matmul, lambda a, at: np.matmul(a[0], a[1]), "numpy matmul (batched)"),
+    OpDef("add", B, TWO, (), _binary(False), lambda a, at: a[0] + a[1], "a + b"),
+    OpDef("sub", B, TWO, (), _binary(False), lambda a, at: a[0] - a[1], "a - b"),
+    OpDef("mul", B, TWO, (), _binary(False), lambda a, at: a[0] * a[1], "a * b"),
+    OpDef("div", B, TWO, (), _binary(True), lambda a, at: a[0] / a[1], "a / b (floats)"),
+    OpDef("pow", B, TWO, (), _binary(True), lambda a, at: np.power(a[0], a[1]), "a ** b (floats)"),
+    OpDef("relu", E, ONE, (), _unary(False), lambda a, at: np.maximum(a[0], 0), "max(x, 0)"),
+    OpDef("gelu", E, ONE, ("approximate",), _infer_gelu, _gelu, "x * Phi(x), erf-exact or tanh-approximated"),
+    OpDef("exp", E, ONE, (), _unary(True), lambda a, at: np.exp(a[0]), "e ** x"),
+    OpDef("tanh", E, ONE, (), _unary(True), lambda a, at: np.tanh(a[0]), "tanh x"),
+    OpDef("softmax", R, ONE, ("axis",), _infer_softmax, _softmax, "exp(x) / sum(exp(x)) along axis"),
+    OpDef("layernorm", R, (1, 3), ("axis", "eps"), _infer_layernorm, _layernorm,
+        "(x - mean) / sqrt(var + eps) over axes axis.. [* gamma [+ beta]]"),
+    OpDef("reduce_sum", R, ONE, ("axes", "keepdims"), _reduce(False),
+        lambda a, at: np.sum(a[0], axis=at["axes"], keepdims=at["keepdims"]), "sum over axes"),
+    OpDef("reduce_mean", R, ONE, ("axes", "keepdims"), _reduce(True),
+        lambda a, at: np.mean(a[0], axis=at["axes"], keepdims=at["keepdims"]), "mean over axes"),
+    OpDef("transpose", I, ONE, ("perm",), _infer_transpose, lambda a, at: np.transpose(a[0], at["perm"]),
+        "axes permuted: output axis i is input axis perm[i]"),
+    OpDef("reshape", I, ONE, ("shape",), _infer_reshape, lambda a, at: np.reshape(a[0], at["shape"]),
+        "the same elements in a new shape (row-major)"),
+    OpDef("fused", O, (0, 1 << 30), ("kind", "body"), _infer_fused, None,
+        "a group of nodes run as one kernel: its body is a graph whose parameters are the inputs"),
+)}
+
+
+def infer_type(op: str, types: tuple[TensorType, ...], attrs: Mapping[str, Any]) -> TensorType | None:
+    """The output type of `op` applied to inputs of `types` (None for a parameter, whose type is declared);
+    GraphError (without a node) if it is not defined: an unknown operator, a wrong input count, a missing
+    or unknown attribute, a mismatch."""
+    d = OPS.get(op)
+    if d is None:
+        raise GraphError(f"unknown operator '{op}' (known: {', '.join(OPS)})")
+    lo, hi = d.inputs
+    if not lo <= len(types) <= hi:
+        want = str(lo) if lo == hi else f"{lo} to {hi}"
+        raise GraphError(f"takes {want} input(s), got {len(types)}")
+    missing = [a for a in d.attrs if a not in attrs]
+    unknown = [a for a in attrs if a not in d.attrs]
+    if missing or unknown:
+        raise GraphError("; ".join(
+            [f"missing attribute(s) {', '.join(missing)}"] * bool(missing)
+            + [f"unknown attribute(s) {', '.join(unknown)}"] * bool(unknown)))
+    return d.infer(types, attrs) if d.infer else None
+
+
+def kind_of(op: str) -> Kind:
+    """The fusion kind of an operator."""
+    return OPS[op].kind

@@ -1,0 +1,208 @@
+"""`SweepResult`: a sweep as one tidy table (a row per point, the same columns in every row) with its views:
+CSV, JSON, a terminal table, and the best point with the evidence for it (docs/sweep.md)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from gpusim.sweep.points import Point
+
+HEAD = ("point", "workload", "config", "config_hash", "label")  # then the workload's parameters, overrides
+RUN = ("warp_scheduler", "seed", "status", "error", "verified", "cached", "wall_seconds")  # then the metrics
+TAIL = ("verdict", "verdict_reason")
+OVERRIDE = "override."  # prefix of the override columns
+
+
+def make_row(point: Point, *, workload: str, config: str, config_hash: str | None, label: str,
+             warp_scheduler: str | None, seed: int, outcome: dict[str, Any], cached: bool,
+             verify: bool) -> dict[str, Any]:
+    """A point's row from its outcome (`worker.run_task`'s). With `verify`, a result that differs from
+    the reference is an error row (its metrics kept); a point that could not run has no metrics."""
+    row: dict[str, Any] = {"point": point.index, "workload": workload, "config": config, "config_hash": config_hash,
+                           "label": label, **point.params,
+                           **{OVERRIDE + k: v for k, v in point.overrides.items()},
+                           "warp_scheduler": warp_scheduler, "seed": seed}
+    if "error" in outcome:
+        return {**row, "status": "error", "error": outcome["error"], "verified": None, "cached": cached,
+                "wall_seconds": None}
+    bad = verify and not outcome["verified"]
+    return {**row, "status": "error" if bad else "ok", "error": outcome["mismatch"] if bad else None,
+            "verified": outcome["verified"], "cached": cached, "wall_seconds": outcome["wall_seconds"],
+            **outcome["metrics"], "verdict": outcome["verdict"], "verdict_reason": outcome["verdict_reason"]}
+
+
+@dataclass
+class SweepResult:
+    """`rows` (dicts with the keys `columns`, in point order), the workload's default parameters, `axes`
+    (the columns whose values differ between points) and `provenance` (gpusim and code version, seed,
+    verify)."""
+
+    workload: str
+    defaults: dict[str, int | float]
+    columns: list[str]
+    rows: list[dict[str, Any]]
+    axes: list[str]
+    provenance: dict[str, Any]
+
+    @classmethod
+    def build(cls, workload: str, defaults: dict[str, int | float], overrides: list[str],
+              rows: list[dict[str, Any]], provenance: dict[str, Any]) -> SweepResult:
+        """Order the rows, fix the columns (every row gets each, None where it has no value) and find the
+        axes."""
+        front = [*HEAD, *defaults, *(OVERRIDE + k for k in overrides), *RUN]
+        metrics: dict[str, None] = {}
+        for r in rows:
+            metrics.update((k, None) for k in r if k not in front and k not in TAIL)
+        columns = [*front, *metrics, *TAIL]
+        rows = [{c: r.get(c) for c in columns} for r in sorted(rows, key=lambda r: r["point"])]
+        candidates = ["config", *defaults, *(OVERRIDE + k for k in overrides), "warp_scheduler"]
+        axes = [c for c in candidates if len({repr(r[c]) for r in rows}) > 1]
+        return cls(workload, dict(defaults), columns, rows, axes, dict(provenance))
+
+    # -- choosing --
+    def ok_rows(self, label: str | None = None) -> list[dict[str, Any]]:
+        """The points that ran (and verified, unless the sweep ran without verification)."""
+        return [r for r in self.rows if r["status"] == "ok" and label in (None, r["label"])]
+
+    def best(self, label: str | None = None) -> dict[str, Any] | None:
+        """The row with the fewest cycles (the first such point on a tie), of one label if given."""
+        return min(self.ok_rows(label), key=lambda r: (r["cycles"], r["point"]), default=None)
+
+    def worst(self, label: str | None = None) -> dict[str, Any] | None:
+        """The row with the most cycles (the first such point on a tie), of one label if given."""
+        return min(self.ok_rows(label), key=lambda r: (-r["cycles"], r["point"]), default=None)
+
+    def default(self, like: dict[str, Any]) -> dict[str, Any] | None:
+        """The row with `like`'s label whose swept workload parameters are the workload's defaults, if any."""
+        swept = [a for a in self.axes if a in self.defaults]
+        if not swept:
+            return None
+        return next((r for r in self.ok_rows(like["label"]) if all(r[a] == self.defaults[a] for a in swept)), None)
+
+    def describe(self, row: dict[str, Any], axes: list[str] | None = None) -> str:
+        """A point in a few words: its values on the axes (`block=256`, `a100 block=256 sm_count=54`), or on
+        the given ones; its label when there are none."""
+        parts = []
+        for a in self.axes if axes is None else axes:
+            if a in ("config", "warp_scheduler"):
+                parts.append(str(row[a]))
+            else:
+                parts.append(f"{a.rpartition('.')[2]}={row[a]}")
+        return " ".join(parts) or row["label"]
+
+    # -- files --
+    def to_csv(self) -> str:
+        """One line per point, the columns in order; an empty cell where a row has no value."""
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(self.columns)
+        writer.writerows([["" if r[c] is None else r[c] for c in self.columns] for r in self.rows])
+        return buf.getvalue()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: `kind` "sweep", the workload, provenance, `columns`, `best` (its point index) and
+        `points` (the rows): `pd.DataFrame(d["points"], columns=d["columns"])`."""
+        best = self.best()
+        return {"kind": "sweep", "workload": self.workload, **self.provenance, "columns": self.columns,
+                "best": None if best is None else best["point"], "points": self.rows}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1) + "\n"
+
+    # -- the terminal --
+    def table(self) -> str:
+        """One line per point: its axes, status, cycles, kernel time, achieved occupancy, verdict and top
+        stall (or the error)."""
+        axes = self.axes or ["label"]
+        header = ["#", *(a.rpartition(".")[2] for a in axes), "status", "cycles", "time us", "occupancy",
+                  "verdict", "top stall"]
+        right = [True, *(isinstance(self.rows[0][a], int | float) for a in axes), False, True, True, True, False,
+                 False]
+        lines: list[tuple[list[str], str | None]] = []  # the cells, and the error of a failed point
+        for r in self.rows:
+            cells = [str(r["point"]), *(str(r[a]) for a in axes), r["status"]]
+            if r["status"] == "ok":
+                stall, share = _top_stall(r)
+                cells += [f"{r['cycles']:,}", f"{r['kernel_seconds'] * 1e6:.3f}", f"{r['achieved_occupancy']:.1%}",
+                          r["verdict"], f"{stall} {share:.1f}%"]
+            lines.append((cells, None if r["status"] == "ok" else r["error"].splitlines()[0]))
+        every = [header, *(cells for cells, _ in lines)]
+        widths = [max(len(cells[i]) for cells in every if i < len(cells)) for i in range(len(header))]
+
+        def fmt(cells: list[str]) -> str:
+            return "  ".join(c.rjust(w) if rt else c.ljust(w)
+                             for c, w, rt in zip(cells, widths, right, strict=False)).rstrip()
+
+        out = [fmt(header)] + [fmt(cells) if error is None else f"{fmt(cells)}  {error}" for cells, error in lines]
+        return "\n".join(out)
+
+    def explain(self) -> str:
+        """The best point and why: how much it beats the worst and the workload's default launch, and
+        the evidence (occupancy, bottleneck verdict, dominant stall) beside the worst's."""
+        best = self.best()
+        if best is None:
+            return "best: none; no point ran (see the error column)"
+        worst = self.worst()
+        ran = len(self.ok_rows())
+        which = f"the fewest of the {ran} points that ran" if ran > 1 else "the only point that ran"
+        lines = [("best", f"{self.describe(best)}: {best['cycles']:,} cycles "
+                          f"({best['kernel_seconds'] * 1e6:.3f} us), {which}")]
+        if worst is not best:
+            lines.append(("vs worst", _beats(best, worst, self.describe(worst))))
+        default = self.default(best)
+        if default is best:
+            lines.append(("vs default", "it is the workload's default launch"))
+        elif default is not None:
+            lines.append(("vs default", _beats(best, default, f"the default, {self.describe(default)}")))
+
+        def theirs(mine: str, text: str) -> str:
+            """The worst point's figure beside the best's."""
+            if worst is best:
+                return ""
+            return " (worst: the same)" if text == mine else f" (worst: {text})"
+
+        lines.append(("occupancy", _occupancy(best) + theirs(_occupancy(best), _occupancy(worst))))
+        lines.append(("bottleneck", f"{best['verdict']}: {best['verdict_reason']}"
+                                    + theirs(best["verdict"], worst["verdict"])))
+        stall, share = _top_stall(best)
+        w_stall, w_share = _top_stall(worst)
+        lines.append(("top stall", f"{stall} {share:.1f}% of warp-cycles" + theirs(stall, f"{w_stall} {w_share:.1f}%")))
+        labels = list(dict.fromkeys(r["label"] for r in self.ok_rows()))
+        if len(labels) > 1:
+            for label in labels:
+                b = self.best(label)
+                params = [a for a in self.axes if a in self.defaults]
+                lines.append((f"best on {label}", f"{self.describe(b, params)}: {b['cycles']:,} cycles"))
+        width = max(len(a) for a, _ in lines)
+        return "\n".join(f"{a:<{width}}  {b}" for a, b in lines)
+
+
+def _beats(best: dict[str, Any], other: dict[str, Any], what: str) -> str:
+    saved, theirs = other["cycles"] - best["cycles"], other["cycles"]
+    if not saved:
+        return f"ties with {what} ({theirs:,} cycles)"
+    return (f"{saved:,} fewer cycle{'s' if saved != 1 else ''} ({100 * saved / theirs:.1f}%, "
+            f"{theirs / best['cycles']:.2f}x faster) than {what} ({theirs:,} cycles)")
+
+
+def _occupancy(row: dict[str, Any]) -> str:
+    theo = row.get("theoretical_occupancy")
+    return f"{row['achieved_occupancy']:.1%} achieved" + (f" of {theo:.1%} theoretical" if theo is not None else "")
+
+
+def _top_stall(row: dict[str, Any]) -> tuple[str, float]:
+    """The warp state, other than issuing (`selected`), that holds the most warp-cycles."""
+    prefix = "warp_states_pct."
+    stalls = {k[len(prefix):]: v for k, v in row.items()
+              if k.startswith(prefix) and k != prefix + "selected" and v is not None}
+    if not stalls:
+        return "none", 0.0
+    name = max(stalls, key=lambda k: stalls[k])
+    return name, stalls[name]
+
+
+__all__ = ["HEAD", "OVERRIDE", "RUN", "SweepResult", "TAIL", "make_row"]
