@@ -28,6 +28,7 @@ from gpusim.errors import (
     GpusimError,
     KernelFault,
     LaunchError,
+    SimulationLimitError,
     VerificationError,
     WorkloadError,
 )
@@ -61,7 +62,8 @@ def kernel_occupancy(workload, cfg, **params):
 
 __all__ = [
     "AssemblyError", "Config", "ConfigError", "DeadlockError", "GlobalMemory", "GpusimError", "KernelFault",
-    "Launch", "LaunchError", "SimResult", "VerificationError", "WorkloadError", "__version__", "assemble",
+    "Launch", "LaunchError", "SimResult", "SimulationLimitError", "VerificationError", "WorkloadError",
+    "__version__", "assemble",
     "assemble_file", "block_streams", "disassemble", "execute", "kernel_occupancy", "list_workloads",
     "load_config", "load_workload", "occupancy", "run_workload", "simulate",
 ]

@@ -62,6 +62,15 @@ class DeadlockError(KernelFault):
     """A block can make no progress: a barrier that not every thread of the block reaches."""
 
 
+class SimulationLimitError(GpusimError):
+    """The timing model passed its cycle limit (`max_cycles`); the message says which warps were still
+    resident, where (pc and source line) and on what they waited."""
+
+    def __init__(self, message: str, *, cycle: int = 0, stuck: list | None = None):
+        self.cycle, self.stuck = cycle, stuck or []
+        super().__init__(message)
+
+
 class WorkloadError(GpusimError):
     """A workload folder is malformed (missing kernel, bad launch expression, bad parameter)."""
 

@@ -34,6 +34,8 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the input generator (default 0)")
     p.add_argument("--max-steps", type=int, default=None, metavar="N",
                    help="fault when a warp issues more than N instructions (default 1,000,000)")
+    p.add_argument("--max-cycles", type=int, default=None, metavar="N",
+                   help="stop the timing model at cycle N and say which warps are still running, and on what")
     p.add_argument("--json", nargs="?", const="-", metavar="FILE",
                    help="write the full result as JSON to FILE ('-' or no value: stdout)")
     p.add_argument("--csv", metavar="FILE",
@@ -45,7 +47,8 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.functional:
-        timing_only = [f"--{n}" for n in ("scheduler", "csv", "trace") if getattr(args, n) is not None]
+        timing_only = [f"--{n.replace('_', '-')}" for n in ("scheduler", "csv", "trace", "max_cycles")
+                       if getattr(args, n) is not None]
         if timing_only:
             verb = "needs" if len(timing_only) == 1 else "need"
             raise GpusimError(f"{' and '.join(timing_only)} {verb} the timing model: drop --functional")
@@ -59,7 +62,7 @@ def run_timing(args: argparse.Namespace) -> int:
     wl = gpusim.load_workload(args.workload)
     result = simulate(wl, args.config, seed=args.seed, scheduler=args.scheduler,
                       overrides=parse_sets(args.config_sets) or None, max_steps_per_warp=args.max_steps,
-                      verify=False, **parse_sets(args.sets))
+                      max_cycles=args.max_cycles, verify=False, **parse_sets(args.sets))
     if args.json is not None:
         emit_json(result.to_dict(), args.json)
     if args.csv == "-":

@@ -26,12 +26,18 @@ def _dims(value, field: str) -> tuple[int, int, int]:
 
 @dataclass(frozen=True, slots=True)
 class Launch:
+    """`Launch(grid, block)`: each an integer or up to three (x, y, z), stored as three."""
+
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
 
+    def __post_init__(self):
+        object.__setattr__(self, "grid", _dims(self.grid, "grid"))
+        object.__setattr__(self, "block", _dims(self.block, "block"))
+
     @classmethod
     def make(cls, grid, block) -> Launch:
-        return cls(_dims(grid, "grid"), _dims(block, "block"))
+        return cls(grid, block)
 
     @property
     def threads_per_block(self) -> int:

@@ -7,6 +7,7 @@ import dataclasses
 import os
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from gpusim.config import Config, load_config
@@ -30,11 +31,11 @@ class TimedExecution:
     timing: KernelTiming
 
 
-def timed_execute(program, launch, args, memory, *, cfg: Config, max_steps_per_warp: int | None = None
-                  ) -> TimedExecution:
+def timed_execute(program, launch, args, memory, *, cfg: Config, max_steps_per_warp: int | None = None,
+                  max_cycles: int | None = None) -> TimedExecution:
     """Execute `program` functionally and stream its warps' instructions through the timing model."""
     ex = Executor(program, launch, args, memory, cfg=cfg, max_steps_per_warp=max_steps_per_warp, record=True)
-    timing = GPU(cfg).run(program, launch, ex.stream_batches())
+    timing = GPU(cfg).run(program, launch, ex.stream_batches(), max_cycles=max_cycles)
     return TimedExecution(program, launch, ex.stats, timing)
 
 
@@ -60,17 +61,22 @@ def _configure(cfg: Config | str | os.PathLike, scheduler: str | None, overrides
 
 def simulate(workload, cfg: Config | str | os.PathLike = "a100", *, seed: int = 0,
              scheduler: str | None = None, overrides: dict[str, Any] | None = None,
-             max_steps_per_warp: int | None = None, verify: bool = True, **params) -> SimResult:
+             max_steps_per_warp: int | None = None, max_cycles: int | None = None, verify: bool = True,
+             **params) -> SimResult:
     """Simulate a workload (a name, a folder or a loaded Workload) on `cfg` (a Config, a built-in name
     or a YAML path) with size parameters `params`: values computed and compared with the numpy
     reference, cycles from the timing model, and the metrics and bottleneck verdict (a SimResult).
     `scheduler` ("lrr", "gto" or "two_level") overrides `scheduler.policy`; `overrides` are dotted
-    config overrides (`{"chip.sm_count": 54}`). With `verify`, a wrong result raises VerificationError;
-    without, check `result.verified` (`result.run.message()` says where it differs)."""
+    config overrides (`{"chip.sm_count": 54}`). Guards: a warp that issues more than `max_steps_per_warp`
+    instructions raises KernelFault (a runaway loop), a kernel still running at cycle `max_cycles`
+    raises SimulationLimitError naming the warps still resident and what they wait on. With `verify`, a
+    wrong result raises VerificationError; without, check `result.verified` (`result.run.message()` says
+    where it differs)."""
     wl = workload if hasattr(workload, "program") else load_workload(workload)
     cfg = _configure(cfg, scheduler, overrides)
     t0 = time.perf_counter()
-    run = wl.run(params, cfg, seed=seed, max_steps_per_warp=max_steps_per_warp, executor=timed_execute)
+    run = wl.run(params, cfg, seed=seed, max_steps_per_warp=max_steps_per_warp,
+                 executor=partial(timed_execute, max_cycles=max_cycles))
     wall = time.perf_counter() - t0
     if verify:
         run.check()

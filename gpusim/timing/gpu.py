@@ -25,6 +25,7 @@ from gpusim.timing.l1 import L1Cache
 from gpusim.timing.l2 import L2Slice
 from gpusim.timing.ldst import AddressStage
 from gpusim.timing.sm import SM
+from gpusim.timing.watchdog import limit_error
 
 
 class GPU:
@@ -32,10 +33,11 @@ class GPU:
         self.cfg = cfg
 
     def run(self, program: Program, launch, blocks: Iterable, *, regs_per_thread: int | None = None,
-            smem_per_block: int | None = None) -> KernelTiming:
+            smem_per_block: int | None = None, max_cycles: int | None = None) -> KernelTiming:
         """Simulate one kernel launch. `blocks` yields, in launch order, either the functional executor's
         batch sources (`Executor.stream_batches()`: streams pulled as the warps need them) or whole
-        recorded BlockStreams (`gpusim.block_streams(...)`)."""
+        recorded BlockStreams (`gpusim.block_streams(...)`). Past `max_cycles` the run stops with a
+        SimulationLimitError describing the warps still resident."""
         cfg = self.cfg
         regs = regs_per_thread or program.regs_per_thread
         smem = program.shared_bytes if smem_per_block is None else smem_per_block
@@ -70,10 +72,14 @@ class GPU:
         # the young generation less often while it runs.
         threshold = gc.get_threshold()
         gc.set_threshold(max(threshold[0], 50_000), *threshold[1:])
+        done = engine[0].process
+        until = done if max_cycles is None else env.any_of([done, env.timeout(max_cycles)])
         try:
-            env.run(until=engine[0].process)
+            env.run(until=until)
         finally:
             gc.set_threshold(*threshold)
+        if not done.triggered:
+            raise limit_error(sms, program, int(env.now), max_cycles)
         return KernelTiming.collect(cfg, occ, engine[0], sms, slices, dram)
 
 

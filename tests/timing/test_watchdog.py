@@ -1,0 +1,40 @@
+"""The cycle limit: a kernel still running at `max_cycles` stops with a diagnosis of its resident warps;
+a limit the kernel stays under changes nothing."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import gpusim
+from gpusim.cli.main import main
+from gpusim.errors import SimulationLimitError
+
+PARAMS = {"n": 1 << 16}
+
+
+def test_limit_stops_the_kernel_and_names_the_stuck_warps():
+    with pytest.raises(SimulationLimitError) as info:
+        gpusim.simulate("reduce_sum", "a100", max_cycles=800, **PARAMS)
+    err = info.value
+    assert err.cycle == 800
+    program = gpusim.load_workload("reduce_sum").program
+    assert err.stuck and all(0 <= s["pc"] < len(program.instructions) for s in err.stuck)
+    states = {s["state"] for s in err.stuck}
+    assert "barrier" in states  # the tree reduction's bar.sync holds warps of a block
+    first = err.stuck[0]
+    assert f"SM {first['sm']} block {first['block']} warp {first['warp']}: pc {first['pc']} (line {first['line']}:" \
+        in str(err)
+    assert re.search(r"did not finish within max_cycles=800 .*\d+ warps still resident on \d+ SMs", str(err))
+
+
+def test_a_limit_above_the_run_changes_nothing():
+    free = gpusim.simulate("reduce_sum", "a100", **PARAMS).kernel["cycles"]
+    assert gpusim.simulate("reduce_sum", "a100", max_cycles=free + 1, **PARAMS).kernel["cycles"] == free
+
+
+def test_cli_reports_the_limit(capsys):
+    assert main(["run", "reduce_sum", "--set", "n=65536", "--max-cycles", "800"]) == 2
+    err = capsys.readouterr().err
+    assert "did not finish within max_cycles=800" in err and "raise max_cycles" in err
