@@ -69,7 +69,7 @@ class SM:
         self.sleeping_until = INF
         self.finished = False
         self.deferred: list[Warp] = []  # global accesses issued ahead of SimPy's clock
-        self.must_yield = False  # a block retired: let the GigaThread engine run
+        self.must_yield = False  # a block retired: yield to the other SMs
         self.warp_age = 0
         self.blocks_run = 0
         self.warps_run = 0
@@ -82,6 +82,8 @@ class SM:
         """The dispatcher places a block (its stream and the plans of its memory accesses) here; its
         warps may issue from cycle `start`."""
         self.pending.append((start, block))
+        if self.env.active_process is self.process:
+            return  # placed from this SM's own block retirement: its loop sees `pending` next
         if self.sleeping_until > start and self.process.is_alive and self.process.target is not None:
             self.sleeping_until = start
             self.process.interrupt()
@@ -113,7 +115,7 @@ class SM:
         """Step the sub-partitions cycle by cycle, skipping cycles in which nothing can issue. The SM
         runs ahead of SimPy's clock as long as it touches nothing shared: before a global-memory access
         it waits for the clock to catch up (so every SM reaches the L2 and DRAM in time order), and
-        after a block retires it yields so the GigaThread engine can place the next one."""
+        after a block retires it yields to the other SMs."""
         env = self.env
         sps = self.sps
         issue = self.issue
@@ -154,10 +156,10 @@ class SM:
                 if start < nxt:
                     nxt = start if start > t else t + 1
             if self.must_yield:
-                # a block retired: let the GigaThread engine run now and place the next one here
+                # a block retired (the engine has placed the next one in `pending`): let the other SMs run
                 self.must_yield = False
                 self.sleeping_until = t + 1
-                yield env.timeout(0)
+                yield env.timeout(0)  # (same-cycle L2 requests of the SMs keep their order)
                 for start, _ in self.pending:
                     if start < nxt:
                         nxt = start if start > t else t + 1
