@@ -10,7 +10,7 @@ import sys
 
 from gpusim.errors import GpusimError
 
-SUBCOMMANDS = ["run", "info", "occupancy", "asm", "list", "bench", "sweep", "plot", "compile"]
+SUBCOMMANDS = ["run", "info", "occupancy", "asm", "list", "bench", "sweep", "plot", "compile", "compare", "program"]
 
 
 def build_parser() -> argparse.ArgumentParser:

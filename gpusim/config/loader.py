@@ -96,22 +96,28 @@ def _config_name(path: Path) -> str:
 def _load_tree(path: Path, chain: tuple[Path, ...]) -> tuple[dict, Where]:
     file = str(path)
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror or exc}", file=file) from None
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not UTF-8 text: byte {raw[exc.start]:#04x}", file=file,
+                          line=raw[:exc.start].count(b"\n") + 1) from None
+    try:
+        node = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
         problem = exc.problem or exc.context or "malformed YAML"
         raise ConfigError(f"malformed YAML: {problem}", file=file, line=line) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"malformed YAML: {exc}", file=file) from None
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow
+        raise ConfigError(f"malformed YAML: {exc.reason} {exc.character!r}", file=file,
+                          line=text[:exc.position].count("\n") + 1) from None
     if node is None:
         raise ConfigError("empty file: expected a mapping of sections", file=file, line=1)
     where: Where = {"": (file, node.start_mark.line + 1)}
-    data = _to_plain(node, "", file, where)
+    data = _to_plain(node, "", file, where, _Expansion())
     if not isinstance(data, dict):
         raise ConfigError("expected a mapping of sections at the top level", file=file,
                           line=node.start_mark.line + 1)
@@ -140,30 +146,80 @@ def _load_tree(path: Path, chain: tuple[Path, ...]) -> tuple[dict, Where]:
     return merged, base_where
 
 
-def _to_plain(node: yaml.Node, path: str, file: str, where: Where) -> Any:
-    if isinstance(node, yaml.MappingNode):
-        out: dict[str, Any] = {}
-        for key_node, value_node in node.value:
-            key = _scalar(key_node)
-            line = key_node.start_mark.line + 1
-            if not isinstance(key, str):
-                raise ConfigError(f"keys must be names, got {_show(key)}", file=file, line=line,
-                                  field=path or None)
-            sub = f"{path}.{key}" if path else key
-            if key in out:
-                raise ConfigError("duplicate key", file=file, line=line, field=sub)
-            where[sub] = (file, line)
-            out[key] = _to_plain(value_node, sub, file, where)
-        return out
+MAX_DEPTH = 64  # nesting of mappings and sequences in a file (a configuration needs 3)
+MAX_VALUES = 100_000  # values in a file once aliases are expanded (a configuration has about 200)
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader composing at most MAX_DEPTH levels, so that deep nesting is a YAML error with a
+    line rather than a RecursionError."""
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self.depth = 0
+
+    def compose_node(self, parent, index):
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                raise yaml.composer.ComposerError(None, None, f"nested more than {MAX_DEPTH} levels deep",
+                                                  self.peek_event().start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
+class _Expansion:
+    """What `_to_plain` has expanded so far: the nodes on the current path (an alias to one of them
+    is a cycle) and how many values in all (aliases may repeat a subtree exponentially often)."""
+
+    def __init__(self):
+        self.open: set[int] = set()
+        self.values = 0
+
+
+def _to_plain(node: yaml.Node, path: str, file: str, where: Where, exp: _Expansion) -> Any:
+    line = node.start_mark.line + 1
+    exp.values += 1
+    if exp.values > MAX_VALUES:
+        raise ConfigError(f"more than {MAX_VALUES} values once aliases are expanded (an alias bomb?)",
+                          file=file, line=line, field=path or None)
+    if id(node) in exp.open:
+        raise ConfigError("an alias refers to a node that contains it", file=file, line=line, field=path or None)
+    if isinstance(node, yaml.ScalarNode):
+        return _scalar(node, path, file)
+    exp.open.add(id(node))
     if isinstance(node, yaml.SequenceNode):
-        return [_to_plain(item, f"{path}[{i}]", file, {}) for i, item in enumerate(node.value)]
-    return _scalar(node)
+        out_list = [_to_plain(item, f"{path}[{i}]", file, {}, exp) for i, item in enumerate(node.value)]
+        exp.open.discard(id(node))
+        return out_list
+    out: dict[str, Any] = {}
+    for key_node, value_node in node.value:
+        line = key_node.start_mark.line + 1
+        if not isinstance(key_node, yaml.ScalarNode):
+            raise ConfigError("keys must be names, got a " + ("mapping" if isinstance(key_node, yaml.MappingNode)
+                                                              else "list"), file=file, line=line, field=path or None)
+        key = _scalar(key_node, path, file)
+        if not isinstance(key, str):
+            raise ConfigError(f"keys must be names, got {_show(key)}", file=file, line=line,
+                              field=path or None)
+        sub = f"{path}.{key}" if path else key
+        if key in out:
+            raise ConfigError("duplicate key", file=file, line=line, field=sub)
+        where[sub] = (file, line)
+        out[key] = _to_plain(value_node, sub, file, where, exp)
+    exp.open.discard(id(node))
+    return out
 
 
-def _scalar(node: yaml.Node) -> Any:
-    if not isinstance(node, yaml.ScalarNode):
-        return node  # a mapping used as a key: reported by the caller
-    return yaml.constructor.SafeConstructor().construct_object(node, deep=True)
+def _scalar(node: yaml.ScalarNode, path: str, file: str) -> Any:
+    try:
+        return yaml.constructor.SafeConstructor().construct_object(node, deep=True)
+    except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:  # a tag or a date that cannot be
+        problem = getattr(exc, "problem", None) or str(exc)                 # built: !!int x, 2001-02-30, !foo
+        value = node.value if len(node.value) <= 40 else node.value[:37] + "..."
+        raise ConfigError(f"cannot read {value!r} as {node.tag}: {problem}", file=file,
+                          line=node.start_mark.line + 1, field=path or None) from None
 
 
 def _deep_merge(base: dict, child: dict) -> dict:
@@ -412,3 +468,11 @@ def _check_consistency(cfg: Config, where: Where) -> None:
         fail("nvlink.bandwidth_per_link_gbps", "must be 0 when there are no links")
     if nv.links and nv.bandwidth_per_link_gbps <= 0:
         fail("nvlink.bandwidth_per_link_gbps", "must be positive when there are links")
+    system = cfg.system
+    if system.gpu_interconnect in ("nvswitch", "nvlink_ring") and nv.links == 0:
+        fail("system.gpu_interconnect", f"{system.gpu_interconnect} needs NVLink, but nvlink.links is 0")
+    if system.gpu_interconnect == "nvlink_ring" and nv.links % 2:
+        fail("system.gpu_interconnect", f"nvlink_ring splits the links between two neighbours; "
+                                        f"nvlink.links {nv.links} is odd")
+    if cfg.host.resident and system.gpus != 1:
+        fail("system.gpus", "a host-resident design (host.resident: true) has no GPUs to connect: must be 1")

@@ -50,6 +50,8 @@ class ChipSpec:
                                           "blocks", (1, INT32_MAX), length=3)
     global_memory_bytes: int = spec("device memory capacity; the functional memory model's limit", "bytes",
                                     (1, 2**50))
+    copy_engines: int = spec("DMA copy engines moving data between host and device memory; copies on "
+                             "different engines run at once (H2D beside D2H needs two)", "count", (1, 64))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -223,6 +225,10 @@ class PcieSpec:
     lanes: int = spec("link width", "lanes", (1, 32))
     bandwidth_gbps: float = spec("usable bandwidth per direction", "GB/s", (0.001, 10000))
     latency_ns: float = spec("one-way latency of a transfer", "ns", (0, 1e9))
+    efficiency: float = spec("fraction of bandwidth_gbps a large DMA transfer achieves (packet headers, "
+                             "flow control, DMA setup)", "fraction", (0.01, 1.0))
+    full_duplex: bool = spec("whether the two directions carry traffic at once (PCIe does); false makes "
+                             "H2D and D2H share one channel")
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +240,43 @@ class NvlinkSpec:
     bandwidth_per_link_gbps: float = spec("bandwidth of one link, both directions together", "GB/s",
                                           (0, 10000))
     latency_ns: float = spec("one-way latency of a transfer", "ns", (0, 1e9))
+    efficiency: float = spec("fraction of the links' bandwidth a large transfer achieves", "fraction",
+                             (0.01, 1.0))
+
+
+# ----------------------------------------------------------------------------------------------
+# host and multi-GPU system
+
+
+@dataclass(frozen=True, slots=True)
+class HostSpec:
+    """The host the GPU is plugged into: its memory and how copies reach it. Read by `system/host.py`."""
+
+    memory_bandwidth_gbps: float = spec("host DRAM bandwidth, shared by all GPU traffic staged through host "
+                                        "memory (GPU-to-GPU copies over PCIe)", "GB/s", (0.001, 100000))
+    memcpy_bandwidth_gbps: float = spec("rate of the driver's CPU memcpy between a pageable buffer and a "
+                                        "pinned staging buffer (one thread, well below the DRAM peak)", "GB/s",
+                                        (0.001, 100000))
+    staging_buffer_bytes: int = spec("size of a pinned staging buffer; a pageable copy moves in chunks of "
+                                     "this size", "bytes", (4096, 2**34))
+    buffers: str = spec("what host buffers are by default: pinned (page-locked, DMA'd directly) or pageable "
+                        "(staged through pinned buffers)", choices=("pinned", "pageable"))
+    resident: bool = spec("whether the design computes in host memory itself (a CPU): it has no copies "
+                          "between host and device")
+
+
+@dataclass(frozen=True, slots=True)
+class SystemSpec:
+    """A node of identical GPUs (this configuration's) and how they reach each other. Read by
+    `system/topology.py` and the collectives."""
+
+    gpus: int = spec("GPUs in the node, each this configuration's GPU", "count", (1, 1024))
+    gpu_interconnect: str = spec("how GPUs reach each other: all-to-all through NVSwitch, a ring of "
+                                 "point-to-point NVLinks (half the links to each neighbour; other pairs go "
+                                 "over PCIe), or PCIe through host memory; unused with one GPU",
+                                 choices=("nvswitch", "nvlink_ring", "pcie"))
+    chunk_bytes: int = spec("GPU-to-GPU transfers move in chunks of this size, which pipeline through "
+                            "multi-hop paths", "bytes", (256, 2**34))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -285,6 +328,8 @@ class Config:
     launch: LaunchSpec = spec("kernel launch")
     pcie: PcieSpec = spec("host link")
     nvlink: NvlinkSpec = spec("GPU-to-GPU links")
+    host: HostSpec = spec("host memory and copies")
+    system: SystemSpec = spec("GPUs in the node and their interconnect")
 
     def to_dict(self) -> dict[str, Any]:
         """The configuration as plain JSON-able data (sections as dicts, tuples as lists)."""
@@ -325,6 +370,7 @@ class Config:
             "max_blocks_per_sm": sm.max_blocks_per_sm,
             "max_resident_threads": sm.max_threads_per_sm * chip.sm_count,
             "pcie_bandwidth_gbps": self.pcie.bandwidth_gbps,
+            "pcie_achieved_bandwidth_gbps": round(self.pcie.bandwidth_gbps * self.pcie.efficiency, 3),
             "nvlink_total_bandwidth_gbps": round(self.nvlink.links * self.nvlink.bandwidth_per_link_gbps, 3),
             "cycle_ns": round(1000.0 / chip.clock_mhz, 6),
         }
@@ -343,7 +389,7 @@ def _plain(obj: Any) -> Any:
 SECTIONS: dict[str, type] = {
     "chip": ChipSpec, "sm": SMSpec, "l1": L1Spec, "shared_memory": SharedMemorySpec, "l2": L2Spec,
     "dram": DramSpec, "scheduler": SchedulerSpec, "launch": LaunchSpec, "pcie": PcieSpec,
-    "nvlink": NvlinkSpec,
+    "nvlink": NvlinkSpec, "host": HostSpec, "system": SystemSpec,
 }
 
 

@@ -1,0 +1,59 @@
+"""`gpusim compare WORKLOAD`: one workload over problem sizes on several designs (a CPU-like one beside
+GPUs): time, throughput, one element's latency, the crossovers, and their chart."""
+
+from __future__ import annotations
+
+import argparse
+
+from gpusim.cli.common import emit_json
+from gpusim.errors import GpusimError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("compare", help="latency vs throughput designs over problem sizes, crossovers",
+                              description="Simulate WORKLOAD at log-spaced sizes n on each design: the time of "
+                                          "launch + kernel (+ host-device copies with --include-transfers), "
+                                          "throughput, the latency of one element, and the sizes where one design "
+                                          "overtakes another. Sizes past --max-simulated are extrapolated "
+                                          "linearly in waves and marked (docs/system.md).")
+    p.add_argument("workload", help="a workload with a size parameter n (saxpy, vecadd, stream_copy, ...)")
+    p.add_argument("--configs", default="cpu_8core,gtx980,a100", help="comma-separated designs "
+                                                                      "(default cpu_8core,gtx980,a100)")
+    p.add_argument("--sizes", default="1e2..1e8", metavar="LOW..HIGH", help="size range (default 1e2..1e8)")
+    p.add_argument("--per-decade", type=int, default=1, metavar="K", help="sizes per decade (default 1)")
+    p.add_argument("--include-transfers", action="store_true",
+                   help="count copying the inputs to the GPU and the outputs back over PCIe")
+    p.add_argument("--max-simulated", type=float, default=2**18, metavar="N",
+                   help="largest size simulated in full; larger ones are extrapolated (default 262144)")
+    p.add_argument("--plot", metavar="FILE", help="write the crossover and latency charts (.png or .svg)")
+    p.add_argument("--json", nargs="?", const="-", metavar="FILE", help="write the comparison as JSON ('-': stdout)")
+    p.set_defaults(func=run)
+
+
+def parse_range(text: str) -> tuple[float, float]:
+    """`1e2..1e8` -> (100.0, 1e8)."""
+    low, sep, high = text.partition("..")
+    try:
+        return float(low), float(high if sep else low)
+    except ValueError:
+        raise GpusimError(f"--sizes {text!r}: expected LOW..HIGH, e.g. 1e2..1e8") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpusim.analysis.compare import compare, log_sizes
+
+    sizes = log_sizes(*parse_range(args.sizes), per_decade=args.per_decade)
+    configs = [c.strip() for c in args.configs.split(",") if c.strip()]
+    result = compare(args.workload, configs, sizes, include_transfers=args.include_transfers,
+                     max_simulated=int(args.max_simulated))
+    emit_json(result.to_dict(), args.json)
+    if args.plot:
+        from gpusim.plot.compare import compare_figure
+        from gpusim.plot.io import save_figure
+
+        save_figure(compare_figure(result), args.plot)
+    if args.json != "-":
+        print(result.table())
+        if args.plot:
+            print(f"wrote {args.plot}")
+    return 0
