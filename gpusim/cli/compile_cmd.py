@@ -1,8 +1,81 @@
-"""`gpusim compile`: placeholder while the subcommand is being built."""
+"""`gpusim compile MODEL`: a model through the compiler — the pass pipeline (fusion decided by a cost
+model), kernels lowered from templates (tuned with --tune), each kernel's estimated time, and the
+speed-up over the unoptimised graph."""
 
 from __future__ import annotations
 
+import argparse
+
+import gpusim
+from gpusim.cli.common import emit_json, parse_sets
+from gpusim.compiler.cost import MODELS, make_cost_model
+from gpusim.compiler.driver import compile_graph, load_model
+from gpusim.compiler.errors import CompilerError
+from gpusim.compiler.models import BUILTIN
+from gpusim.compiler.tune import STRATEGIES, Tuner
+
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("compile", help="(being built)")
-    p.set_defaults(func=lambda args: 1)
+    p = subparsers.add_parser("compile", help="compile a model to kernels: passes, tuning, time estimates",
+                              description="Compile MODEL for CONFIG: run the graph passes (fusion decided by the "
+                                          "cost model), lower every node to a kernel of the ISA, optionally tune "
+                                          "each kernel's template parameters, and print the kernels with their "
+                                          "estimated times and the speed-up over the unoptimised graph "
+                                          "(docs/compiler.md).")
+    p.add_argument("model", help=f"a built-in model ({', '.join(BUILTIN)}), a .py file defining build(**sizes) -> "
+                                 "Graph, or a .onnx file")
+    p.add_argument("--config", "-c", default="a100", help="built-in config name or YAML path (default a100)")
+    p.add_argument("--set", action="append", metavar="SIZE=VALUE", dest="sets",
+                   help="a model size, e.g. --set seq=64 (repeatable; built-in and .py models)")
+    p.add_argument("--shape", action="append", metavar="INPUT=D0,D1,...", dest="shapes",
+                   help="static shape of an ONNX input with symbolic dimensions (repeatable)")
+    p.add_argument("--dtype", choices=("f32", "f16"), help="element type of a built-in model (default f32)")
+    p.add_argument("--cost", choices=MODELS, default="analytical",
+                   help="cost model for the estimates, fusion decisions and tuning (default analytical)")
+    p.add_argument("--tune", action="store_true", help="search each kernel's template parameters")
+    p.add_argument("--search", choices=STRATEGIES, default="local",
+                   help="search strategy: local (random + local refinement, default) or grid (every point)")
+    p.add_argument("--budget", type=int, default=48, help="candidates a local search scores per kernel (default 48)")
+    p.add_argument("--search-cost", choices=MODELS,
+                   help="model scoring every candidate of the search (default: --cost); the --top-k best are then "
+                        "scored by --cost, which picks")
+    p.add_argument("--top-k", type=int, default=3, help="candidates re-scored by --cost (default 3)")
+    p.add_argument("--cache-dir", help="cache of simulated costs and tuned configurations "
+                                       "(default $GPUSIM_CACHE_DIR or ~/.cache/gpusim)")
+    p.add_argument("--json", metavar="FILE", help="write the report as JSON to FILE ('-': stdout)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if (args.search_cost or args.search != "local") and not args.tune:
+        raise CompilerError("--search and --search-cost need --tune")
+    if args.dtype is not None and args.model not in BUILTIN:
+        raise CompilerError(f"--dtype applies to the built-in models ({', '.join(BUILTIN)})")
+    cfg = gpusim.load_config(args.config)
+    graph = load_model(args.model, sizes=parse_sets(args.sets), dtype=args.dtype or "f32",
+                       shapes=_shapes(args.shapes))
+    cost = make_cost_model(args.cost, args.cache_dir)
+    tuner = None
+    if args.tune:
+        search = cost if args.search_cost in (None, args.cost) else make_cost_model(args.search_cost, args.cache_dir)
+        tuner = Tuner(cfg, search, strategy=args.search, budget=args.budget, top_k=args.top_k,
+                      measure=None if search is cost else cost, cache_dir=args.cache_dir)
+    report = compile_graph(graph, cfg, cost=cost, tuner=tuner)
+    if args.json != "-":
+        print(report)
+    emit_json(report.to_dict(), args.json)
+    return 0
+
+
+def _shapes(items: list[str] | None) -> dict[str, list[int]]:
+    """`--shape x=1,64` -> {'x': [1, 64]}."""
+    shapes = {}
+    for item in items or []:
+        name, sep, dims = item.partition("=")
+        try:
+            shapes[name.strip()] = [int(d) for d in dims.split(",")]
+        except ValueError:
+            sep = ""
+        if not sep or not name.strip():
+            raise CompilerError(f"--shape {item!r}: expected INPUT=D0,D1,... (integers)")
+    return shapes

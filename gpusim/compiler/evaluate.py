@@ -18,7 +18,7 @@ def evaluate(graph: Graph, inputs: Mapping[str, ArrayLike]) -> dict[str, np.ndar
     """Verify `graph`, run it on `inputs` (parameter name -> array of the parameter's shape; floats for
     float parameters, integers for i32) and return its outputs by output name."""
     verify(graph)
-    return _run(graph, _bind(graph, inputs))
+    return _run(graph, bind_inputs(graph, inputs))
 
 
 def evaluate_node(node: Node, args: list[np.ndarray]) -> np.ndarray:
@@ -39,7 +39,9 @@ def _run(graph: Graph, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {out: values[name] for out, name in graph.outputs.items()}
 
 
-def _bind(graph: Graph, inputs: Mapping[str, ArrayLike]) -> dict[str, np.ndarray]:
+def bind_inputs(graph: Graph, inputs: Mapping[str, ArrayLike]) -> dict[str, np.ndarray]:
+    """`inputs` checked against the graph's parameters (names, shapes, kinds) and cast to their dtypes;
+    CompilerError naming what is missing, unknown or misshapen."""
     params = graph.parameters()
     unknown = sorted(set(inputs) - {p.name for p in params})
     if unknown:

@@ -4,7 +4,9 @@ parameters, so the graphs stay small and nothing folds them away."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
+from gpusim.compiler.errors import CompilerError
 from gpusim.compiler.ir import Graph
 
 
@@ -29,3 +31,24 @@ def attention(seq: int, d_model: int, *, dtype: str = "f32") -> Graph:
     scores = g.div(g.matmul(q, g.transpose(k)), math.sqrt(d_model))
     g.output(g.matmul(g.matmul(g.softmax(scores, -1), v), wo), "y")
     return g
+
+
+BUILTIN: dict[str, Callable[..., Graph]] = {"mlp2": mlp2, "attention": attention}
+DEFAULTS: dict[str, dict[str, int]] = {"mlp2": {"batch": 32, "d_in": 64, "d_hidden": 128, "d_out": 10},
+                                       "attention": {"seq": 32, "d_model": 32}}
+
+
+def build(name: str, *, dtype: str = "f32", **sizes: int) -> Graph:
+    """A built-in model by name, its sizes defaulting to DEFAULTS (small enough to simulate quickly)."""
+    if name not in BUILTIN:
+        raise CompilerError(f"unknown model '{name}'; the built-in models are {', '.join(BUILTIN)}")
+    unknown = sorted(set(sizes) - set(DEFAULTS[name]))
+    if unknown:
+        params = ", ".join(f"{k}={v}" for k, v in DEFAULTS[name].items())
+        raise CompilerError(f"model {name}: unknown size(s) {', '.join(unknown)}; its sizes are {params}")
+    chosen = DEFAULTS[name] | sizes
+    bad = [k for k, v in chosen.items() if isinstance(v, bool) or not isinstance(v, int) or v < 1]
+    if bad:
+        given = ", ".join(f"{k}={chosen[k]!r}" for k in bad)
+        raise CompilerError(f"model {name}: sizes are positive integers: {given}")
+    return BUILTIN[name](**chosen, dtype=dtype)

@@ -49,7 +49,8 @@ class FusionCandidate:
     """A proposed merge: `producer` joins the group whose result is `root`, giving a group of `kind`.
     `nodes` are the merged group's nodes (topological order, the root last) with their shapes and dtypes,
     `inputs` the tensors it reads from outside; `fused` runs it as one kernel, `unfused` as the group so
-    far and the producer apart."""
+    far and the producer apart; `sources` are the nodes behind `inputs` (parameters, constants with
+    their values, other results), so that a cost model can build both alternatives."""
 
     kind: str
     root: str
@@ -59,6 +60,7 @@ class FusionCandidate:
     output: TensorType
     fused: Alternative
     unfused: Alternative
+    sources: tuple[Node, ...] = ()
 
     @property
     def ops(self) -> tuple[str, ...]:
@@ -90,7 +92,7 @@ def fuse(graph: Graph, should_fuse: ShouldFuse = fuse_when_legal) -> tuple[Graph
             new.add_node(node)
         elif owner[node.name] == node.name:
             kind, members = groups[node.name]
-            new.add_node(_fused_node(graph, node.name, kind, members))
+            new.add_node(fused_node(graph, node.name, kind, members))
             ops = ", ".join(graph[m].op for m in members)
             changes.append(Change(f"fuse-{kind}", f"%{node.name} = fused.{kind}: {ops}"))
     for out, name in graph.outputs.items():
@@ -158,7 +160,8 @@ class _Grouper:
             self._bytes(_external_inputs(self.graph, group)) + self._bytes(dict.fromkeys(producer.inputs)),
             self.graph[root].type.nbytes + producer.type.nbytes)
         return FusionCandidate(kind, root, producer.name, tuple(self.graph[m] for m in merged),
-                               tuple(self.graph[i].type for i in inputs), self.graph[root].type, fused, unfused)
+                               tuple(self.graph[i].type for i in inputs), self.graph[root].type, fused, unfused,
+                               tuple(self.graph[i] for i in inputs))
 
     def _bytes(self, names: Iterable[str]) -> int:
         return sum(self.graph[n].type.nbytes for n in names)
@@ -173,8 +176,9 @@ def _external_inputs(graph: Graph, members: list[str]) -> list[str]:
     return list(dict.fromkeys(i for m in members for i in graph[m].inputs if i not in inside))
 
 
-def _fused_node(graph: Graph, root: str, kind: str, members: list[str]) -> Node:
-    """The fused node standing for `members`: its body holds them, with a parameter per outside input."""
+def fused_node(graph: Graph, root: str, kind: str, members: list[str]) -> Node:
+    """The fused node standing for `members` of `graph` (topological order, `root` last): its body holds
+    them, with a parameter per outside input."""
     inputs = _external_inputs(graph, members)
     body = Graph(root)
     for i in inputs:

@@ -1,0 +1,55 @@
+"""Lowering a graph: every node that computes something becomes one kernel from its template."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gpusim.compiler.errors import CompilerError
+from gpusim.compiler.ir import Graph, Node
+from gpusim.compiler.lower import elementwise, matmul, reduce, transpose
+from gpusim.compiler.lower.kernel import Kernel, Template
+from gpusim.compiler.lower.region import kernel_name, region_of
+from gpusim.compiler.ops import Kind, kind_of
+from gpusim.compiler.verify import verify
+
+TEMPLATES: dict[str, Template] = {t.name: t for t in (elementwise.TEMPLATE, matmul.TEMPLATE, reduce.TEMPLATE,
+                                                     transpose.TEMPLATE)}
+NO_KERNEL = ("parameter", "constant", "reshape")  # inputs, values, views
+_BY_KIND = {"elementwise": "elementwise", "epilogue": "matmul", "reduction": "reduce",
+            Kind.ELEMENTWISE: "elementwise", Kind.BROADCAST: "elementwise", Kind.OUT_FUSABLE: "matmul",
+            Kind.REDUCTION: "reduce", Kind.INJECTIVE: "transpose"}
+
+
+def template_of(node: Node) -> Template | None:
+    """The template that lowers `node`; None for a node that needs no kernel (a parameter, a constant,
+    a reshape: a view of its input)."""
+    if node.op in NO_KERNEL:
+        return None
+    return TEMPLATES[_BY_KIND[node.attrs["kind"] if node.op == "fused" else kind_of(node.op)]]
+
+
+def lower_node(graph: Graph, node: Node, params: Mapping[str, Any] | None = None) -> Kernel:
+    """The kernel computing `node` of `graph`, its template's defaults overridden by `params`."""
+    template = template_of(node)
+    if template is None:
+        raise CompilerError(f"node %{node.name} ({node.op}) needs no kernel")
+    region = region_of(graph, node)
+    chosen = template.default(region)
+    unknown = sorted(set(params or {}) - set(chosen))
+    if unknown:
+        raise CompilerError(f"node %{node.name}: unknown {template.name} parameter(s) {', '.join(unknown)}; "
+                            f"its parameters are {', '.join(chosen)}")
+    return template.generate(region, {**chosen, **(params or {})}, kernel_name(node.name))
+
+
+def lower(graph: Graph, params_per_node: Mapping[str, Mapping[str, Any]] | None = None) -> list[Kernel]:
+    """One kernel per computing node of `graph`, in topological order; `params_per_node` (node name ->
+    template parameters) overrides the templates' defaults."""
+    verify(graph)
+    params_per_node = dict(params_per_node or {})
+    unknown = sorted(set(params_per_node) - set(graph.nodes))
+    if unknown:
+        raise CompilerError(f"parameters for unknown node(s) {', '.join('%' + u for u in unknown)}")
+    return [lower_node(graph, n, params_per_node.get(n.name)) for n in graph.topo_order()
+            if template_of(n) is not None]

@@ -1,0 +1,210 @@
+"""Matrix multiply C = A @ B (2-D, A is M x K, B is K x N) with a fused element-wise epilogue (bias,
+activation, ...), accumulating in f32.
+
+A block computes a BM x BN tile of C with (BN / TN) x (BM / TM) threads; thread (tx, ty) owns the
+TM x TN outputs at rows ty + i (BM / TM) and columns tx + j (BN / TN) of the tile (strided, so a warp's
+stores are contiguous). K is walked BK at a time:
+
+- `use_shared`: the block copies the BM x BK panel of A and the BK x BN panel of B into shared memory
+  (every thread loads BM BK / threads and BK BN / threads elements, coalesced), bar.sync, each thread
+  accumulates its micro-tile from shared memory (A's rows padded by one word: no bank conflicts),
+  bar.sync;
+- otherwise each thread loads its TM rows of A and TN columns of B from global memory (through the L1
+  where the config caches global loads), all BK steps' loads first, then the FMAs.
+
+Out-of-range rows, columns and a last partial K step are guarded (loads fill 0); at most 512 FMAs are
+unrolled per K step (TM x TN x BK), which keeps a kernel under ~2,000 instructions. After the loop, the
+epilogue computes the rest of the region at each output element (side operands broadcast by
+expr.Indexer) and stores it. Parameters: BM, BN, BK, TM, TN, use_shared."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gpusim.compiler.errors import CompilerError
+from gpusim.compiler.lower.asm import SECTOR, WARP, WIDTH, Asm, fimm
+from gpusim.compiler.lower.expr import Indexer, Values, divide, modulo
+from gpusim.compiler.lower.kernel import Kernel, Template, declare, finish
+from gpusim.compiler.lower.region import Region
+from gpusim.config import Config
+from gpusim.functional import Launch
+
+DEFAULT = {"BM": 16, "BN": 16, "BK": 16, "TM": 1, "TN": 1, "use_shared": True}
+TILES = (8, 16, 32, 64, 128)
+MAX_UNROLL = 512  # FMAs per K step: keeps kernels under ~2,000 instructions
+
+
+def space(region: Region, cfg: Config) -> dict[str, tuple]:
+    m, _, n = _dims(region)
+    return {"BM": tuple(t for t in TILES if t < 2 * m or t == TILES[0]),
+            "BN": tuple(t for t in TILES if t < 2 * n or t == TILES[0]),
+            "BK": (8, 16, 32), "TM": (1, 2, 4, 8), "TN": (1, 2, 4, 8), "use_shared": (True, False)}
+
+
+def _dims(region: Region) -> tuple[int, int, int]:
+    mm = region.find("matmul")
+    types = {i.name: i.type for i in region.inputs}
+    a, b = (types[i] for i in mm.inputs)
+    if a.rank != 2 or b.rank != 2:
+        raise CompilerError(f"node %{region.node.name}: lowering supports 2-D matmul, not {a} @ {b}")
+    return a.shape[0], a.shape[1], b.shape[1]
+
+
+def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
+    m, k, n = _dims(region)
+    bm, bn, bk, tm, tn = (int(params[p]) for p in ("BM", "BN", "BK", "TM", "TN"))
+    shared = bool(params["use_shared"])
+    if bm % tm or bn % tn:
+        raise CompilerError(f"matmul: BM {bm} must be a multiple of TM {tm}, BN {bn} of TN {tn}")
+    tx_n, ty_n = bn // tn, bm // tm
+    threads = tx_n * ty_n
+    if not 32 <= threads <= 1024:
+        raise CompilerError(f"matmul: (BN/TN) x (BM/TM) = {threads} threads per block; must be 32..1024")
+    if tm * tn * bk > MAX_UNROLL:
+        raise CompilerError(f"matmul: TM x TN x BK = {tm * tn * bk} FMAs unrolled per K step; at most {MAX_UNROLL}")
+    if shared and (bm * bk % threads or bk * bn % threads):
+        raise CompilerError(f"matmul: the {bm}x{bk} and {bk}x{bn} panels must split evenly over {threads} threads")
+    if region.root.shape != (m, n):
+        raise CompilerError(f"node %{region.node.name}: the epilogue's result {region.root.type} is not {m}x{n}")
+    mm = region.find("matmul")
+    dt = region.root.dtype
+    e = Asm(name)
+    names = declare(e, region)
+    a_param, b_param = (names[i] for i in mm.inputs)
+    row0 = e.value("mad.lo.u32", "u32", "%ctaid.y", str(bm), "%tid.y")
+    col0 = e.value("mad.lo.u32", "u32", "%ctaid.x", str(bn), "%tid.x")
+    rows = [e.value("add.u32", "u32", row0, str(i * ty_n)) if i else row0 for i in range(tm)]
+    cols = [e.value("add.u32", "u32", col0, str(j * tx_n)) if j else col0 for j in range(tn)]
+    row_ok = [None if m % bm == 0 else e.value("setp.lt.u32", "pred", r, str(m)) for r in rows]
+    col_ok = [None if n % bn == 0 else e.value("setp.lt.u32", "pred", c, str(n)) for c in cols]
+    acc = [[e.value("mov.f32", "f32", fimm(0.0)) for _ in range(tn)] for _ in range(tm)]
+    before = e.load_bytes
+    shape = (bm, bn, bk, tm, tn, tx_n, threads)
+    if shared:
+        _shared_loop(e, shape, (m, k, n), dt, a_param, b_param, acc)
+    else:
+        _direct_loop(e, shape, (m, k, n), dt, a_param, b_param, acc, rows, cols, row_ok, col_ok)
+    main_bytes = e.load_bytes - before
+    outputs = []
+    for i in range(tm):
+        for j in range(tn):
+            ok = e.both(row_ok[i], col_ok[j])
+            flat = e.value("mad.lo.u32", "u32", rows[i], str(n), cols[j])
+            values = Values(e, region, names, Indexer(e, (m, n), flat, coords={0: rows[i], 1: cols[j]}), ok,
+                            preset={mm.name: acc[i][j]})
+            values.prefetch()  # the side operands of every output first
+            outputs.append((flat, ok, values))
+    for flat, ok, values in outputs:
+        e.store(e.address("out", flat, dt), values[region.root.name], dt, guard=ok)
+    launch = Launch.make((-(-n // bn), -(-m // bm)), (tx_n, ty_n))
+    blocks = launch.num_blocks
+    panels = blocks * (min(bm, m) + min(bn, n)) * k * WIDTH[dt]
+    unique = (e.load_bytes - main_bytes) * blocks * launch.warps_per_block() + panels
+    return finish(e, region, "matmul", params, launch, flops=2 * m * n * k + m * n * (len(region.ops) - 1),
+                  unique_load_bytes=unique)
+
+
+def _shared_loop(e: Asm, shape: tuple, dims: tuple, dt: str, a_param: str, b_param: str,
+                 acc: list[list[str]]) -> None:
+    """The K loop through shared-memory panels."""
+    bm, bn, bk, tm, tn, tx_n, threads = shape
+    m, k, n = dims
+    ty_n = bm // tm
+    stride = bk + 1  # A's rows padded by a word: a column read hits 32 banks
+    a_sh, b_sh = e.shared("As", bm * stride), e.shared("Bs", bk * bn)
+    tid = e.value("mad.lo.u32", "u32", "%tid.y", str(tx_n), "%tid.x")
+    row_base = e.value("mul.lo.u32", "u32", "%ctaid.y", str(bm))
+    col_base = e.value("mul.lo.u32", "u32", "%ctaid.x", str(bn))
+    a_slots = _slots(e, tid, threads, (bm, bk), stride, a_sh, (a_param, k, dt), row_base=row_base,
+                     limit=None if m % bm == 0 else m)
+    b_slots = _slots(e, tid, threads, (bk, bn), bn, b_sh, (b_param, n, dt), col_base=col_base,
+                     limit=None if n % bn == 0 else n)
+    a_read = e.value("mad.lo.u32", "u32", "%tid.y", str(stride * 4), a_sh)
+    b_read = e.value("mad.lo.u32", "u32", "%tid.x", "4", b_sh)
+
+    def panel(steps: int, last: bool) -> None:
+        loaded = []  # every load first, so that they overlap, then the stores to shared memory
+        for address, ok, kk, at in a_slots + b_slots:
+            guard = e.both(ok, e.value("setp.lt.u32", "pred", kk, str(steps))) if last else ok
+            loaded.append((at, e.load(address, dt, guard=guard, fill=0.0)))
+        for at, value in loaded:
+            e("st.shared.f32", f"[{at}]", value)
+        e("bar.sync", "0")
+        for s in range(steps):
+            av = [e.value("ld.shared.f32", "f32", f"[{a_read}+{(i * ty_n * stride + s) * 4}]") for i in range(tm)]
+            bv = [e.value("ld.shared.f32", "f32", f"[{b_read}+{(s * bn + j * tx_n) * 4}]") for j in range(tn)]
+            for i in range(tm):
+                for j in range(tn):
+                    e("fma.rn.f32", acc[i][j], av[i], bv[j], acc[i][j])
+        e("bar.sync", "0")
+        if not last:
+            for slots, step in ((a_slots, bk), (b_slots, bk * n)):
+                for address, *_ in slots:
+                    e("add.u64", address, address, str(step * WIDTH[dt]))
+
+    if k // bk:
+        with e.loop(k // bk):
+            panel(bk, False)
+    if k % bk:
+        panel(k % bk, True)
+
+
+def _slots(e: Asm, tid: str, threads: int, panel: tuple[int, int], stride: int, shared: str,
+           source: tuple[str, int, str], *, row_base: str | None = None, col_base: str | None = None,
+           limit: int | None) -> list[tuple[str, str | None, str, str]]:
+    """What each thread copies of a rows x cols panel (elements tid, tid + threads, ...): per element its
+    global address (`source`: pointer parameter, leading dimension, dtype; the panel starts at row
+    `row_base` of A or column `col_base` of B), its guard (that row or column below `limit`; None:
+    always inside), its index along K (A's column, B's row) and its shared-memory address (row stride
+    `stride`)."""
+    param, lead, dt = source
+    rows, cols = panel
+    slots = []
+    for r in range(rows * cols // threads):
+        el = e.value("add.u32", "u32", tid, str(r * threads)) if r else tid
+        row, col = divide(e, el, cols), modulo(e, el, cols)
+        grow = e.value("add.u32", "u32", row_base, row) if row_base else row
+        gcol = e.value("add.u32", "u32", col_base, col) if col_base else col
+        address = e.address(param, e.value("mad.lo.u32", "u32", grow, str(lead), gcol), dt)
+        ok = None if limit is None else e.value("setp.lt.u32", "pred", grow if row_base else gcol, str(limit))
+        at = e.value("mad.lo.u32", "u32", e.value("mad.lo.u32", "u32", row, str(stride), col), "4", shared)
+        slots.append((address, ok, col if row_base else row, at))
+    return slots
+
+
+def _direct_loop(e: Asm, shape: tuple, dims: tuple, dt: str, a_param: str, b_param: str, acc: list[list[str]],
+                 rows: list[str], cols: list[str], row_ok: list, col_ok: list) -> None:
+    """The K loop reading A and B from global memory."""
+    _, _, bk, tm, tn, tx_n, _ = shape
+    _, k, n = dims
+    a_rows = [e.address(a_param, e.value("mul.lo.u32", "u32", r, str(k)), dt) for r in rows]
+    b_cols = [e.address(b_param, c, dt) for c in cols]
+    # a warp holds min(tx_n, 32) consecutive columns of as many rows as fit: one sector per row of A,
+    # the columns' contiguous elements of B
+    a_sectors = max(1, WARP // tx_n)
+    b_sectors = -(-min(tx_n, WARP) * WIDTH[dt] // SECTOR)
+
+    def steps(count: int, advance: bool) -> None:
+        av = [[e.load(a_rows[i], dt, guard=row_ok[i], offset=s, sectors=a_sectors) for i in range(tm)]
+              for s in range(count)]
+        bv = [[e.load(b_cols[j], dt, guard=col_ok[j], offset=s * n, sectors=b_sectors) for j in range(tn)]
+              for s in range(count)]
+        for s in range(count):
+            for i in range(tm):
+                for j in range(tn):
+                    e("fma.rn.f32", acc[i][j], av[s][i], bv[s][j], acc[i][j])
+        if advance:
+            for address in a_rows:
+                e("add.u64", address, address, str(bk * WIDTH[dt]))
+            for address in b_cols:
+                e("add.u64", address, address, str(bk * n * WIDTH[dt]))
+
+    if k // bk:
+        with e.loop(k // bk):
+            steps(bk, True)
+    if k % bk:
+        steps(k % bk, False)
+
+
+TEMPLATE = Template("matmul", lambda region: dict(DEFAULT), space, generate)
