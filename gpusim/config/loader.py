@@ -116,11 +116,11 @@ def _load_tree(path: Path, chain: tuple[Path, ...]) -> tuple[dict, Where]:
                           line=text[:exc.position].count("\n") + 1) from None
     if node is None:
         raise ConfigError("empty file: expected a mapping of sections", file=file, line=1)
-    where: Where = {"": (file, node.start_mark.line + 1)}
-    data = _to_plain(node, "", file, where, _Expansion())
-    if not isinstance(data, dict):
+    if not isinstance(node, yaml.MappingNode):
         raise ConfigError("expected a mapping of sections at the top level", file=file,
                           line=node.start_mark.line + 1)
+    where: Where = {"": (file, node.start_mark.line + 1)}
+    data = _to_plain(node, "", file, where, _Expansion())
 
     if "extends" not in data:
         return data, where
@@ -199,7 +199,7 @@ def _to_plain(node: yaml.Node, path: str, file: str, where: Where, exp: _Expansi
         if not isinstance(key_node, yaml.ScalarNode):
             raise ConfigError("keys must be names, got a " + ("mapping" if isinstance(key_node, yaml.MappingNode)
                                                               else "list"), file=file, line=line, field=path or None)
-        key = _scalar(key_node, path, file)
+        key = _scalar(key_node, f"{path}.{key_node.value}" if path else key_node.value, file)
         if not isinstance(key, str):
             raise ConfigError(f"keys must be names, got {_show(key)}", file=file, line=line,
                               field=path or None)
@@ -215,8 +215,9 @@ def _to_plain(node: yaml.Node, path: str, file: str, where: Where, exp: _Expansi
 def _scalar(node: yaml.ScalarNode, path: str, file: str) -> Any:
     try:
         return yaml.constructor.SafeConstructor().construct_object(node, deep=True)
-    except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:  # a tag or a date that cannot be
-        problem = getattr(exc, "problem", None) or str(exc)                 # built: !!int x, 2001-02-30, !foo
+    except Exception as exc:  # PyYAML's constructors raise what they meet (ValueError for !!int x or
+        # 2001-02-30, IndexError for an empty !!int, ConstructorError for !foo): each means a bad value
+        problem = getattr(exc, "problem", None) or str(exc) or type(exc).__name__
         value = node.value if len(node.value) <= 40 else node.value[:37] + "..."
         raise ConfigError(f"cannot read {value!r} as {node.tag}: {problem}", file=file,
                           line=node.start_mark.line + 1, field=path or None) from None
@@ -347,6 +348,8 @@ def _check_scalar(tp: type, meta: Any, value: Any, path: str, where: Where, at: 
         extra = ' (quote it: "8.0")' if path.endswith("compute_capability") else ""
         raise _err(where, path, f"expected {_TYPE_NAMES[tp]}, got {_show(value)}{extra}", at=at)
     if tp is float:
+        if isinstance(value, int) and abs(value) > 2**1023:  # float() would raise OverflowError
+            raise _err(where, path, f"expected a number, got an integer of {len(str(abs(value)))} digits", at=at)
         value = float(value)
         if value != value:
             raise _err(where, path, "expected a number, got NaN", at=at)

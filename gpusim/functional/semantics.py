@@ -77,6 +77,23 @@ def _compare(cmp: str, a, b, t):
     return ops[cmp](a, b)
 
 
+def _fminmax(a, b, is_min: bool, dt: np.dtype):
+    """Float min/max: NaN loses to a number; -0.0 is below +0.0 (as the GPU's FMNMX; numpy's fmin/fmax
+    return either zero, depending on the CPU's SIMD path)."""
+    a, b = np.broadcast_arrays(np.asarray(a, dtype=dt), np.asarray(b, dtype=dt))
+    out = (np.fmin if is_min else np.fmax)(a, b)
+    zeros = (a == 0) & (b == 0)
+    if zeros.any():
+        neg = np.signbit(a) | np.signbit(b) if is_min else np.signbit(a) & np.signbit(b)
+        out = np.where(zeros, np.where(neg, dt.type(-0.0), dt.type(0.0)), out)
+    return np.asarray(out, dtype=dt)
+
+
+def _sat01(x, dt: np.dtype):
+    """PTX `.sat` on floats: clamp to [0, 1]; NaN gives +0.0."""
+    return np.where(np.isnan(x), 0, np.clip(x, 0, 1)).astype(dt)
+
+
 def _cvt(ins: Instruction, a):
     td, ts = TYPES[ins.types[0]], TYPES[ins.types[1]]
     a = np.asarray(a)
@@ -95,9 +112,12 @@ def _cvt(ins: Instruction, a):
     if ts.is_int and td.is_int and "sat" in ins.quals:
         info = np.iinfo(td.dtype)
         return np.clip(a.astype(object if td.bits == 64 else np.int64), info.min, info.max).astype(td.dtype)
+    mode = next((q for q in ins.quals if q.endswith("i")), "")
+    if ts.is_float and td.is_float and mode:  # cvt.rni.f32.f32: round to an integral value
+        a = {"rzi": np.trunc, "rni": np.rint, "rmi": np.floor, "rpi": np.ceil}[mode](a)
     out = a.astype(td.dtype)
     if "sat" in ins.quals and td.is_float:
-        out = np.clip(out, 0, 1).astype(td.dtype)
+        out = _sat01(out, td.dtype)
     return out
 
 
@@ -114,8 +134,8 @@ def alu(ins: Instruction):
         if "sat" in ins.quals and t.is_int:  # clamp to the type's range instead of wrapping
             info = np.iinfo(dt)
             return lambda a, b: np.clip(f(a, b, dtype=np.int64), info.min, info.max).astype(dt)
-        if "sat" in ins.quals:  # floats: clamp to [0, 1]
-            return lambda a, b: np.clip(f(a, b, dtype=dt), 0, 1).astype(dt)
+        if "sat" in ins.quals:  # floats: clamp to [0, 1], NaN -> 0
+            return lambda a, b: _sat01(f(a, b, dtype=dt), dt)
         return lambda a, b: f(a, b, dtype=dt)
     if op in ("mul", "fmul"):
         if t.is_float:
@@ -143,8 +163,10 @@ def alu(ins: Instruction):
             return lambda a, b: np.divide(a, b, dtype=dt)
         k = 0 if op == "div" else 1
         return lambda a, b: _trunc_divmod(np.asarray(a, dtype=dt), np.asarray(b, dtype=dt), t.kind == "s", dt)[k]
+    if op in ("min", "max") and t.is_float:
+        return lambda a, b: _fminmax(a, b, op == "min", dt)
     if op in ("min", "max"):
-        f = {"min": np.fmin, "max": np.fmax}[op] if t.is_float else {"min": np.minimum, "max": np.maximum}[op]
+        f = {"min": np.minimum, "max": np.maximum}[op]
         return lambda a, b: np.asarray(f(a, b), dtype=dt)
     if op == "abs":
         return lambda a: np.abs(a).astype(dt)
@@ -160,7 +182,8 @@ def alu(ins: Instruction):
     if op in ("shl", "shr"):
         return lambda a, n: _shift(np.asarray(a, dtype=dt), n, dt, op == "shl")
     if op == "popc":
-        return lambda a: np.bitwise_count(np.asarray(a, dtype=dt)).astype(dt)
+        # count the bits of the pattern: numpy counts those of |a| for signed types
+        return lambda a: np.bitwise_count(np.asarray(a, dtype=dt).view(_u(dt))).astype(dt)
     if op == "setp":
         cmp = next(q for q in ins.quals)
         return lambda a, b: _compare(cmp, a, b, t)

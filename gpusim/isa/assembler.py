@@ -3,6 +3,7 @@ expected. See docs/isa.md for the language."""
 
 from __future__ import annotations
 
+import math
 import re
 import struct
 from dataclasses import replace
@@ -28,10 +29,12 @@ _IDENT = r"[A-Za-z_$][\w$]*"
 _LABEL_RE = re.compile(rf"^({_IDENT})\s*:")
 _REG_NAME_RE = re.compile(r"^%[A-Za-z_$][\w$]*$")
 _RANGE_RE = re.compile(r"^(%[A-Za-z_$][\w$]*?)<(\d+)>$")
-_INT_RE = re.compile(r"^[-+]?(0[xX][0-9a-fA-F]+|0[bB][01]+|\d+)$")
-_FLOAT_RE = re.compile(r"^[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?$|^[-+]?(inf|nan)$")
+_INT_RE = re.compile(r"^[-+]?(0[xX][0-9a-fA-F]+|0[bB][01]+|[0-9]+)$")
+_FLOAT_RE = re.compile(r"^[-+]?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)([eE][-+]?[0-9]+)?$|^[-+]?(inf|nan)$")
 _HEXF_RE = re.compile(r"^0[fF]([0-9a-fA-F]{8})$|^0[dD]([0-9a-fA-F]{16})$")
-_SHARED_RE = re.compile(rf"^({_IDENT})\s*\[\s*(\d+)\s*\]$")
+_SHARED_RE = re.compile(rf"^({_IDENT})\s*\[\s*([0-9]+)\s*\]$")
+_MAX_LITERAL = 80  # characters of an integer literal: more than any 64-bit value needs, even in binary
+MAX_REGISTERS = 65536  # registers a kernel may declare (a `%r<N>` range is expanded name by name)
 _SIG_NAMES = {"d": "destination", "s": "source", "u": "u32 source", "P": "predicate destination",
               "Q": "predicate source", "M": "[address]", "L": "label", "B": "barrier number"}
 
@@ -43,9 +46,15 @@ class _Stmt:
         self.line, self.col, self.text = line, col, text
 
 
+def _lines(text: str) -> list[str]:
+    """The source's lines: ends of line are \\n, \\r\\n or \\r (as a file read in text mode has them);
+    other characters `str.splitlines` would break at (form feed, U+2028, ...) do not end a line."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
 def _statements(text: str):
     """Split source into statements (line, col, text), dropping `//` comments, splitting at `;`."""
-    for lineno, raw in enumerate(text.splitlines(), 1):
+    for lineno, raw in enumerate(_lines(text), 1):
         code = raw.split("//", 1)[0]
         pos = 0
         for piece in code.split(";"):
@@ -73,6 +82,27 @@ def _split_operands(text: str, col0: int) -> list[tuple[str, int]]:
     return out
 
 
+def _int_literal(tok: str) -> int | None:
+    """The value of an integer literal (decimal, 0x hex or 0b binary, optionally signed), or None.
+    A decimal literal with a leading zero is refused (PTX would read it as octal)."""
+    if not _INT_RE.match(tok):
+        return None
+    digits = tok.lstrip("+-")
+    if digits[0] == "0" and digits[1:2].isdigit():
+        return None
+    if len(digits) > _MAX_LITERAL and digits.isdigit():  # Python refuses int() of 4300+ decimal digits
+        return -(10 ** _MAX_LITERAL) if tok.startswith("-") else 10 ** _MAX_LITERAL  # fits no type either way
+    return int(tok, 0)
+
+
+def _float_of_int(v: int) -> float:
+    """An integer as a float64, infinite when it is beyond the float64 range."""
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf if v > 0 else -math.inf
+
+
 class _Assembler:
     def __init__(self, text: str, file: str):
         self.text, self.file = text, file
@@ -84,11 +114,18 @@ class _Assembler:
         self.shared_offset = 0
         self.labels: dict[str, int] = {}
         self.label_order: list[tuple[str, int]] = []
+        self.label_lines: dict[str, int] = {}
         self.maxnreg = 0
         self.pending: list[tuple[_Stmt, dict]] = []  # parsed instructions awaiting label resolution
 
     def error(self, msg: str, stmt: _Stmt, col: int | None = None, token: str | None = None):
         raise AssemblyError(msg, file=self.file, line=stmt.line, col=col or stmt.col, token=token)
+
+    def count(self, text: str, what: str, lo: int, hi: int, st: _Stmt, col: int) -> int:
+        """A decimal count in a directive (`%r<N>`, `NAME[N]`, `.align N`, `.maxnreg N`) within lo..hi."""
+        if not (text.isascii() and text.isdigit()) or len(text) > _MAX_LITERAL or not lo <= int(text) <= hi:
+            self.error(f"expected {what} ({lo}..{hi})", st, col, text or st.text)
+        return int(text)
 
     # ---- directives ---------------------------------------------------------------------------
     def directive(self, st: _Stmt):
@@ -107,8 +144,8 @@ class _Assembler:
                 self.error("a parameter cannot be .pred", st, col_rest, rest)
             if not re.fullmatch(_IDENT, name):
                 self.error("expected a parameter name", st, col_rest, name)
-            if any(p.name == name for p in self.params):
-                self.error(f"parameter '{name}' declared twice", st, col_rest, name)
+            if self._symbol_taken(name):
+                self.error(f"name '{name}' declared twice", st, col_rest, name)
             self.param_offset = -(-self.param_offset // t.bytes) * t.bytes
             self.params.append(Param(name, t.name, self.param_offset))
             self.param_offset += t.bytes
@@ -119,20 +156,26 @@ class _Assembler:
                            + ", ".join("." + r for r in REGISTER_TYPES), st, col_rest, "." + t.name)
             for tok, col in _split_operands(names, col_names):
                 m = _RANGE_RE.match(tok)
-                declared = [f"{m.group(1)}{i}" for i in range(int(m.group(2)))] if m else [tok]
+                if m:
+                    n = self.count(m.group(2), "a register count", 0, MAX_REGISTERS - len(self.regs), st, col)
+                    declared = [f"{m.group(1)}{i}" for i in range(n)]
+                else:
+                    declared = [tok]
                 for name in declared:
                     if not _REG_NAME_RE.match(name):
                         self.error("expected a register name like %r1", st, col, tok)
                     if name in self.regs or name in SPECIAL_REGISTERS or name.split(".")[0] in (
                             "%tid", "%ntid", "%ctaid", "%nctaid"):
                         self.error(f"register '{name}' declared twice or reserved", st, col, tok)
+                    if len(self.regs) >= MAX_REGISTERS:
+                        self.error(f"more than {MAX_REGISTERS} registers", st, col, tok)
                     self.regs[name] = Register(name, t.name, len(self.regs))
         elif head == ".shared":
             align = 0
-            m = re.match(r"^\.align\s+(\d+)\s+", rest)
+            m = re.match(r"^\.align\s+(\S+)\s+", rest)
             if m:
-                align = int(m.group(1))
-                if align <= 0 or align & (align - 1):
+                align = self.count(m.group(1), "an alignment", 1, 1 << 20, st, col_rest)
+                if align & (align - 1):
                     self.error("alignment must be a power of two", st, col_rest, m.group(1))
                 rest = rest[m.end():]
             t, decl, col_rest = self._typed(st, rest, col_rest, "shared variable")
@@ -140,9 +183,9 @@ class _Assembler:
             if not m:
                 self.error("expected NAME[COUNT] after .shared .type", st, col_rest, decl)
             name = m.group(1) if m.re is _SHARED_RE else decl
-            count = int(m.group(2)) if m.re is _SHARED_RE else 1
-            if count <= 0:
-                self.error("shared array size must be positive", st, col_rest, decl)
+            count = 1
+            if m.re is _SHARED_RE:
+                count = self.count(m.group(2), "a shared array size", 1, 1 << 40, st, col_rest)
             if self._symbol_taken(name):
                 self.error(f"name '{name}' declared twice", st, col_rest, name)
             align = align or t.bytes
@@ -150,9 +193,7 @@ class _Assembler:
             self.shared.append(SharedVar(name, t.name, count, align, off))
             self.shared_offset = off + t.bytes * count
         elif head == ".maxnreg":
-            if not rest.isdigit() or not 1 <= int(rest) <= 255:
-                self.error("expected a register count 1..255 after .maxnreg", st, col_rest, rest or head)
-            self.maxnreg = int(rest)
+            self.maxnreg = self.count(rest, "a register count after .maxnreg", 1, 255, st, col_rest)
         else:
             self.error("unknown directive; expected .kernel, .param, .reg, .shared or .maxnreg", st,
                        token=head)
@@ -254,9 +295,10 @@ class _Assembler:
                 self.error("undefined label", st, col, tok)
             return Operand("label", "", -1, self.labels[tok], tok)
         if letter == "B":
-            if not _INT_RE.match(tok) or not 0 <= int(tok, 0) <= 15:
+            v = _int_literal(tok)
+            if v is None or not 0 <= v <= 15:
                 self.error("expected a barrier number 0..15", st, col, tok)
-            return Operand("imm", "u32", value=int(tok, 0))
+            return Operand("imm", "u32", value=v)
         if letter == "M":
             return self.address(st, tok, col, ins)
         if letter == "d":
@@ -302,18 +344,23 @@ class _Assembler:
             if tok in ("0", "1"):
                 return int(tok)
             self.error("expected 0 or 1 for a .pred immediate", st, col, tok)
-        if itype.is_float:
-            if m:
-                if m.group(1):
-                    return float(struct.unpack(">f", bytes.fromhex(m.group(1)))[0])
-                return float(struct.unpack(">d", bytes.fromhex(m.group(2)))[0])
-            if _FLOAT_RE.match(tok):
-                return float(np.asarray(float(tok), dtype=itype.dtype))
-            if _INT_RE.match(tok):
-                return float(int(tok, 0))
-            self.error(f"expected a register or a .{itype.name} immediate", st, col, tok)
+        if itype.is_float:  # every form is rounded to the instruction's type
+            if m and m.group(1):
+                v = float(struct.unpack(">f", bytes.fromhex(m.group(1)))[0])
+            elif m:
+                v = float(struct.unpack(">d", bytes.fromhex(m.group(2)))[0])
+            elif _FLOAT_RE.match(tok):
+                v = float(tok)
+            elif _int_literal(tok) is not None:
+                v = _float_of_int(_int_literal(tok))
+            else:
+                self.error(f"expected a register or a .{itype.name} immediate", st, col, tok)
+            with np.errstate(over="ignore"):  # too large for the type: infinity, as in C
+                return float(np.asarray(v, dtype=itype.dtype))
         if _INT_RE.match(tok):
-            v = int(tok, 0)
+            v = _int_literal(tok)
+            if v is None:
+                self.error("leading zero in a decimal immediate (octal is not supported)", st, col, tok)
             lo, hi = -(1 << (itype.bits - 1)), (1 << itype.bits) - 1
             if not lo <= v <= hi:
                 self.error(f"immediate does not fit .{itype.name}", st, col, tok)
@@ -333,7 +380,10 @@ class _Assembler:
         reg_tok, sym_tok, offset = None, None, 0
         for sign, term in terms:
             if _INT_RE.match(term):
-                offset += int(term, 0) * (-1 if sign == "-" else 1)
+                v = _int_literal(term)
+                if v is None:
+                    self.error("expected a decimal or hex offset without leading zeros", st, col, tok)
+                offset += v * (-1 if sign == "-" else 1)
             elif sign == "-":
                 self.error("only an integer offset may be subtracted in an address", st, col, tok)
             elif term.startswith("%"):
@@ -344,10 +394,17 @@ class _Assembler:
                 sym_tok = term
             else:
                 self.error("an address has at most one symbol", st, col, tok)
+        if not -(1 << 63) <= offset < (1 << 63):
+            self.error("address offset out of the 64-bit range", st, col, tok)
         if space == "param":
             p = next((p for p in self.params if p.name == sym_tok), None) if sym_tok else None
             if p is None or reg_tok is not None:
                 self.error("expected a kernel parameter name in ld.param", st, col, sym_tok or tok)
+            size = max(q.offset + TYPES[q.type].bytes for q in self.params)
+            width = TYPES[ins["types"][0]].bytes
+            if not 0 <= p.offset + offset <= size - width:
+                self.error(f"ld.param reads {width} bytes at offset {p.offset + offset}, outside the "
+                           f"{size}-byte parameter block", st, col, tok)
             return Operand("addr", "", -1, p.offset + offset, p.name)
         base = -1
         if reg_tok is not None:
@@ -383,6 +440,7 @@ class _Assembler:
                 if name in self.labels:
                     self.error(f"label '{name}' defined twice", st, token=name)
                 self.labels[name] = len(instr_stmts)
+                self.label_lines[name] = st.line
                 self.label_order.append((name, len(instr_stmts)))
                 rest = st.text[m.end():]
                 stripped = rest.lstrip()
@@ -416,7 +474,7 @@ class _Assembler:
         for name, pc in self.label_order:
             if pc >= len(instrs):
                 raise AssemblyError(f"label '{name}' at the end of the kernel marks no instruction",
-                                    file=self.file, line=len(self.text.splitlines()), col=1, token=name)
+                                    file=self.file, line=self.label_lines[name], col=1, token=name)
         instrs_t = tuple(instrs)
         reconv = reconvergence_points(instrs_t)
         instrs_t = tuple(replace(i, reconv=reconv[i.pc]) if i.pc in reconv else i for i in instrs_t)
@@ -442,6 +500,9 @@ class _Assembler:
                        token=mnem)
         if spec.name in ("sin", "cos", "ex2", "lg2", "rsqrt") and "rn" in quals:
             self.error(f"{spec.name} is approximate: use .approx", st)
+        nan_cmp = set(quals) & {"equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan"}
+        if spec.name == "setp" and itype and not itype.is_float and nan_cmp:
+            self.error(f"setp.{nan_cmp.pop()} tests for NaN and needs a float type", st, token=mnem)
         for i, (letter, (tok, col)) in enumerate(zip(sig, ins["toks"], strict=False)):
             t = itype
             if letter == "u":
@@ -481,7 +542,13 @@ def assemble(text: str, file: str = "<string>") -> Program:
 def assemble_file(path: str | Path) -> Program:
     path = Path(path)
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except OSError as exc:
         raise AssemblyError(f"cannot read kernel: {exc.strerror}", file=str(path), line=0, col=0) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        lines = data[:exc.start].replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+        raise AssemblyError(f"not UTF-8 text: byte {data[exc.start]:#04x}", file=str(path), line=len(lines),
+                            col=len(lines[-1].decode("utf-8")) + 1) from None
     return assemble(text, str(path))

@@ -82,7 +82,8 @@ OPCODES: dict[str, OpSpec] = {
         _op("cvt", Unit.INT, "ds", MEM_T - {"b8", "b16", "b32", "b64"}, [RND_CVT, {"sat"}], ntypes=2,
             doc="d = convert(a) from the second type to the first; float->int rounds toward zero (default, "
             ".rzi) or to nearest even (.rni) and saturates, NaN -> 0; int->float and narrowing float "
-            "conversions round to nearest even"),
+            "conversions round to nearest even; between floats .rni/.rzi/.rmi/.rpi round to an integral value; "
+            ".sat to a float clamps to [0, 1], NaN -> +0.0"),
         # integer and float arithmetic
         _op("add", BY_TYPE, "dss", ALL_T, [RND_F, {"sat"}], doc="d = a + b (integers wrap)"),
         _op("sub", BY_TYPE, "dss", ALL_T, [RND_F, {"sat"}], doc="d = a - b (integers wrap)"),
@@ -98,8 +99,8 @@ OPCODES: dict[str, OpSpec] = {
             doc="integers: quotient rounded toward zero; x/0 gives all ones (-1 signed), MIN/-1 gives MIN; "
             "floats: IEEE division (runs on the SFU for f32/f16)"),
         _op("rem", Unit.INT, "dss", SINT_T, doc="remainder with the sign of a; x%0 gives x"),
-        _op("min", BY_TYPE, "dss", ALL_T, doc="d = min(a, b); floats: NaN loses to a number"),
-        _op("max", BY_TYPE, "dss", ALL_T, doc="d = max(a, b); floats: NaN loses to a number"),
+        _op("min", BY_TYPE, "dss", ALL_T, doc="d = min(a, b); floats: NaN loses to a number, -0.0 < +0.0"),
+        _op("max", BY_TYPE, "dss", ALL_T, doc="d = max(a, b); floats: NaN loses to a number, -0.0 < +0.0"),
         _op("abs", BY_TYPE, "ds", {"s32", "s64"} | FLOAT_T, doc="d = |a| (abs of MIN is MIN)"),
         _op("neg", BY_TYPE, "ds", {"s32", "s64"} | FLOAT_T, doc="d = -a"),
         # logic and shifts
@@ -113,7 +114,8 @@ OPCODES: dict[str, OpSpec] = {
         _op("popc", Unit.INT, "ds", INT_T, doc="d = number of set bits of a"),
         # comparison and selection
         _op("setp", BY_TYPE, "Pss", ALL_T, [CMP], required=(0,),
-            doc="p = a CMP b; lo/ls/hi/hs compare unsigned; *u comparisons are true when either is NaN"),
+            doc="p = a CMP b; lo/ls/hi/hs compare unsigned; *u comparisons are true when either is NaN "
+            "(equ..geu, num, nan need a float type)"),
         _op("selp", Unit.INT, "dssQ", ALL_T, doc="d = p ? a : b"),
         # special function unit
         *(_op(n, Unit.SFU, "ds", {"f32", "f16"}, [{"approx", "rn", "full"}], doc=d) for n, d in (
