@@ -49,8 +49,9 @@ class KernelTiming:
         return sum(s.issued for s in self.sms)
 
     @classmethod
-    def collect(cls, cfg, occ, engine, sms, slices, dram) -> KernelTiming:
+    def collect(cls, cfg, occ, engine, sms, slices, dram, mix) -> KernelTiming:
         end = max(engine.end, 1)
+        mix.flush()
         per_sm = []
         totals = dict.fromkeys(WARP_STATES, 0)
         for sm in sms:
@@ -58,7 +59,7 @@ class KernelTiming:
             busy = [0] * len(PORTS)
             sched_active = eligible = issued = 0
             for sp in sm.sps:
-                sp.tally(sm.info)
+                sp.tally(int(mix.issued[sp.gid]), mix.busy[sp.gid].tolist())
                 if sp.warps:  # still resident: cannot happen once the kernel is done
                     sp.active_cycles += end - sp._busy_since
                 states = [a + b for a, b in zip(states, sp.states, strict=False)]

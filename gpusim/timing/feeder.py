@@ -5,29 +5,65 @@ planned (coalesced, bank-mapped) together by the LD/ST address stage."""
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Iterable, Iterator
 
 import numpy as np
 
 from gpusim.functional.stream import BatchAccesses, StreamChunk
+from gpusim.timing.decode import PORTS, TimingInfo
 from gpusim.timing.ldst import AddressStage
+
+NPORTS = len(PORTS)
+
+
+class UnitMix:
+    """Instructions issued and unit cycles occupied, per sub-partition, counted from the streams a
+    chunk at a time rather than on every issue: per pc, the unit an instruction issues to and the
+    cycles it occupies it; a retired warp's counts are credited to its sub-partition in bulk."""
+
+    FLUSH = 4096  # retired warps credited together
+
+    def __init__(self, info: list[TimingInfo], subpartitions: int):
+        self.port = np.array([ti.port for ti in info] or [0], dtype=np.int64)
+        self.interval = np.array([ti.interval for ti in info] or [0], dtype=np.float64)
+        self.issued = np.zeros(subpartitions, dtype=np.int64)  # per sub-partition (its `gid`)
+        self.busy = np.zeros((subpartitions, NPORTS), dtype=np.float64)
+        self.retired: list[tuple] = []  # (feed, slot, sub-partition) not yet credited
+
+    def retire(self, feed: BatchFeed, slot: int, gid: int) -> None:
+        self.retired.append((feed, slot, gid))
+        if len(self.retired) >= self.FLUSH:
+            self.flush()
+
+    def flush(self) -> None:
+        by_feed: dict = {}
+        for feed, slot, gid in self.retired:
+            slots, gids = by_feed.setdefault(feed, ([], []))
+            slots.append(slot)
+            gids.append(gid)
+        for feed, (slots, gids) in by_feed.items():
+            np.add.at(self.issued, gids, feed.issued[slots])
+            np.add.at(self.busy, gids, feed.busy[slots])
+        self.retired = []
 
 
 class BatchFeed:
     """One batch of blocks of the functional executor: buffers the streams of warps whose block has
     not reached an SM yet and appends new instructions to the warps that are running."""
 
-    def __init__(self, source, stage: AddressStage):
+    def __init__(self, source, stage: AddressStage, mix: UnitMix):
         self.source = source
         self.stage = stage
+        self.mix = mix
         self.first_block, self.nblocks, self.wpb = source.first_block, source.nblocks, source.wpb
         W = self.nblocks * self.wpb
-        self.code = "H" if source_program_size(source) < 65536 else "I"
-        self.pcs: list[array] = [array(self.code) for _ in range(W)]  # buffered, for warps not yet running
+        self.info = stage.info  # TimingInfo per pc
+        self.code: list[list] = [[] for _ in range(W)]  # buffered TimingInfos, for warps not yet running
         self.mem: list[dict] = [{} for _ in range(W)]
         self.finished = [False] * W
         self.warps: list = [None] * W  # the timing model's Warp, once its block runs
+        self.issued = np.zeros(W, dtype=np.int64)  # instructions pulled, per warp (all of them issue)
+        self.busy = np.zeros((W, NPORTS), dtype=np.float64)  # unit cycles they will occupy, per warp
 
     def pull(self) -> bool:
         """Run the batch one chunk further; False once it has finished."""
@@ -35,9 +71,9 @@ class BatchFeed:
         if ch is None:
             return False
         plans = self.stage.plan(ch.accesses) if ch.accesses is not None else None
+        self._count(ch)
         off = ch.off.tolist()
-        item = 2 if self.code == "H" else 4
-        pcs = memoryview(ch.pcs.astype(np.uint16 if item == 2 else np.uint32).tobytes())
+        code = list(map(self.info.__getitem__, ch.pcs.tolist()))
         fin = ch.finished.tolist()
         acc = ch.accesses
         if acc is not None:
@@ -47,34 +83,47 @@ class BatchFeed:
             lo, hi = off[w], off[w + 1]
             if running is None:
                 if hi > lo:
-                    self.pcs[w].frombytes(pcs[lo * item:hi * item])
+                    self.code[w] += code[lo:hi]
                 if acc is not None and bounds[w + 1] > bounds[w]:
                     b0, b1 = bounds[w], bounds[w + 1]
                     self.mem[w].update(zip(index[b0:b1], plans[b0:b1], strict=False))
                 self.finished[w] = fin[w]
             else:
                 if hi > lo:
-                    running.extend(pcs[lo * item:hi * item])
+                    running.extend(code[lo:hi])
                 if acc is not None and bounds[w + 1] > bounds[w]:
                     b0, b1 = bounds[w], bounds[w + 1]
                     running.mem.update(zip(index[b0:b1], plans[b0:b1], strict=False))
                 running.complete = fin[w]
         return True
 
+    def _count(self, ch: StreamChunk) -> None:
+        if not ch.pcs.size:
+            return
+        W = len(self.warps)
+        slot = np.repeat(np.arange(W), np.diff(ch.off))
+        self.issued += np.bincount(slot, minlength=W)
+        mix = self.mix
+        cell = slot * NPORTS + mix.port[ch.pcs]
+        self.busy += np.bincount(cell, weights=mix.interval[ch.pcs], minlength=W * NPORTS).reshape(W, NPORTS)
+
     def attach(self, local_block: int, w: int, warp) -> None:
         """Hand warp `w` of block `local_block` its buffered stream; later chunks go to it directly."""
         k = local_block * self.wpb + w
-        warp.pcs, warp.n, warp.mem = self.pcs[k], len(self.pcs[k]), self.mem[k]
+        warp.code, warp.n, warp.mem = self.code[k], len(self.code[k]), self.mem[k]
         warp.complete = self.finished[k]
         warp.feed = self
         warp.slot = k
-        self.pcs[k], self.mem[k] = array(self.code), {}
+        self.code[k], self.mem[k] = [], {}
         self.warps[k] = warp
 
     def detach(self, warp) -> None:
-        """A retired warp needs no more instructions (and the feed no longer refers to it)."""
-        self.warps[warp.slot] = None
-        self.finished[warp.slot] = True
+        """A retired warp needs no more instructions (and the feed no longer refers to it); what it
+        issued goes to its sub-partition."""
+        k = warp.slot
+        self.warps[k] = None
+        self.finished[k] = True
+        self.mix.retire(self, k, warp.sp.gid)
 
 
 class BlockHandle:
@@ -101,11 +150,6 @@ class _StreamSource:
         return _chunk_of(self.stream)
 
 
-def source_program_size(source) -> int:
-    """Largest pc + 1 the source can produce (pcs are stored as 16-bit numbers when they fit)."""
-    return getattr(source, "program_size", 1 << 16)
-
-
 def _chunk_of(stream):
     ws = stream.warps
     sizes = [len(w) for w in ws]
@@ -123,13 +167,13 @@ def _chunk_of(stream):
     return StreamChunk(pcs, masks, off, acc, np.ones(len(ws), dtype=bool))
 
 
-def block_handles(sources: Iterable, stage: AddressStage) -> Iterator[BlockHandle]:
+def block_handles(sources: Iterable, stage: AddressStage, mix: UnitMix) -> Iterator[BlockHandle]:
     """Blocks in launch order from either the executor's batch sources (streamed) or BlockStreams
     (already recorded whole)."""
     for src in sources:
         if hasattr(src, "advance"):
-            feed = BatchFeed(src, stage)
+            feed = BatchFeed(src, stage, mix)
         else:
-            feed = BatchFeed(_StreamSource(src), stage)
+            feed = BatchFeed(_StreamSource(src), stage, mix)
         for k in range(feed.nblocks):
             yield BlockHandle(feed.first_block + k, feed, k, feed.wpb)

@@ -18,7 +18,7 @@ from gpusim.timing.counters import KernelTiming
 from gpusim.timing.decode import decode
 from gpusim.timing.dispatcher import GigaThreadEngine
 from gpusim.timing.dram import Dram
-from gpusim.timing.feeder import block_handles
+from gpusim.timing.feeder import UnitMix, block_handles
 from gpusim.timing.gpc import GPC
 from gpusim.timing.interconnect import Interconnect
 from gpusim.timing.l1 import L1Cache
@@ -66,7 +66,8 @@ class GPU:
             gpc.sms.append(sm)
             sms.append(sm)
         stage = AddressStage(info, Coalescer(cfg.l1.line_size_bytes, cfg.l1.sector_size_bytes), sms[0].smem)
-        engine.append(GigaThreadEngine(env, sms, block_handles(blocks, stage), occ.active_blocks_per_sm,
+        mix = UnitMix(info, len(sms) * cfg.sm.subpartitions)
+        engine.append(GigaThreadEngine(env, sms, block_handles(blocks, stage, mix), occ.active_blocks_per_sm,
                                        cfg.launch.block_dispatch_cycles))
         # The model allocates many short-lived objects and keeps no reference cycles alive; collect
         # the young generation less often while it runs.
@@ -80,7 +81,7 @@ class GPU:
             gc.set_threshold(*threshold)
         if not done.triggered:
             raise limit_error(sms, program, int(env.now), max_cycles)
-        return KernelTiming.collect(cfg, occ, engine[0], sms, slices, dram)
+        return KernelTiming.collect(cfg, occ, engine[0], sms, slices, dram, mix)
 
 
 def l1_size(cfg: Config, occ) -> int:

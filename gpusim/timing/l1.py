@@ -50,12 +50,14 @@ class L1Cache:
         ready = t
         port = self.port_free
         pending = self.pending
+        caches = self.caches_loads
+        hit = self.hit_latency
+        self.requests += len(lines)
         for line, mask in lines:
             s = port if port > t else t
             port = s + 1
-            self.requests += 1
             nsec = mask.bit_count()
-            if self.caches_loads:
+            if caches:
                 st = self.sets[line % self.nsets]
                 valid = st.pop(line, None)
                 if valid is None:
@@ -84,10 +86,10 @@ class L1Cache:
                     done = fill
             elif fill is not None:
                 self.misses += nsec
-                done = fill if fill > s + self.hit_latency else s + self.hit_latency
+                done = fill if fill > s + hit else s + hit
             else:
                 self.hits += nsec
-                done = s + self.hit_latency
+                done = s + hit
             if done > ready:
                 ready = done
         self.port_free = port
@@ -106,10 +108,10 @@ class L1Cache:
         """A warp's store issued at `t`: returns (acknowledged, accepted)."""
         ack = t
         port = self.port_free
+        self.requests += len(lines)
         for line, mask in lines:
             s = port if port > t else t
             port = s + 1
-            self.requests += 1
             st = self.sets[line % self.nsets]
             if line in st:
                 st[line] |= mask

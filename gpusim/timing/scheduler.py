@@ -11,7 +11,8 @@ from __future__ import annotations
 
 class WarpScheduler:
     """Chooses among the ready warps of the units that are free this cycle (`by_port[p]` for p in
-    `open_ports`, each list oldest first); `warps` is the sub-partition's priority list."""
+    `open_ports`: each list holds the warps' (age, warp) entries, oldest first); `warps` is the
+    sub-partition's priority list."""
 
     def __init__(self, policy: str, active_set: int):
         self.policy = policy
@@ -21,8 +22,8 @@ class WarpScheduler:
 
     def _oldest(self, by_port, open_ports):
         if len(open_ports) == 1:
-            return by_port[open_ports[0]][0]
-        return min((by_port[p][0] for p in open_ports), key=_age)
+            return by_port[open_ports[0]][0][1]
+        return min([by_port[p][0] for p in open_ports])[1]
 
     def _gto(self, by_port, open_ports, warps):
         last = self.last
@@ -37,9 +38,9 @@ class WarpScheduler:
         if last is not None:
             after = last.age
             for p in open_ports:
-                for e in by_port[p]:
-                    if e.age > after:
-                        if w is None or e.age < w.age:
+                for age, e in by_port[p]:
+                    if age > after:
+                        if w is None or age < w.age:
                             w = e
                         break
         if w is None:
@@ -49,14 +50,14 @@ class WarpScheduler:
 
     def _two_level(self, by_port, open_ports, warps):
         active = warps[:self.active_set]
-        cands = sorted((e for p in open_ports for e in by_port[p] if e in active), key=_age)
+        cands = sorted(e for p in open_ports for e in by_port[p] if e[1] in active)
         if not cands:
             return None
-        w = cands[0]
+        w = cands[0][1]
         last = self.last
         if last is not None:
-            for e in cands:
-                if e.age > last.age:
+            for age, e in cands:
+                if age > last.age:
                     w = e
                     break
         self.last = w
@@ -69,6 +70,3 @@ class WarpScheduler:
             warps.remove(warp)
             warps.append(warp)
 
-
-def _age(w) -> int:
-    return w.age

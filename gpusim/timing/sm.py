@@ -55,8 +55,9 @@ class SM:
         self.info = info
         self.nregs = nregs
         sched = cfg.scheduler
-        self.sps = [SubPartition(i, sched.policy, sched.active_warps_two_level, sched.issue_width, len(info))
-                    for i in range(cfg.sm.subpartitions)]
+        nsp = cfg.sm.subpartitions
+        self.sps = [SubPartition(i, index * nsp + i, sched.policy, sched.active_warps_two_level, sched.issue_width)
+                    for i in range(nsp)]
         self.l1 = l1
         self.smem = SharedMemory(cfg)
         self.branch_latency = cfg.units["branch"].latency_cycles
@@ -70,6 +71,7 @@ class SM:
         self.finished = False
         self.deferred: list[Warp] = []  # global accesses issued ahead of SimPy's clock
         self.must_yield = False  # a block retired: yield to the other SMs
+        self.attention = False  # `pending`, `deferred`, `wake` or `must_yield` needs the loop's notice
         self.warp_age = 0
         self.blocks_run = 0
         self.warps_run = 0
@@ -82,6 +84,7 @@ class SM:
         """The dispatcher places a block (its stream and the plans of its memory accesses) here; its
         warps may issue from cycle `start`."""
         self.pending.append((start, block))
+        self.attention = True
         if self.env.active_process is self.process:
             return  # placed from this SM's own block retirement: its loop sees `pending` next
         if self.sleeping_until > start and self.process.is_alive and self.process.target is not None:
@@ -90,7 +93,6 @@ class SM:
 
     def _launch(self, start: int, handle) -> None:
         blk = ResidentBlock(handle.block, start)
-        info = self.info
         nsp = len(self.sps)
         for k in range(handle.warps):
             w = Warp(blk, k, self.nregs, start, self.warp_age)
@@ -98,7 +100,7 @@ class SM:
             handle.feed.attach(handle.local, k, w)
             if not w.has_next():
                 continue
-            w.info = info[w.pcs[w.pos]]
+            w.info = w.code[w.pos]
             w.port = w.info.port
             blk.live += 1
             self.sps[(self.warps_run + k) % nsp].add(w, start)
@@ -132,37 +134,42 @@ class SM:
                 self.pending = keep
             nxt = INF
             for sp in sps:
-                if sp.next_time <= t:
+                nt = sp.next_time
+                if nt <= t:
                     sp.step(t, issue)
-                if sp.next_time < nxt:
-                    nxt = sp.next_time
-            if self.deferred:
-                while env.now < t:
-                    self.sleeping_until = t
-                    try:
-                        yield env.timeout(t - env.now)
-                    except simpy.Interrupt:
-                        pass
-                deferred, self.deferred = self.deferred, []
-                for w in deferred:
-                    self._global(w, t)
-                for sp in sps:
-                    if sp.next_time < nxt:
-                        nxt = sp.next_time
-            if self.wake < nxt:
-                nxt = self.wake
-            self.wake = INF
-            for start, _ in self.pending:
-                if start < nxt:
-                    nxt = start if start > t else t + 1
-            if self.must_yield:
-                # a block retired (the engine has placed the next one in `pending`): let the other SMs run
-                self.must_yield = False
-                self.sleeping_until = t + 1
-                yield env.timeout(0)  # (same-cycle L2 requests of the SMs keep their order)
+                    nt = sp.next_time
+                if nt < nxt:
+                    nxt = nt
+            if self.attention:
+                if self.deferred:
+                    while env.now < t:
+                        self.sleeping_until = t
+                        try:
+                            yield env.timeout(t - env.now)
+                        except simpy.Interrupt:
+                            pass
+                    deferred, self.deferred = self.deferred, []
+                    for w in deferred:
+                        self._global(w, t)
+                    for sp in sps:
+                        if sp.next_time < nxt:
+                            nxt = sp.next_time
+                if self.wake != INF:
+                    if self.wake < nxt:
+                        nxt = self.wake
+                    self.wake = INF
                 for start, _ in self.pending:
                     if start < nxt:
                         nxt = start if start > t else t + 1
+                if self.must_yield:
+                    # a block retired (the engine has placed the next one in `pending`): let the other SMs run
+                    self.must_yield = False
+                    self.sleeping_until = t + 1
+                    yield env.timeout(0)  # (same-cycle L2 requests of the SMs keep their order)
+                    for start, _ in self.pending:
+                        if start < nxt:
+                            nxt = start if start > t else t + 1
+                self.attention = bool(self.pending)
             if nxt != INF:
                 t = nxt
                 continue
@@ -185,7 +192,6 @@ class SM:
         sp = w.sp
         free = sp.free
         free[ti.port] = t + ti.interval
-        sp.by_pc[ti.pc] += 1
         kind = ti.kind
         if kind == ALU:
             # The common case, with `_next` inlined (it is most of the simulator's time; inlining
@@ -198,11 +204,14 @@ class SM:
                 for r in ti.writes:
                     ready[r] = done
                     reason[r] = why
-            w.pos += 1
-            if w.pos >= w.n and not w.has_next():
-                self._retire(w, t)
-                return
-            ti = self.info[w.pcs[w.pos]]
+            pos = w.pos + 1
+            w.pos = pos
+            if pos >= w.n:
+                if not w.has_next():
+                    self._retire(w, t)
+                    return
+                pos = w.pos  # (pulling more of the stream moves the window)
+            ti = w.code[pos]
             w.info = ti
             w.port = ti.port
             at = t + 1
@@ -218,10 +227,37 @@ class SM:
             else:
                 heappush(sp.waiting, (at, w.age, w))
             return
-        elif kind == GLOBAL_LD or kind == GLOBAL_ST or kind == GLOBAL_ATOM:
+        elif kind == BRANCH or kind == EXIT:
+            # `_next` inlined as for ALU: the next instruction waits at least until the branch resolves
+            pos = w.pos + 1
+            w.pos = pos
+            if pos >= w.n:
+                if not w.has_next():
+                    self._retire(w, t)
+                    return
+                pos = w.pos
+            at, why = t + ti.latency, ti.dep_reason
+            ti = w.code[pos]
+            w.info = ti
+            w.port = ti.port
+            sb = w.scoreboard
+            ready = sb.ready
+            for r in ti.deps:
+                if ready[r] > at:
+                    at, why = ready[r], sb.reason[r]
+            if at > t + 1:
+                sp.states[why] += at - t - 1
+            w.ready = at
+            if at == t + 1 and sp.fast_greedy:
+                sp.greedy = w
+            else:
+                heappush(sp.waiting, (at, w.age, w))
+            return
+        elif kind <= GLOBAL_ATOM:  # (GLOBAL_LD, GLOBAL_ST or GLOBAL_ATOM)
             if t > self.env.now:
                 w.ready = INF
                 self.deferred.append(w)  # reaches the L2 once SimPy's clock is at t
+                self.attention = True
             else:
                 self._global(w, t)
             return
@@ -236,10 +272,6 @@ class SM:
         elif kind == SHFL:
             ready = self.smem.access(t, 1, 1)
             w.scoreboard.write(ti.writes, ready, ti.dep_reason)
-        elif kind == BRANCH or kind == EXIT:
-            w.pos += 1
-            self._next(w, t, t + ti.latency, ti.dep_reason)
-            return
         elif kind == BARRIER:
             w.pos += 1
             w.ready = INF
@@ -282,7 +314,7 @@ class SM:
         if w.pos >= w.n and not w.has_next():
             self._retire(w, t)
             return
-        ti = self.info[w.pcs[w.pos]]
+        ti = w.code[w.pos]
         w.info = ti
         w.port = ti.port
         sb = w.scoreboard
@@ -314,6 +346,7 @@ class SM:
         blk.waiting = []
         if release < self.wake:
             self.wake = release
+            self.attention = True
 
     def _retire(self, w: Warp, t: int) -> None:
         end = max(t + 1, w.drain)
@@ -321,6 +354,7 @@ class SM:
         if end > t + 1:
             sp.states[DRAIN] += end - t - 1
         w.ready = INF
+        w.entry = None  # (it refers back to the warp)
         w.feed.detach(w)
         sp.remove(w, end)
         self.warp_cycles += end - w.start
@@ -337,4 +371,5 @@ class SM:
     def _block_done(self, blk: ResidentBlock, end: int) -> None:
         del self.blocks[blk.id]
         self.must_yield = True
+        self.attention = True
         self.on_block_done(self, blk.id, blk.start, end)

@@ -16,11 +16,12 @@ NOT_SELECTED, SELECTED = S["not_selected"], S["selected"]
 
 
 class SubPartition:
-    def __init__(self, index: int, policy: str, active_set: int, issue_width: int, program_size: int):
+    def __init__(self, index: int, gid: int, policy: str, active_set: int, issue_width: int):
         self.index = index
+        self.gid = gid  # index among all the chip's sub-partitions
         self.warps: list = []  # resident warps, oldest first (two_level: in priority order)
         self.waiting: list = []  # heap of (cycle, age, warp): warps whose next instruction waits
-        self.by_port: list[list] = [[] for _ in PORTS]  # ready warps per unit, oldest first
+        self.by_port: list[list] = [[] for _ in PORTS]  # ready warps' `entry` (age, warp) per unit, oldest first
         self.ports: list[int] = []  # units that have ready warps
         self.free_seen = [0] * len(PORTS)  # cycles each unit was free while warps were ready for it
         self.next_time = INF  # the next cycle this sub-partition has anything to do
@@ -31,8 +32,7 @@ class SubPartition:
         self.scheduler = WarpScheduler(policy, active_set)
         self.issue_width = issue_width
         self.states = [0] * len(WARP_STATES)  # warp-cycles per state
-        self.issued = 0
-        self.by_pc = [0] * program_size  # instructions issued, per pc (unit busy cycles follow from them)
+        self.issued = 0  # instructions issued (counted from the streams: see feeder.UnitMix)
         self.eligible_sum = 0  # eligible warps summed over cycles
         self.active_cycles = 0  # cycles with at least one resident warp
         self._busy_since = 0
@@ -53,15 +53,12 @@ class SubPartition:
         if not self.warps:
             self.active_cycles += t - self._busy_since
 
-    def tally(self, info) -> None:
-        """Once the kernel is done: instructions issued, `selected` cycles and unit busy cycles, from
-        the per-pc issue counts."""
-        self.issued = sum(self.by_pc)
-        self.states[SELECTED] = self.issued
-        busy = [0] * len(PORTS)
-        for ti, n in zip(info, self.by_pc, strict=True):
-            busy[ti.port] += n * ti.interval
-        self.pipes.busy = busy
+    def tally(self, issued: int, busy: list[float]) -> None:
+        """Once the kernel is done: the instructions issued here (one `selected` cycle each) and the
+        cycles each unit was occupied."""
+        self.issued = issued
+        self.states[SELECTED] = issued
+        self.pipes.busy = [round(c) for c in busy]
 
     def step(self, t: int, issue) -> None:
         """Issue at cycle `t` (through `issue(warp, t)`); sets `next_time`, the next cycle this
@@ -72,9 +69,7 @@ class SubPartition:
         unit, so each unit counts the cycles it was free while warps were ready for it, and a warp's
         wait is split when it issues, without visiting every ready warp every cycle."""
         waiting = self.waiting
-        by_port = self.by_port
         ports = self.ports
-        seen = self.free_seen
         if waiting and waiting[0][0] <= t:
             w = heappop(waiting)[2]
             if (not ports and self.greedy is None and self.fast_greedy and (not waiting or waiting[0][0] > t)
@@ -87,6 +82,8 @@ class SubPartition:
                 issue(w, t)
                 self.next_time = t + 1 if self.greedy is not None else waiting[0][0] if waiting else INF
                 return
+            by_port = self.by_port
+            seen = self.free_seen
             while True:
                 p = w.port
                 lst = by_port[p]
@@ -94,14 +91,17 @@ class SubPartition:
                 w.queued = True
                 if not lst:
                     ports.append(p)
-                    lst.append(w)
-                elif lst[-1].age < w.age:
-                    lst.append(w)
+                    lst.append(w.entry)
+                elif lst[-1][0] < w.age:
+                    lst.append(w.entry)
                 else:
-                    insort(lst, w, key=_age)
+                    insort(lst, w.entry)
                 if not waiting or waiting[0][0] > t:
                     break
                 w = heappop(waiting)[2]
+        else:
+            by_port = self.by_port
+            seen = self.free_seen
         free = self.free
         g = self.greedy
         if g is not None:
@@ -123,9 +123,77 @@ class SubPartition:
             lst = by_port[p]
             if not lst:
                 ports.append(p)
-            insort(lst, g, key=_age)
+            insort(lst, g.entry)
         if not ports:
             self.next_time = waiting[0][0] if waiting else INF
+            return
+        if self.fast_greedy:
+            # gto issuing one instruction a cycle (the common case, written out): the warp issued last if
+            # it is ready and its unit free, else the oldest ready warp whose unit is free
+            if len(ports) == 1:
+                p = ports[0]
+                f = free[p]
+                if f > t:
+                    self.next_time = waiting[0][0] if waiting and waiting[0][0] < f else f
+                    return
+                seen[p] += 1
+                lst = by_port[p]
+                self.eligible_sum += len(lst)
+                w = self.scheduler.last
+                if w is None or not w.queued:
+                    w = self.scheduler.last = lst[0][1]
+                if len(lst) == 1:
+                    lst.pop()
+                    ports.pop()
+                else:
+                    lst.remove(w.entry)
+            else:
+                n_eligible = 0
+                nxt = INF  # the earliest a busy unit frees
+                oldest = None
+                for p in ports:
+                    f = free[p]
+                    if f > t:
+                        if f < nxt:
+                            nxt = f
+                    else:
+                        seen[p] += 1
+                        lst = by_port[p]
+                        n_eligible += len(lst)
+                        if oldest is None or lst[0] < oldest:
+                            oldest = lst[0]
+                if oldest is None:
+                    self.next_time = waiting[0][0] if waiting and waiting[0][0] < nxt else nxt
+                    return
+                self.eligible_sum += n_eligible
+                w = self.scheduler.last
+                if w is None or not w.queued or free[w.port] > t:
+                    w = self.scheduler.last = oldest[1]
+                p = w.port
+                lst = by_port[p]
+                lst.remove(w.entry)
+                if not lst:
+                    ports.remove(p)
+            w.queued = False
+            if t > w.ready:
+                ns = seen[p] - w.snap - 1
+                states = self.states
+                states[NOT_SELECTED] += ns
+                states[w.info.throttle_reason] += t - w.ready - ns
+            issue(w, t)
+            # the next cycle anything can change here (as in _after_issue)
+            if self.greedy is not None:
+                self.next_time = t + 1
+                return
+            nxt = waiting[0][0] if waiting else INF
+            for q in ports:
+                f = free[q]
+                if f <= t:
+                    self.next_time = t + 1
+                    return
+                if f < nxt:
+                    nxt = f
+            self.next_time = nxt
             return
         open_ports = []
         n_eligible = 0
@@ -144,23 +212,13 @@ class SubPartition:
             return
         self.eligible_sum += n_eligible
         states = self.states
-        fast = self.fast_greedy
         for _ in range(self.issue_width):
-            if fast:  # gto, inlined: the warp issued last if it can go on, else the oldest ready one
-                w = self.scheduler.last
-                if w is None or not w.queued or free[w.port] > t:
-                    if len(open_ports) == 1:
-                        w = by_port[open_ports[0]][0]
-                    else:
-                        w = min((by_port[q][0] for q in open_ports), key=_age)
-                    self.scheduler.last = w
-            else:
-                w = self.scheduler.choose(by_port, open_ports, self.warps)
-                if w is None:
-                    break
+            w = self.scheduler.choose(by_port, open_ports, self.warps)
+            if w is None:
+                break
             p = w.port
             lst = by_port[p]
-            lst.remove(w)
+            lst.remove(w.entry)
             w.queued = False
             if not lst:
                 ports.remove(p)
@@ -169,8 +227,6 @@ class SubPartition:
                 states[NOT_SELECTED] += ns
                 states[w.info.throttle_reason] += t - w.ready - ns
             issue(w, t)
-            if self.issue_width == 1:
-                break
             open_ports = [q for q in open_ports if free[q] <= t and by_port[q]]
             if not open_ports:
                 break
@@ -194,6 +250,3 @@ class SubPartition:
                 nxt = f
         self.next_time = nxt
 
-
-def _age(w) -> int:
-    return w.age

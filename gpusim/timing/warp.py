@@ -27,17 +27,18 @@ class Scoreboard:
 
 
 class Warp:
-    """A resident warp. `pcs[pos]` is its next instruction; `pcs` holds only the window of its stream
-    pulled from the functional executor so far (`base`: the stream position of `pcs[0]`), `mem` the
-    plans of its memory accesses by stream position; `complete`: nothing more will be pulled."""
+    """A resident warp. `code[pos]` is its next instruction (its TimingInfo); `code` holds only the
+    window of its stream pulled from the functional executor so far (`base`: the stream position of
+    `code[0]`), `mem` the plans of its memory accesses by stream position; `complete`: nothing more
+    will be pulled."""
 
-    __slots__ = ("block", "index", "pcs", "n", "pos", "base", "mem", "complete", "feed", "info", "ready",
-                 "port", "mark", "sp", "scoreboard", "drain", "start", "age", "snap", "queued", "slot")
+    __slots__ = ("block", "index", "code", "n", "pos", "base", "mem", "complete", "feed", "info", "ready",
+                 "port", "mark", "sp", "scoreboard", "drain", "start", "age", "entry", "snap", "queued", "slot")
 
     def __init__(self, block, index: int, nregs: int, start: int, age: int):
         self.block = block  # the ResidentBlock it belongs to
         self.index = index  # warp index within the block
-        self.pcs = None  # array of pcs, set by the feed
+        self.code = None  # list of TimingInfo, set by the feed
         self.n = 0
         self.pos = 0
         self.base = 0
@@ -53,18 +54,19 @@ class Warp:
         self.drain = start  # when the warp's last store is acknowledged
         self.start = start
         self.age = age
+        self.entry = (age, self)  # how its sub-partition's ready lists hold it, ordered by age
         self.snap = 0  # its unit's free-cycle count when the warp became ready
         self.queued = False  # in its sub-partition's ready lists
         self.slot = 0  # its index in the feed's batch
 
-    def extend(self, pcs: memoryview) -> None:
-        """Append newly executed instructions (packed pcs), dropping the ones already issued."""
+    def extend(self, code: list) -> None:
+        """Append newly executed instructions, dropping the ones already issued."""
         if self.pos:
-            del self.pcs[:self.pos]
+            del self.code[:self.pos]
             self.base += self.pos
             self.pos = 0
-        self.pcs.frombytes(pcs)
-        self.n = len(self.pcs)
+        self.code += code
+        self.n = len(self.code)
 
     def has_next(self) -> bool:
         """Whether another instruction follows, pulling more of the stream if need be."""

@@ -19,7 +19,7 @@ def stuck_warps(sms: list, program: Program, now: int) -> list[dict]:
     for sm in sms:
         for sp in sm.sps:
             for w in sp.warps:
-                pc = w.pcs[w.pos] if w.pos < len(w.pcs) else None
+                pc = w.code[w.pos].pc if w.pos < len(w.code) else None
                 ins = program.instructions[pc] if pc is not None else None
                 if w in w.block.waiting:
                     state, until = "barrier", None
