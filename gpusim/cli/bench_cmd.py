@@ -3,7 +3,8 @@
 (so peak memory is the workload's own and the measurement uses a single core), and reports simulated
 warp instructions and cycles per wall-clock second and the peak resident memory. `--long` runs two
 kernels at about 10 million warp instructions and at a tenth of that, to check that peak memory does not
-grow with the kernel's length. See docs/bench.md."""
+grow with the kernel's length. See docs/bench.md. `--sampling` runs every shipped workload in full and
+sampled (`--sample auto`) and reports the cycle error and the wall-time speed-up (docs/sampling.md)."""
 
 from __future__ import annotations
 
@@ -66,6 +67,37 @@ LONG = [
     ("stream_copy", {"block": 256, "grid": 216}, "n", (216 * 256 * 4, 216 * 256 * 8)),
     ("ffma_peak", {"n": 131072, "block": 256}, "iters", (4, 8)),
 ]
+# `--sampling`: every shipped workload, simulated in full and sampled (`--sample auto`), at a size where
+# full simulation takes roughly 15-60 s on one core, chosen (within that) for many waves or long loops
+# where the workload's parameters allow; docs/sampling.md.
+SAMPLING_SUITE = [
+    ("divergence", {"n": 1 << 22, "paths": 4, "k": 4}),
+    ("ffma_peak", {"n": 16384, "iters": 512}),
+    ("gemm_tiled", {"m": 96, "n": 96, "k": 8192}),
+    ("histogram", {"n": 1 << 25, "per_thread": 512}),
+    ("matmul_naive", {"n": 320}),
+    ("matmul_tiled", {"n": 384}),
+    ("pointer_chase", {"steps": 100_000}),
+    ("reduce_sum", {"n": 6 << 20}),
+    ("reduce_sum_shfl", {"n": 1 << 23}),
+    ("saxpy", {"n": 1 << 23}),
+    ("sfu_peak", {"n": 32768, "iters": 2048}),
+    ("shared_bank_conflict", {"n": 27648, "iters": 768}),
+    ("softmax", {"rows": 1024, "cols": 4096}),
+    ("stream_copy", {"n": 864 * 256 * 40}),
+    ("transpose_naive", {"rows": 3072, "cols": 2048}),
+    ("transpose_shared", {"rows": 4096, "cols": 2048, "by": 32}),
+    ("vecadd", {"n": 1 << 23}),
+]
+# `--sampling --quick`: seconds; on a100 "auto" simulates these in full (they are small); on a config of a
+# few SMs (a YAML with `extends: a100` and `chip: {sm_count: 4}`) they are several waves or a long loop.
+SAMPLING_QUICK = [
+    ("saxpy", {"n": 1 << 16}),
+    ("ffma_peak", {"n": 4096, "iters": 20}),
+]
+SAMPLING_TARGET_ERROR_PCT = 5.0
+SAMPLING_TARGET_SPEEDUP = 10.0
+
 LONG_TARGET = 10_000_000  # warp instructions
 LONG_TARGET_QUICK = 2_000_000
 LONG_RSS_LIMIT_MIB = 2048
@@ -86,6 +118,12 @@ def register(subparsers) -> None:
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--functional", action="store_true",
                       help="time the functional executor alone (thread-instructions per second)")
+    mode.add_argument("--sampling", action="store_true",
+                      help="every workload simulated in full and sampled: cycle error and wall-time speed-up "
+                           "(tens of minutes; docs/sampling.md)")
+    p.add_argument("--sample", choices=("auto", "on"), default="auto",
+                   help="with --sampling: the sampled runs' mode (default auto; 'on' samples even where auto "
+                        "would simulate in full)")
     mode.add_argument("--long", action="store_true",
                       help=f"run kernels of about {LONG_TARGET / 1e6:.0f} M warp instructions and a tenth of "
                            "that, comparing peak memory (minutes)")
@@ -155,6 +193,35 @@ def measure_timing(name: str, params: dict, config: str) -> dict:
     return out
 
 
+def measure_full(name: str, params: dict, config: str) -> dict:
+    """Simulate one workload in full (`simulate`, verified) and return its cycles, wall and CPU seconds."""
+    from gpusim.stats.simulate import simulate
+
+    c0 = time.process_time()
+    r = simulate(name, config, verify=False, **params)
+    return {"workload": name, "params": dict(r.run.params), "verified": bool(r.run.ok), "cycles": int(r.cycles),
+            "warp_instructions": int(r.timing.warp_instructions), "wall_seconds": r.wall_seconds,
+            "cpu_seconds": time.process_time() - c0, "peak_rss_mib": _peak_rss_mib()}
+
+
+def measure_sampled(name: str, params: dict, config: str, sample: str) -> dict:
+    """Run one workload through `simulate_sampled` and return its estimate and what it simulated (or,
+    when it cannot be sampled under `sample`, why)."""
+    from gpusim.analysis.sampling import simulate_sampled
+
+    c0 = time.process_time()
+    try:
+        r = simulate_sampled(name, config, sample=sample, **params)
+    except GpusimError as e:
+        return {"workload": name, "params": dict(params), "decision": "error", "reason": str(e)}
+    return {"workload": name, "params": dict(r.params), "decision": r.mode, "reason": r.reason,
+            "cycles": r.cycles, "confidence": r.confidence, "wall_seconds": r.wall_seconds,
+            "cpu_seconds": time.process_time() - c0,
+            "warp_instructions_simulated": r.warp_instructions_simulated,
+            "warp_instructions_estimated": r.warp_instructions_estimated,
+            "runs": [x.to_dict() for x in r.runs], "peak_rss_mib": _peak_rss_mib()}
+
+
 def count_warp_instructions(name: str, params: dict, config: str) -> int:
     """Warp instructions of one run on the functional executor (for sizing `--long`)."""
     import gpusim
@@ -207,6 +274,8 @@ def run(args: argparse.Namespace) -> int:
         return _run_functional(args, out)
     if args.long:
         return _run_long(args, out)
+    if args.sampling:
+        return _run_sampling(args, out)
     return _run_timing(args, out)
 
 
@@ -305,3 +374,47 @@ def _run_long(args: argparse.Namespace, out) -> int:
     doc["results"] = entries
     emit_json(doc, args.json)
     return 0 if ok else 1
+
+
+def _run_sampling(args: argparse.Namespace, out) -> int:
+    suite = _select(SAMPLING_QUICK if args.quick else SAMPLING_SUITE, args.only,
+                    "sampling quick" if args.quick else "sampling")
+    doc = _header(args, "sampling")
+    doc.update(sample=args.sample, target_error_pct=SAMPLING_TARGET_ERROR_PCT,
+               target_speedup=SAMPLING_TARGET_SPEEDUP)
+    print(f"{'workload':<22}{'full cycles':>12}{'sampled':>12}{'error %':>9}{'bound %':>9}{'full s':>8}"
+          f"{'sampled s':>10}{'speed-up':>9}{'cpu x':>7}  met  decision", file=out, flush=True)
+    rows = []
+    for name, params in suite:
+        f = _in_child(measure_full, name, params, args.config)
+        s = _in_child(measure_sampled, name, params, args.config, args.sample)
+        row = {"workload": name, "params": f["params"], "full_cycles": f["cycles"], "decision": s["decision"],
+               "reason": s["reason"], "full_wall_seconds": f["wall_seconds"], "full_cpu_seconds": f["cpu_seconds"],
+               "full_warp_instructions": f["warp_instructions"], "full_peak_rss_mib": f["peak_rss_mib"]}
+        if s["decision"] == "error":
+            rows.append(row)
+            print(f"{name:<22}{f['cycles']:>12,}  cannot sample: {s['reason']}", file=out, flush=True)
+            continue
+        err = 100.0 * (s["cycles"] - f["cycles"]) / f["cycles"]
+        speedup = f["wall_seconds"] / s["wall_seconds"]
+        cpu_speedup = f["cpu_seconds"] / s["cpu_seconds"]
+        met = abs(err) < SAMPLING_TARGET_ERROR_PCT and speedup >= SAMPLING_TARGET_SPEEDUP
+        row.update({"sampled_cycles": s["cycles"], "error_pct": err, "confidence_pct": 100.0 * s["confidence"],
+                    "within_bound": abs(err) <= 100.0 * s["confidence"] + 1e-9,
+                    "sampled_wall_seconds": s["wall_seconds"], "sampled_cpu_seconds": s["cpu_seconds"],
+                    "speedup": speedup, "cpu_speedup": cpu_speedup, "targets_met": met,
+                    "sampled_warp_instructions": s["warp_instructions_simulated"],
+                    "estimated_warp_instructions": s["warp_instructions_estimated"], "runs": s["runs"],
+                    "sampled_peak_rss_mib": s["peak_rss_mib"]})
+        rows.append(row)
+        print(f"{name:<22}{f['cycles']:>12,}{s['cycles']:>12,}{err:>+9.2f}{row['confidence_pct']:>9.2f}"
+              f"{f['wall_seconds']:>8.1f}{s['wall_seconds']:>10.2f}{speedup:>9.1f}{cpu_speedup:>7.1f}  "
+              f"{'yes' if met else 'no ':<4} {s['decision']}", file=out, flush=True)
+    doc["results"] = rows
+    done = [r for r in rows if "error_pct" in r]
+    met = sum(r["targets_met"] for r in done)
+    print(f"targets (|error| < {SAMPLING_TARGET_ERROR_PCT:g}%, speed-up >= {SAMPLING_TARGET_SPEEDUP:g}x) met by "
+          f"{met} of {len(rows)}; error within the reported bound for "
+          f"{sum(r['within_bound'] for r in done)} of {len(done)}", file=out, flush=True)
+    emit_json(doc, args.json)
+    return 0

@@ -36,6 +36,15 @@ def register(subparsers) -> None:
                    help="fault when a warp issues more than N instructions (default 1,000,000)")
     p.add_argument("--max-cycles", type=int, default=None, metavar="N",
                    help="stop the timing model at cycle N and say which warps are still running, and on what")
+    p.add_argument("--sample", choices=("auto", "on", "off"), default="off",
+                   help="sampled simulation of large kernels (docs/sampling.md): auto simulates the first waves "
+                        "of blocks with loops cut short and extrapolates, printing the estimate and its error "
+                        "bound, or simulates in full where that gains little; on samples whenever it can; "
+                        "off (default) simulates every instruction")
+    p.add_argument("--sample-budget", type=int, default=None, metavar="N",
+                   help="with --sample: simulate up to about N warp instructions in detail (default: a twentieth "
+                        "of the kernel's, at most 6,000,000, about half a minute); more cuts loops later, which "
+                        "is more accurate")
     p.add_argument("--json", nargs="?", const="-", metavar="FILE",
                    help="write the full result as JSON to FILE ('-' or no value: stdout)")
     p.add_argument("--csv", metavar="FILE",
@@ -49,6 +58,10 @@ def run(args: argparse.Namespace) -> int:
     if args.functional:
         timing_only = [f"--{n.replace('_', '-')}" for n in ("scheduler", "csv", "trace", "max_cycles")
                        if getattr(args, n) is not None]
+        if args.sample != "off":
+            timing_only.append("--sample")
+        if args.sample_budget is not None:
+            timing_only.append("--sample-budget")
         if timing_only:
             verb = "needs" if len(timing_only) == 1 else "need"
             raise GpusimError(f"{' and '.join(timing_only)} {verb} the timing model: drop --functional")
@@ -59,6 +72,10 @@ def run(args: argparse.Namespace) -> int:
 def run_timing(args: argparse.Namespace) -> int:
     if args.json == "-" and args.csv == "-":
         raise GpusimError("--json - and --csv - cannot both write to stdout")
+    if args.sample != "off":
+        return run_sampled(args)
+    if args.sample_budget is not None:
+        raise GpusimError("--sample-budget needs --sample auto or on")
     wl = gpusim.load_workload(args.workload)
     result = simulate(wl, args.config, seed=args.seed, scheduler=args.scheduler,
                       overrides=parse_sets(args.config_sets) or None, max_steps_per_warp=args.max_steps,
@@ -75,6 +92,34 @@ def run_timing(args: argparse.Namespace) -> int:
         print(result.summary_table())
     if not result.verified:
         print(result.run.message(), file=sys.stderr)
+        return 1
+    return 0
+
+
+def run_sampled(args: argparse.Namespace) -> int:
+    """`--sample auto|on`: the estimate, its bound and what was simulated. --csv and --trace describe the
+    run that was simulated in detail: the whole kernel when it ran in full, else the largest sampled
+    run (the first blocks, loops cut short)."""
+    from gpusim.analysis.sampling import simulate_sampled
+
+    budget = {} if args.sample_budget is None else {"max_sample_warp_instructions": args.sample_budget}
+    if args.sample_budget is not None and args.sample_budget < 1:
+        raise GpusimError(f"--sample-budget {args.sample_budget}: must be at least 1")
+    r = simulate_sampled(args.workload, args.config, sample=args.sample, seed=args.seed, scheduler=args.scheduler,
+                         overrides=parse_sets(args.config_sets) or None, max_steps_per_warp=args.max_steps,
+                         max_cycles=args.max_cycles, **budget, **parse_sets(args.sets))
+    if args.json is not None:
+        emit_json(r.to_dict(), args.json)
+    if args.csv == "-":
+        sys.stdout.write(r.detail.to_csv())
+    elif args.csv is not None:
+        write_atomic(args.csv, r.detail.to_csv())
+    if args.trace is not None:
+        write_atomic(args.trace, trace_json(r.detail))
+    if "-" not in (args.json, args.csv):
+        print(r.summary_table())
+    if r.full is not None and not r.full.verified:
+        print(r.full.run.message(), file=sys.stderr)
         return 1
     return 0
 

@@ -71,7 +71,8 @@ def _param_bytes(program: Program, params: dict) -> bytes:
 
 
 class _Batch:
-    """The state of a batch of thread blocks executing together."""
+    """The state of a batch of thread blocks executing together: `nblocks` blocks from position
+    `first_block` of the launch order (of `ex.block_ids` when the executor runs chosen blocks)."""
 
     def __init__(self, ex: Executor, first_block: int, nblocks: int):
         self.ex, prog, launch = ex, ex.program, ex.launch
@@ -96,7 +97,10 @@ class _Batch:
         self.R: list[np.ndarray] = [np.zeros(L, dtype=TYPES[r.type].dtype) for r in prog.registers]
         bx, by, _ = launch.block
         gx, gy, _ = launch.grid
-        gid = first_block + self.lane_block
+        if ex.block_ids is None:
+            gid = first_block + self.lane_block
+        else:
+            gid = ex.block_ids[first_block: first_block + nblocks][self.lane_block]
         specials = {
             "%tid.x": tlin % bx, "%tid.y": (tlin // bx) % by, "%tid.z": tlin // (bx * by),
             "%ctaid.x": gid % gx, "%ctaid.y": (gid // gx) % gy, "%ctaid.z": gid // (gx * gy),
@@ -119,12 +123,16 @@ class _Batch:
         self.smem_stride = -(-max(self.smem_size, 8) // 8) * 8
         self.smem = np.zeros(nblocks * self.smem_stride, dtype=np.uint8)
         self.rec = BatchRecorder(W) if ex.record else None
+        if ex.loop_cap is not None:  # iterations of each loop's current instance, per warp
+            self.loop_count = np.zeros((W, len(ex.loop_headers)), dtype=np.int64)
 
     # lane -> (block, thread) for error messages
     def where(self, lane: int) -> tuple[tuple, tuple]:
         launch = self.ex.launch
         w, l = divmod(int(lane), WARP)
         gid = self.first_block + w // self.wpb
+        if self.ex.block_ids is not None:
+            gid = int(self.ex.block_ids[gid])
         t = (w % self.wpb) * WARP + l
         bx, by, _ = launch.block
         gx, gy, _ = launch.grid
@@ -140,7 +148,6 @@ class BatchSource:
         self._b = b
         self._steps = steps
         self.finished = False
-        self.program_size = len(b.ex.program.instructions)
 
     def advance(self) -> StreamChunk | None:
         if self.finished:
@@ -155,20 +162,62 @@ class BatchSource:
 
 
 class Executor:
-    """Runs one launch of a program over global memory."""
+    """Runs one launch of a program over global memory.
+
+    Options for sampled simulation (values are then not those of the kernel; never verify them):
+    `block_limit` N executes only the first N blocks of the grid in launch order, `block_ids` only the
+    blocks with these linear ids, in this order (either way `%nctaid` stays the whole grid's, and the
+    stats count only the blocks executed). `loop_cap` C makes every loop of every warp stop after C
+    iterations: a backward branch (target <= pc) that the warp has already taken C times in the
+    loop's current instance falls through for all its lanes, so the warp leaves the loop and runs
+    the code after it (an instance restarts when an enclosing loop's backward branch is taken). A
+    dict {loop header pc: C} caps those loops only (a loop's header is its backward branch's target).
+    Every warp of a block sees the same cap, so a loop with a barrier inside, which all warps iterate
+    alike, stays matched. `loop_trips` then holds, per loop header pc, the most backward branches any
+    warp took in one instance (a cap of 2**62, or {}, counts them without capping), and
+    `block_warp_instructions` the warp instructions of each block executed, in execution order."""
 
     def __init__(self, program: Program, launch: Launch, params: dict, memory: GlobalMemory, *,
                  cfg=None, max_steps_per_warp: int | None = None, record: bool = False,
-                 batch_lanes: int | None = None):
+                 batch_lanes: int | None = None, block_limit: int | None = None,
+                 block_ids=None, loop_cap: int | dict[int, int] | None = None):
         launch.validate(cfg, program.shared_bytes)
         self.program, self.launch, self.memory, self.cfg = program, launch, memory, cfg
         self.params = _param_bytes(program, params)
         self.max_steps = max_steps_per_warp or DEFAULT_MAX_STEPS_PER_WARP
         self.record = record
+        self.block_ids = None
+        self.num_blocks = launch.num_blocks  # blocks this executor runs
+        if block_limit is not None and block_ids is not None:
+            raise LaunchError("give block_limit or block_ids, not both", field="blocks")
+        if block_limit is not None:
+            if int(block_limit) < 1:
+                raise LaunchError(f"block_limit is {block_limit}; must be at least 1", field="blocks")
+            self.num_blocks = min(int(block_limit), launch.num_blocks)
+        elif block_ids is not None:
+            ids = np.asarray(block_ids, dtype=np.int64).reshape(-1)
+            if ids.size == 0 or ids.min() < 0 or ids.max() >= launch.num_blocks:
+                raise LaunchError(f"block_ids must be non-empty and within 0..{launch.num_blocks - 1}",
+                                  field="blocks")
+            self.block_ids, self.num_blocks = ids, int(ids.size)
+        self.loop_cap = None
+        if loop_cap is not None:
+            back = [i for i in program.instructions if i.opcode == "bra" and i.target <= i.pc]
+            self.loop_headers = sorted({i.target for i in back})
+            self.loop_trips = dict.fromkeys(self.loop_headers, 0)
+            caps = loop_cap if isinstance(loop_cap, dict) else dict.fromkeys(self.loop_headers, loop_cap)
+            unknown = sorted(set(caps) - set(self.loop_headers))
+            if unknown:
+                raise LaunchError(f"loop_cap: pc {unknown[0]} is not a loop header (headers: "
+                                  f"{', '.join(map(str, self.loop_headers)) or 'none'})", field="loop_cap")
+            if any(int(c) < 0 for c in caps.values()):
+                raise LaunchError(f"loop_cap {min(caps.values())}: must be at least 0", field="loop_cap")
+            self.loop_cap = {h: int(caps.get(h, 1 << 62)) for h in self.loop_headers}
+            self.block_warp_instructions = np.zeros(self.num_blocks, dtype=np.int64)  # in execution order
         self.stats = ExecStats()
-        self.stats.blocks = launch.num_blocks
-        self.stats.warps = launch.num_blocks * launch.warps_per_block(WARP)
-        self.stats.threads = launch.num_blocks * launch.threads_per_block
+        self.stats.blocks = self.num_blocks
+        self.stats.warps = self.num_blocks * launch.warps_per_block(WARP)
+        self.stats.threads = self.num_blocks * launch.threads_per_block
         self.used_specials = {o.name for i in program.instructions for o in i.srcs if o.kind == "special"}
         lanes_per_block = launch.warps_per_block(WARP) * WARP
         self.blocks_per_batch = max(1, (batch_lanes or DEFAULT_BATCH_LANES) // lanes_per_block)
@@ -184,7 +233,7 @@ class Executor:
         """Run the launch batch by batch, yielding each finished batch (its recorder holds the
         per-warp instruction streams when recording)."""
         with np.errstate(all="ignore"):
-            total = self.launch.num_blocks
+            total = self.num_blocks
             for first in range(0, total, self.blocks_per_batch):
                 b = _Batch(self, first, min(self.blocks_per_batch, total - first))
                 self._run_batch(b)
@@ -195,7 +244,7 @@ class Executor:
         at a time
         (recording): the timing model pulls instructions as its warps need them, so only a window of
         each warp's stream is ever held. Batches are opened in order; several may be open at once."""
-        total = self.launch.num_blocks
+        total = self.num_blocks
         for first in range(0, total, self.blocks_per_batch):
             b = _Batch(self, first, min(self.blocks_per_batch, total - first))
             yield BatchSource(b, self._steps(b, chunk))
@@ -221,6 +270,10 @@ class Executor:
         steps = since = 0
         stats = self.stats
         by_unit = stats.by_unit
+        per_block = None  # loop-cap mode: warp instructions of each block of this batch
+        if self.loop_cap is not None:
+            per_block = self.block_warp_instructions[b.first_block: b.first_block + b.nblocks]
+            wpb = b.wpb
         while True:
             runnable = b.state == RUN
             np.copyto(pcs_buf, st.pc)
@@ -246,6 +299,8 @@ class Executor:
             stats.warp_instructions += G.size
             stats.thread_instructions += nlanes
             by_unit[ins.unit] += G.size
+            if per_block is not None:
+                per_block += np.bincount(G // wpb, minlength=per_block.size)
             if b.rec is not None:
                 b.rec.step(p, G, st.active[G])
             ops[p](G, lanes)
@@ -403,6 +458,8 @@ class Executor:
     # ---- control --------------------------------------------------------------------------------
     def _branch(self, ins: Instruction, b: _Batch) -> Callable:
         st, target, nxt = b.stack, ins.target, ins.pc + 1
+        if self.loop_cap is not None and target <= ins.pc:
+            return self._capped_branch(ins, b)
         stats = self.stats
         if ins.guard < 0 or target == nxt:
             def run(G, lanes):
@@ -426,6 +483,51 @@ class Executor:
                 stats.divergent_branches += int(split.sum())
                 b.full = False
             stats.branches += G.size
+
+        return run
+
+    def _capped_branch(self, ins: Instruction, b: _Batch) -> Callable:
+        """A loop's backward branch under `loop_cap`: a warp whose current instance of the loop has
+        taken it `loop_cap` times falls through, all its lanes; taking it restarts the loops inside."""
+        st, target, nxt, cap = b.stack, ins.target, ins.pc + 1, self.loop_cap[ins.target]
+        stats, count, headers = self.stats, b.loop_count, self.loop_headers
+        k = headers.index(target)
+        inner = np.array([j for j, h in enumerate(headers) if target < h <= ins.pc], dtype=np.int64)
+        trips = self.loop_trips
+
+        def took(g):
+            if g.size:
+                count[g, k] += 1
+                if inner.size:
+                    count[np.ix_(g, inner)] = 0
+                trips[target] = max(trips[target], int(count[g, k].max()))
+
+        if ins.guard < 0:
+            def run(G, lanes):
+                go = count[G, k] < cap
+                st.pc[G] = np.where(go, target, nxt)
+                took(G[go])
+            return run
+        pred = b.R[ins.guard].reshape(b.W, WARP)
+        neg = ins.guard_negate
+        reconv = ins.reconv
+
+        def run(G, lanes):
+            act = st.active[G]
+            taken = act & (pred[G] != neg)
+            capped = count[G, k] >= cap
+            taken[capped] = False
+            n_taken = taken.sum(1)
+            all_taken = (n_taken == act.sum(1)) & ~capped
+            st.pc[G] = np.where(all_taken, target, nxt)
+            split = (n_taken > 0) & ~all_taken
+            if split.any():
+                for j in np.flatnonzero(split):
+                    st.diverge(int(G[j]), taken[j], nxt, target, reconv)
+                stats.divergent_branches += int(split.sum())
+                b.full = False
+            stats.branches += G.size
+            took(G[n_taken > 0])
 
         return run
 

@@ -32,14 +32,21 @@ class TimedExecution:
 
 
 def timed_execute(program, launch, args, memory, *, cfg: Config, max_steps_per_warp: int | None = None,
-                  max_cycles: int | None = None) -> TimedExecution:
-    """Execute `program` functionally and stream its warps' instructions through the timing model."""
-    ex = Executor(program, launch, args, memory, cfg=cfg, max_steps_per_warp=max_steps_per_warp, record=True)
+                  max_cycles: int | None = None, block_limit: int | None = None,
+                  loop_cap: int | None = None) -> TimedExecution:
+    """Execute `program` functionally and stream its warps' instructions through the timing model.
+    `block_limit` and `loop_cap` (sampled simulation: the first blocks only, loops cut short; see
+    `Executor`) time a part of the kernel."""
+    ex = Executor(program, launch, args, memory, cfg=cfg, max_steps_per_warp=max_steps_per_warp, record=True,
+                  block_limit=block_limit, loop_cap=loop_cap)
     timing = GPU(cfg).run(program, launch, ex.stream_batches(), max_cycles=max_cycles)
     return TimedExecution(program, launch, ex.stats, timing)
 
 
-def _configure(cfg: Config | str | os.PathLike, scheduler: str | None, overrides: dict[str, Any] | None) -> Config:
+def configure(cfg: Config | str | os.PathLike, scheduler: str | None = None,
+              overrides: dict[str, Any] | None = None) -> Config:
+    """A Config from a Config, a built-in name or a YAML path, with `scheduler` and dotted `overrides`
+    applied (as `simulate` does)."""
     if scheduler is not None and scheduler not in SCHEDULERS:
         raise ConfigError(f"scheduler {scheduler!r} is not one of {', '.join(SCHEDULERS)}", field="scheduler.policy")
     ov = dict(overrides or {})
@@ -73,7 +80,7 @@ def simulate(workload, cfg: Config | str | os.PathLike = "a100", *, seed: int = 
     wrong result raises VerificationError; without, check `result.verified` (`result.run.message()` says
     where it differs)."""
     wl = workload if hasattr(workload, "program") else load_workload(workload)
-    cfg = _configure(cfg, scheduler, overrides)
+    cfg = configure(cfg, scheduler, overrides)
     t0 = time.perf_counter()
     run = wl.run(params, cfg, seed=seed, max_steps_per_warp=max_steps_per_warp,
                  executor=partial(timed_execute, max_cycles=max_cycles))

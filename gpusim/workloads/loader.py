@@ -195,7 +195,7 @@ class Workload:
         the numpy reference. `cfg` is a Config, a config name/path (`"a100"`) or None (default limits).
         `executor(program, launch, args, memory, cfg=, max_steps_per_warp=)` replaces
         `gpusim.functional.execute` (the timing model passes one that also simulates cycles)."""
-        from gpusim.functional import GlobalMemory, execute  # the executor sits above the loader's imports
+        from gpusim.functional import execute  # the executor sits above the loader's imports
 
         p = self.params(params)
         launch = self.launch(p)
@@ -205,11 +205,7 @@ class Workload:
             cfg = load_config(cfg)
         inputs = self.inputs(p, seed)
         expected = self.reference(p, inputs)
-        args, buffers = self._bind(inputs)
-        nbytes = sum(a.nbytes for a in buffers.values())
-        mem = GlobalMemory(capacity=max(1 << 16, nbytes + 512 * (len(buffers) + 1)))
-        for name, arr in buffers.items():
-            args[name] = mem.alloc_array(arr, name=name)
+        args, buffers, mem = self._load(inputs)
         kwargs = {} if max_steps_per_warp is None else {"max_steps_per_warp": max_steps_per_warp}
         t0 = time.perf_counter()
         result = (executor or execute)(self.program, launch, args, mem, cfg=cfg, **kwargs)
@@ -231,6 +227,30 @@ class Workload:
         return WorkloadRun(workload=self.name, params=p, launch=launch, result=result, outputs=outputs,
                            expected=expected, mismatches=mismatches, bytes_moved=self.bytes_moved(p, inputs),
                            flops=self.flops(p), seed=seed, exec_seconds=exec_seconds)
+
+    def prepare(self, params: Mapping[str, Any] | None = None, *, seed: int = 0) -> PreparedLaunch:
+        """The launch of `params` with its inputs in a fresh global memory, ready for an executor, and
+        without computing the numpy reference (for runs that are not verified, such as sampled
+        simulation, where the reference of a large size would cost more than the sample)."""
+        p = self.params(params)
+        launch = self.launch(p)
+        inputs = self.inputs(p, seed)
+        args, buffers, mem = self._load(inputs)
+        return PreparedLaunch(workload=self.name, params=p, launch=launch, program=self.program, args=args,
+                              memory=mem, bytes_moved=self.bytes_moved(p, inputs), flops=self.flops(p),
+                              seed=seed)
+
+    def _load(self, inputs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, np.ndarray], Any]:
+        """Bind the inputs and copy the arrays into a fresh global memory: (args with the arrays'
+        device addresses, the arrays by name, the memory)."""
+        from gpusim.functional import GlobalMemory
+
+        args, buffers = self._bind(inputs)
+        nbytes = sum(a.nbytes for a in buffers.values())
+        mem = GlobalMemory(capacity=max(1 << 16, nbytes + 512 * (len(buffers) + 1)))
+        for name, arr in buffers.items():
+            args[name] = mem.alloc_array(arr, name=name)
+        return args, buffers, mem
 
     def _bind(self, inputs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """Split inputs into by-value arguments and arrays for global memory, checking them against the
@@ -262,6 +282,35 @@ class Workload:
                 raise WorkloadError(f"{self.reference_path}: inputs()['{name}'] is {type(value).__name__}; "
                                     "expected a numpy array (a buffer) or a number (by value)")
         return args, buffers
+
+
+@dataclass
+class PreparedLaunch:
+    """A workload's launch with its inputs in global memory (`Workload.prepare`): what an executor
+    needs, and the figures a result reports. `snapshot()` / `restore()` keep and bring back the
+    memory as prepared, so that several runs start from the same inputs."""
+
+    workload: str
+    params: dict[str, int | float]
+    launch: Launch
+    program: Program
+    args: dict[str, Any]
+    memory: Any  # gpusim.functional.GlobalMemory
+    bytes_moved: int | float = 0
+    flops: int | float | None = None
+    seed: int = 0
+    _pristine: np.ndarray | None = field(default=None, repr=False)
+
+    def snapshot(self) -> None:
+        self._pristine = self.memory.buffer.copy()
+
+    def restore(self) -> None:
+        if self._pristine is not None:
+            np.copyto(self.memory.buffer, self._pristine)
+
+    def release(self) -> None:
+        """Drop the memory and its snapshot (large for a large kernel) once no run needs them."""
+        self.memory = self._pristine = None
 
 
 # ---- loading --------------------------------------------------------------------------------------

@@ -1,0 +1,266 @@
+"""The arithmetic of sampled simulation (docs/sampling.md): from a few detailed runs of a kernel's first
+blocks with its long loops cut short, the cycles of the whole kernel and a bound on the error; and the
+static check for kernels whose memory addresses come from loaded data. Pure functions of numbers and
+programs.
+
+Two models, by the shape of the grid (B = blocks per SM x SMs: a wave):
+
+- Waves. The sample is the first g blocks, several waves, at one or more loop-cap levels. Inside a run,
+  block j + B retires one wave after block j: the mean of those gaps is the per-wave time D, and the
+  run's cycles are T = O + D * g / B (O: the ramp and drain). D and O grow linearly with a block's warp
+  instructions y; fitted at the two highest levels and taken to the kernel's own y, the kernel's cycles
+  are O + D * grid / B. (With loops whole, one run: T + D * (grid - g) / B.)
+- Loops. The grid is a few waves or less, all in the sample; the runs differ only in where the long
+  loops stop. Each further warp instruction costs `beta` cycles (the slope between the two highest
+  levels), and the kernel's cycles are T(highest) + beta * (its warp instructions - the run's).
+
+The blocks of the first wave start together and keep in step for a while, and later waves do not:
+the per-wave model measures what later waves do (the runs are three waves long), where the loop
+model can only use the first wave, and a slope taken over its first few iterations overstates a
+kernel of many waves (docs/sampling.md has the figures)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpusim.isa.cfg import instruction_successors
+from gpusim.isa.program import EXIT_PC, Program
+
+CONFIDENCE_FLOOR = 0.01  # never claim better than 1 %: the model is a model
+LOOP_DRIFT_FACTOR = 2.0  # the loop term: this many times the change between the lower and upper fits
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """One detailed run: the first `blocks` blocks, the long loops cut at level `cap` (None: whole)."""
+
+    blocks: int
+    cap: int | None
+    cycles: int
+    warp_instructions: int
+
+
+@dataclass
+class Estimate:
+    """The extrapolated cycles; the error bound (`confidence`, relative: the estimate is within
+    cycles * (1 +- confidence) as far as the terms in `bounds`, in cycles, can tell); the model
+    ("waves" or "loops") and its fitted figures: `per_wave` D and `offset` O of the kernel (waves), or
+    `beta`, cycles per further warp instruction (loops); and how many waves were extrapolated."""
+
+    cycles: int
+    confidence: float
+    model: str
+    waves_extrapolated: float
+    per_wave: float | None = None
+    offset: float | None = None
+    beta: float | None = None
+    bounds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def low(self) -> int:
+        return round(self.cycles * (1 - self.confidence))
+
+    @property
+    def high(self) -> int:
+        return round(self.cycles * (1 + self.confidence))
+
+
+def slope(a: Observation, b: Observation) -> float:
+    """Cycles per warp instruction between two runs of the same blocks at different caps."""
+    dy = b.warp_instructions - a.warp_instructions
+    if dy <= 0:
+        raise ValueError("runs at different loop caps issued the same number of warp instructions")
+    return (b.cycles - a.cycles) / dy
+
+
+def wave_deltas(timeline, blocks_per_wave: int) -> np.ndarray:
+    """The time between the retirement of block j and of block j + B (one wave later), for every j
+    of a run's timeline ((block, sm, start, end) rows): the per-wave time seen inside one run."""
+    ends = np.array([e for _, _, _, e in sorted(timeline)], dtype=np.float64)
+    if ends.size <= blocks_per_wave:
+        return np.zeros(0)
+    return ends[blocks_per_wave:] - ends[:-blocks_per_wave]
+
+
+def _line(x0: float, y0: float, x1: float, y1: float, x: float) -> float:
+    return y1 + (y1 - y0) / (x1 - x0) * (x - x1)
+
+
+def extrapolate(*, grid: int, blocks_per_wave: int, runs: list[Observation], full_warp_instructions: float,
+                wave_deltas: list[np.ndarray] | None = None, warp_instructions_spread: float = 0.0,
+                remainder_matched: bool = True, extra_bounds: dict[str, float] | None = None) -> Estimate:
+    """Cycles of the whole kernel and the bound on their error, from `runs` of the same first blocks at
+    increasing loop-cap levels (one run with loops whole, or two or more levels).
+
+    With `wave_deltas` (per run, `wave_deltas()` of its timeline): the per-wave model; without, the loop
+    model (see the module docstring). `full_warp_instructions`: the kernel's warp instructions
+    (estimated from a few blocks; `warp_instructions_spread` their relative uncertainty). With
+    `remainder_matched` False the sample does not end with the grid's partial last wave, which the
+    per-wave model then counts as a fraction of a wave. `extra_bounds`: further terms, in cycles.
+
+    The bound adds: "loops", LOOP_DRIFT_FACTOR times the difference the two lowest levels make
+    instead of the two highest (with three levels or more); "waves", the difference between the
+    estimates from the earlier and the later half of each run's gaps (per-wave model: how far the
+    per-wave time still moves), or, with no run of more than the first blocks, the
+    first wave's own intercept for the waves still to come (loop model); "last wave", up to a whole
+    wave for a partial last wave counted as a fraction; "instruction count"; and the extra terms."""
+    B = blocks_per_wave
+    runs_in = list(runs)
+    runs = sorted(runs_in, key=lambda o: -1 if o.cap is None else o.cap)
+    if not runs or len({o.blocks for o in runs}) != 1:
+        raise ValueError("runs must be one or more runs of the same first blocks")
+    g = runs[0].blocks
+    x = max(0.0, (grid - g) / B)  # waves after the sampled ones
+    y_full = full_warp_instructions
+    bounds: dict[str, float] = {}
+    if wave_deltas is not None:
+        if len(wave_deltas) != len(runs) or any(d.size == 0 for d in wave_deltas):
+            raise ValueError("every run of the per-wave model needs its retirement gaps (more than one wave)")
+        gaps = [np.asarray(d, dtype=np.float64) for _, d in sorted(zip(
+            (-1 if o.cap is None else o.cap for o in runs_in), wave_deltas, strict=True), key=lambda t: t[0])]
+        yf = y_full / grid  # warp instructions of one whole block
+        ys = [r.warp_instructions / g for r in runs]
+
+        def offsets(means: list[float]) -> list[float]:
+            return [r.cycles - m * g / B for r, m in zip(runs, means, strict=True)]
+
+        def per_wave(means: list[float], i: int, j: int) -> tuple[float, float]:
+            """D and O at the kernel's own block length, from runs i and j (or run i alone)."""
+            offs = offsets(means)
+            if i == j:
+                return means[i], offs[i]
+            return _line(ys[i], means[i], ys[j], means[j], yf), _line(ys[i], offs[i], ys[j], offs[j], yf)
+
+        def total(d: float, o: float) -> float:
+            return o + d * grid / B
+
+        means = [float(d.mean()) for d in gaps]
+        late = [float(d[d.size // 2:].mean()) for d in gaps]
+        early = [float(d[: d.size // 2].mean()) if d.size > 1 else float(d.mean()) for d in gaps]
+        n = len(runs)
+        if n == 1 and runs[0].cap is not None:
+            raise ValueError("one run at a loop cap: nothing to take to the whole loops")
+        hi = (n - 2, n - 1) if n >= 2 else (0, 0)
+        d_full, o_full = per_wave(means, *hi)
+        est = total(d_full, o_full)
+        bounds["waves"] = abs(total(*per_wave(late, *hi)) - total(*per_wave(early, *hi)))
+        if n >= 3:
+            bounds["loops"] = abs(total(*per_wave(means, 0, 1)) - est) * LOOP_DRIFT_FACTOR
+        if warp_instructions_spread:
+            if n >= 2:  # cycles per warp instruction of a block, all blocks together
+                offs = offsets(means)
+                dy = ys[-1] - ys[-2]
+                per_y = ((means[-1] - means[-2]) * grid / B + (offs[-1] - offs[-2])) / dy
+                bounds["instruction count"] = abs(per_y) * yf * warp_instructions_spread
+            else:
+                bounds["instruction count"] = d_full * x * warp_instructions_spread
+        r = grid % B
+        if not remainder_matched and r:
+            bounds["last wave"] = (1 - r / B) * d_full
+        result = dict(model="waves", per_wave=d_full, offset=o_full)
+    else:
+        if len(runs) < 2 or any(o.cap is None for o in runs):
+            raise ValueError("the loop model needs runs at two loop-cap levels or more")
+        beta = slope(runs[-2], runs[-1])
+        top = runs[-1]
+
+        def total_l(b: float) -> float:
+            return top.cycles + b * (y_full - top.warp_instructions)
+
+        est = total_l(beta)
+        if len(runs) >= 3:
+            bounds["loops"] = abs(total_l(slope(runs[0], runs[1])) - est) * LOOP_DRIFT_FACTOR
+        if x > 0:  # no run of the later waves: each costs between nothing and the first one's intercept
+            alpha = max(0.0, runs[0].cycles - beta * runs[0].warp_instructions) * B / g
+            est += alpha / 2 * x
+            bounds["waves"] = alpha / 2 * x
+        if warp_instructions_spread:
+            bounds["instruction count"] = beta * y_full * warp_instructions_spread
+        result = dict(model="loops", beta=beta)
+    for k, v in (extra_bounds or {}).items():
+        bounds[k] = float(v)
+    cycles = max(1, round(est))
+    conf = max(CONFIDENCE_FLOOR, sum(bounds.values()) / cycles)
+    return Estimate(cycles, conf, waves_extrapolated=x, bounds=bounds, **result)
+
+
+def first_wave_end(timeline, blocks_per_wave: int) -> float:
+    """When the last of the first B blocks (by block id) retired: the first wave's time."""
+    return float(max(e for b, _, _, e in timeline if b < blocks_per_wave))
+
+
+def in_step_bound(*, grid: int, blocks_per_wave: int, runs: list[Observation], first_wave_ends: list[float],
+                  wave_deltas: list[np.ndarray], full_warp_instructions: float) -> float:
+    """Cycles the per-wave model may be off by for loops cut short: per further warp instruction of a
+    block, the first wave (whose blocks start in step) grows by dF, the later waves by dD; how the
+    later waves' growth moves towards the first's over the iterations not simulated is not measured,
+    so half the difference, over those iterations and every wave, is the bound. From the two runs at
+    the highest levels; 0 with loops whole."""
+    B = blocks_per_wave
+    order = sorted(range(len(runs)), key=lambda i: -1 if runs[i].cap is None else runs[i].cap)
+    if len(order) < 2 or runs[order[-1]].cap is None:
+        return 0.0
+    i, j = order[-2], order[-1]
+    g = runs[j].blocks
+    yi, yj = runs[i].warp_instructions / g, runs[j].warp_instructions / g
+    if yj <= yi:
+        return 0.0
+    d_f = (first_wave_ends[j] - first_wave_ends[i]) / (yj - yi)
+    d_d = (float(np.mean(wave_deltas[j])) - float(np.mean(wave_deltas[i]))) / (yj - yi)
+    remaining = max(0.0, full_warp_instructions / grid - yj)
+    return abs(d_f - d_d) * remaining * grid / B / 2
+
+
+def writeback_bound(*, written_bytes: float, footprint_bytes: float, sampled_footprint_bytes: float,
+                    l2_bytes: int, dram_bytes_per_cycle: float) -> float:
+    """Cycles a sample may miss when the kernel's data overflows the L2 but the sample's does not: the
+    dirty lines the L2 will have to write back to DRAM (written bytes beyond what the L2 holds), at
+    the DRAM's peak rate. 0 when the sample fills the L2 too, or the kernel fits in it."""
+    if footprint_bytes <= l2_bytes or sampled_footprint_bytes >= l2_bytes or written_bytes <= 0:
+        return 0.0
+    evicted = written_bytes * (1 - l2_bytes / footprint_bytes)
+    return evicted / dram_bytes_per_cycle
+
+
+def data_dependent_addresses(program: Program) -> list[int]:
+    """The pcs of global memory instructions whose address depends on a value loaded from global
+    memory (pointer chasing, gathers through an index array), by a forward dataflow over the control
+    flow: such a kernel touches data the first blocks and loop iterations do not predict."""
+    instrs = program.instructions
+    n = len(instrs)
+    tainted_in: list[frozenset | None] = [None] * n
+    tainted_in[0] = frozenset()
+    work = [0]
+    bad: set[int] = set()
+    while work:
+        pc = work.pop()
+        ins = instrs[pc]
+        t = set(tainted_in[pc])
+        is_global = ins.opcode in ("ld", "st", "atom", "red") and ins.space == "global"
+        if is_global:
+            addr = ins.srcs[0] if ins.opcode in ("ld", "atom") else ins.dsts[0]
+            if addr.kind == "addr" and addr.reg in t:
+                bad.add(pc)
+        reads = {o.reg for o in ins.srcs if o.kind in ("reg", "addr") and o.reg >= 0}
+        dirty = (ins.opcode in ("ld", "atom") and ins.space == "global") or bool(reads & t)
+        for r in ins.regs_written():
+            if dirty:
+                t.add(r)
+            elif ins.guard < 0:
+                t.discard(r)  # a predicated write may leave the old (tainted) value
+        out = frozenset(t)
+        for s in instruction_successors(ins, n):
+            if s == EXIT_PC:
+                continue
+            old = tainted_in[s]
+            new = out if old is None else old | out
+            if new != old:
+                tainted_in[s] = new
+                work.append(s)
+    return sorted(bad)
+
+
+__all__ = ["CONFIDENCE_FLOOR", "Estimate", "LOOP_DRIFT_FACTOR", "Observation", "data_dependent_addresses",
+           "extrapolate", "first_wave_end", "in_step_bound", "slope", "wave_deltas", "writeback_bound"]

@@ -1,0 +1,287 @@
+"""Sampled simulation: the extrapolation arithmetic on synthetic numbers, the plan, the static check for
+data-dependent addresses, and sampled against full simulation on small multi-wave cases (4 SMs, so a
+wave is 32 blocks of 256 threads and the cases stay fast)."""
+
+import numpy as np
+import pytest
+
+from gpusim.analysis import sampling
+from gpusim.analysis.sampling import level_caps, make_plan, simulate_sampled
+from gpusim.analysis.sampling_model import (
+    CONFIDENCE_FLOOR,
+    LOOP_DRIFT_FACTOR,
+    Observation,
+    data_dependent_addresses,
+    extrapolate,
+    first_wave_end,
+    in_step_bound,
+    wave_deltas,
+    writeback_bound,
+)
+from gpusim.errors import GpusimError
+from gpusim.stats.simulate import simulate
+from gpusim.workloads import load_workload
+
+SMALL = {"chip.sm_count": 4}  # 8 blocks of 256 threads per SM: 32 blocks a wave
+
+# A synthetic kernel of blocks of y warp instructions each that follows the per-wave model exactly: a wave
+# of B = 100 blocks takes per_wave(y) = 100 + 0.5 y cycles, and a run of g blocks offset(y) + per_wave(y) g / B.
+B, G = 100, 1000
+
+
+def per_wave(y):
+    return 100 + 0.5 * y
+
+
+def offset(y):
+    return 300 + 0.1 * y
+
+
+def wave_run(g, cap, y):
+    """A run of g blocks of y warp instructions each, and its retirement gaps (all one wave's time)."""
+    return Observation(g, cap, round(offset(y) + per_wave(y) * g / B), g * y), np.full(g - B, per_wave(y))
+
+
+def test_per_wave_model_is_exact_for_a_kernel_that_follows_it():
+    y_full = 1_000
+    obs, gaps = zip(*(wave_run(300, c, 100 * (c + 1)) for c in (1, 2, 3)), strict=True)
+    est = extrapolate(grid=G, blocks_per_wave=B, runs=list(obs), wave_deltas=list(gaps),
+                      full_warp_instructions=G * y_full)
+    assert est.model == "waves" and est.cycles == round(offset(y_full) + per_wave(y_full) * G / B) == 6_400
+    assert est.per_wave == pytest.approx(per_wave(y_full)) and est.offset == pytest.approx(offset(y_full))
+    assert est.bounds == {"waves": 0.0, "loops": 0.0}
+    assert est.confidence == CONFIDENCE_FLOOR and est.waves_extrapolated == 7
+    assert est.low == round(6_400 * 0.99) and est.high == round(6_400 * 1.01)
+
+
+def test_per_wave_model_with_loops_whole_adds_the_per_wave_time_for_every_wave_to_come():
+    # one run of 3 waves, its waves getting slower (the later half of the gaps at 1,100)
+    d = np.array([1_000.0] * 100 + [1_100.0] * 100)
+    run = Observation(300, None, 3_400, 30_000)
+    est = extrapolate(grid=1_050, blocks_per_wave=B, runs=[run], wave_deltas=[d], full_warp_instructions=105_000,
+                      remainder_matched=False)
+    assert est.cycles == round(3_400 + 1_050 * (1_050 - 300) / B)
+    assert est.bounds["waves"] == pytest.approx(100 * (1_050 - 300) / B)  # later gaps 100 more; 7.5 waves to come
+    assert est.bounds["last wave"] == pytest.approx((1 - 50 / B) * 1_050)  # up to a whole wave for 50 blocks
+    assert est.per_wave == 1_050 and est.beta is None
+
+
+def test_the_loop_bound_is_the_difference_the_lower_levels_make():
+    # the loop model: slope 0.6 between levels 1 and 2, 0.5 between 2 and 3; the estimate uses 0.5
+    runs = [Observation(100, 1, 10_000, 10_000), Observation(100, 2, 16_000, 20_000),
+            Observation(100, 3, 21_000, 30_000)]
+    est = extrapolate(grid=100, blocks_per_wave=B, runs=runs, full_warp_instructions=100_000)
+    assert est.model == "loops" and est.beta == pytest.approx(0.5)
+    assert est.cycles == 21_000 + 0.5 * 70_000
+    assert est.bounds == {"loops": pytest.approx(LOOP_DRIFT_FACTOR * 0.1 * 70_000)}
+    assert est.confidence == pytest.approx(LOOP_DRIFT_FACTOR * 7_000 / 56_000)
+    assert est.waves_extrapolated == 0
+
+
+def test_loop_model_counts_later_waves_at_half_the_first_ones_intercept():
+    # 150 of 1,000 blocks sampled; T = 700 + 0.5 Y, so the intercept of a wave is 700 * 100 / 150
+    runs = [Observation(150, c, round(700 + 0.5 * 10_000 * c), 10_000 * c) for c in (4, 8, 12)]
+    est = extrapolate(grid=G, blocks_per_wave=B, runs=runs, full_warp_instructions=1_000_000,
+                      warp_instructions_spread=0.01)
+    alpha = 700 * 100 / 150
+    assert est.cycles == round(700 + 0.5 * 1_000_000 + alpha / 2 * 8.5)
+    assert est.bounds["waves"] == pytest.approx(alpha / 2 * 8.5)
+    assert est.bounds["instruction count"] == pytest.approx(0.5 * 1_000_000 * 0.01)
+
+
+def test_extrapolate_refuses_runs_it_cannot_use():
+    with pytest.raises(ValueError):  # nothing
+        extrapolate(grid=10, blocks_per_wave=5, runs=[], full_warp_instructions=1)
+    with pytest.raises(ValueError):  # different blocks
+        extrapolate(grid=10, blocks_per_wave=5, runs=[Observation(5, 1, 10, 10), Observation(6, 2, 20, 20)],
+                    full_warp_instructions=100)
+    with pytest.raises(ValueError):  # two caps with the same instruction count: no slope
+        extrapolate(grid=10, blocks_per_wave=5, runs=[Observation(5, 1, 10, 10), Observation(5, 2, 20, 10)],
+                    full_warp_instructions=100)
+    with pytest.raises(ValueError):  # the loop model needs two levels
+        extrapolate(grid=10, blocks_per_wave=5, runs=[Observation(5, 1, 10, 10)], full_warp_instructions=100)
+    with pytest.raises(ValueError):  # the per-wave model needs every run's gaps
+        extrapolate(grid=10, blocks_per_wave=5, runs=[Observation(10, None, 10, 10)], wave_deltas=[np.zeros(0)],
+                    full_warp_instructions=100)
+
+
+def test_wave_deltas_pair_each_block_with_the_one_a_wave_later():
+    tl = [(b, 0, 0, 10 * b + (5 if b >= 3 else 0)) for b in range(6)][::-1]
+    assert wave_deltas(tl, 3).tolist() == [35.0, 35.0, 35.0]
+    assert wave_deltas(tl[:3], 3).size == 0
+
+
+def test_in_step_bound_is_half_the_growth_the_first_wave_adds_over_the_iterations_not_run():
+    # blocks of 100 and 200 warp instructions (levels 1, 2) in runs of 300 blocks; the whole block has
+    # 1,000. The first wave grows by 3 cycles a warp instruction, the later waves' gaps by 2.
+    runs = [Observation(300, 1, 5_000, 30_000), Observation(300, 2, 9_000, 60_000)]
+    gaps = [np.full(200, 400.0), np.full(200, 600.0)]
+    ends = [900.0, 1_200.0]
+    bound = in_step_bound(grid=G, blocks_per_wave=B, runs=runs, first_wave_ends=ends, wave_deltas=gaps,
+                          full_warp_instructions=G * 1_000)
+    assert bound == pytest.approx(abs(3 - 2) * (1_000 - 200) * G / B / 2)
+    whole = [Observation(300, None, 5_000, 30_000)]
+    assert in_step_bound(grid=G, blocks_per_wave=B, runs=whole, first_wave_ends=[900.0], wave_deltas=gaps[:1],
+                         full_warp_instructions=G * 100) == 0.0
+    assert first_wave_end([(0, 0, 0, 50), (1, 0, 0, 70), (2, 0, 0, 90)], 2) == 70
+
+
+def test_writeback_bound_only_when_the_kernel_overflows_the_l2_and_the_sample_does_not():
+    kw = dict(written_bytes=40e6, footprint_bytes=120e6, l2_bytes=40_000_000, dram_bytes_per_cycle=1000.0)
+    assert writeback_bound(sampled_footprint_bytes=10e6, **kw) == pytest.approx(40e6 * (1 - 1 / 3) / 1000)
+    assert writeback_bound(sampled_footprint_bytes=50e6, **kw) == 0.0
+    assert writeback_bound(sampled_footprint_bytes=10e6, **{**kw, "footprint_bytes": 30e6}) == 0.0
+    assert writeback_bound(sampled_footprint_bytes=10e6, **{**kw, "written_bytes": 0}) == 0.0
+
+
+def test_plan_for_a_loop_free_kernel_of_many_waves():
+    plan, why = make_plan(10_000, 100, 50.0, 50.0, 50.0, 0, budget=1e9)
+    assert why == "" and (plan.kind, plan.blocks, plan.levels, plan.remainder_matched) == ("waves", 300, (None,), True)
+    assert plan.runs() == [(300, None)] and plan.cost == 300 * 50
+    # 50 blocks of remainder: simulated (150 + 200) when affordable, else left to the model (100 + 200)
+    plan, _ = make_plan(10_050, 100, 50.0, 50.0, 50.0, 0, budget=1e9)
+    assert (plan.blocks, plan.remainder_matched) == (350, True)
+    plan, _ = make_plan(10_050, 100, 50.0, 50.0, 50.0, 0, budget=320 * 50)
+    assert (plan.blocks, plan.remainder_matched) == (300, False)
+
+
+def test_plan_for_many_waves_with_long_loops_takes_the_highest_levels_within_budget():
+    # 100 iterations, 10 warp instructions a level, 10 outside: (s/2, s, 2s) costs 300 * (30 + 35 s)
+    plan, _ = make_plan(10_000, 100, 1_000.0, 10.0, 20.0, 100, budget=300 * (30 + 35 * 8))
+    assert (plan.kind, plan.blocks, plan.levels) == ("waves", 300, (4, 8, 16))
+    plan, _ = make_plan(10_000, 100, 1_000.0, 10.0, 20.0, 100, budget=300 * (30 + 3 * 10))
+    assert plan.levels == (0, 1, 2)
+    plan, _ = make_plan(10_000, 100, 1_000.0, 10.0, 20.0, 100, budget=1.0)
+    assert plan.levels == (0, 1)  # nothing within budget: the cheapest
+
+
+def test_plan_for_few_waves_with_long_loops_cuts_the_whole_grid():
+    # 50 blocks, a fraction of a wave: the loop model, its slope from 4 iterations on when affordable
+    def cost(s):
+        return 50 * (30 + 35 * s)
+
+    plan, _ = make_plan(50, 100, 1_000.0, 10.0, 20.0, 100, budget=cost(12))
+    assert (plan.kind, plan.blocks, plan.levels) == ("loops", 50, (6, 12, 24))
+    assert plan.runs() == [(50, 6), (50, 12), (50, 24)]
+    # over budget: the cheapest plan with s of 4 or more, while under max_cost ...
+    plan, _ = make_plan(50, 100, 1_000.0, 10.0, 20.0, 100, budget=1.0, max_cost=cost(6))
+    assert plan.levels == (2, 4, 8)
+    # ... else the highest levels under max_cost, however early ...
+    plan, _ = make_plan(50, 100, 1_000.0, 10.0, 20.0, 100, budget=1.0, max_cost=cost(4), min_step=8)
+    assert plan.levels == (2, 4, 8)
+    # ... else the cheapest plan
+    plan, _ = make_plan(50, 100, 1_000.0, 10.0, 20.0, 100, budget=1.0, max_cost=1.0)
+    assert plan.levels == (1, 2, 4)
+
+
+def test_plan_with_a_forced_step_too_large_for_the_loops():
+    plan, why = make_plan(10_000, 100, 1_000.0, 10.0, 20.0, 100, budget=1e9, only_step=64)
+    assert plan is None and "s = 64" in why
+    plan, _ = make_plan(10_000, 100, 1_000.0, 10.0, 20.0, 100, budget=1.0, only_step=32)
+    assert plan.levels == (16, 32, 64)
+
+
+def test_plan_says_why_there_is_nothing_to_extrapolate():
+    plan, why = make_plan(250, 100, 50.0, 50.0, 50.0, 3, budget=1e9)
+    assert plan is None and "2.50 waves" in why and "no loop has 16 iterations" in why
+    plan, why = make_plan(50, 100, 500.0, 10.0, 20.0, 15, budget=1e9)
+    assert plan is None and "0.50 waves" in why
+
+
+def test_level_caps_cut_every_long_loop_at_the_same_fraction():
+    trips = {3: 100, 9: 20, 15: 5}
+    assert level_caps(trips, 8) == {3: 8, 9: 2}  # the 5-iteration loop runs whole
+    assert level_caps(trips, 1) == {3: 1, 9: 1}
+    assert level_caps(trips, 0) == {3: 0, 9: 0}
+
+
+def test_data_dependent_addresses_flag_pointer_chasing_only():
+    chase = load_workload("pointer_chase").program
+    [pc] = data_dependent_addresses(chase)
+    assert chase.instructions[pc].opcode == "ld" and chase.instructions[pc].space == "global"
+    for name in ("saxpy", "matmul_tiled", "histogram", "stream_copy", "softmax"):
+        assert data_dependent_addresses(load_workload(name).program) == [], name
+
+
+def test_sampled_loop_free_kernel_of_several_waves_is_within_5_percent():
+    full = simulate("saxpy", "a100", overrides=SMALL, n=1 << 16)  # 256 blocks: 8 waves
+    r = simulate_sampled("saxpy", "a100", sample="on", overrides=SMALL, n=1 << 16)
+    assert r.mode == "sampled" and r.blocks_per_wave == 32 and r.grid_blocks == 256
+    assert [(x.purpose, x.blocks, x.loop_cap) for x in r.runs] == [("waves", 96, None)]  # 3 waves, loops whole
+    assert abs(r.cycles - full.cycles) / full.cycles < 0.05
+    assert r.warp_instructions_estimated == full.kernel["warp_instructions"]
+    assert r.warp_instructions_simulated == 96 * 8 * len(load_workload("saxpy").program)
+
+
+def test_sampled_loops_are_within_5_percent_and_simulate_less():
+    full = simulate("ffma_peak", "a100", overrides=SMALL, n=4096, iters=20)  # 16 blocks, a 20-iteration loop
+    r = simulate_sampled("ffma_peak", "a100", sample="on", overrides=SMALL, n=4096, iters=20)
+    assert r.mode == "sampled" and all(x.loop_cap is not None for x in r.runs)
+    assert abs(r.cycles - full.cycles) / full.cycles < 0.05
+    assert abs(r.cycles - full.cycles) <= r.cycles * r.confidence
+    assert r.warp_instructions_simulated < full.kernel["warp_instructions"]
+    assert r.detail is not None and r.detail.verified is None
+    assert r.detail.kernel["warp_instructions"] == max(x.warp_instructions for x in r.runs)
+
+
+def test_auto_simulates_a_small_kernel_in_full_and_says_so():
+    r = simulate_sampled("saxpy", "a100", sample="auto", n=4096)
+    assert r.mode == "full" and "small kernel" in r.reason and r.confidence == 0.0
+    assert r.full is not None and r.full.verified and r.cycles == r.full.cycles
+    assert r.to_dict()["sampling"]["decision"] == "full"
+
+
+def test_on_refuses_a_kernel_with_nothing_to_extrapolate():
+    with pytest.raises(GpusimError, match="cannot sample: nothing to extrapolate"):
+        simulate_sampled("saxpy", "a100", sample="on", n=4096)
+
+
+def test_off_is_the_full_simulation():
+    r = simulate_sampled("vecadd", "a100", sample="off", n=4096)
+    assert r.mode == "full" and r.cycles == simulate("vecadd", "a100", n=4096).cycles
+
+
+def test_a_bad_sample_mode_is_an_error():
+    with pytest.raises(GpusimError, match="sample mode 'sometimes'"):
+        simulate_sampled("saxpy", "a100", sample="sometimes")
+
+
+FAULTING = """
+// out[(n - i) * 65536] = i after a loop of n iterations: only the whole loop writes inside the buffer
+.kernel faulting
+.param .u64 out
+.param .u32 n
+.reg .u32 %i, %n, %k
+.reg .u64 %a, %o
+.reg .pred %p
+    mov.u32 %i, 0;
+    ld.param.u32 %n, [n];
+LOOP:
+    add.u32 %i, %i, 1;
+    setp.lt.u32 %p, %i, %n;
+    @%p bra LOOP;
+    sub.u32 %k, %n, %i;
+    mul.wide.u32 %o, %k, 262144;
+    ld.param.u64 %a, [out];
+    add.u64 %a, %a, %o;
+    st.global.u32 [%a], %i;
+    exit;
+"""
+
+
+def test_a_sampled_run_that_faults_falls_back_to_full_under_auto(tmp_path, monkeypatch):
+    wl = tmp_path / "faulting"
+    wl.mkdir()
+    (wl / "faulting.sasm").write_text(FAULTING)
+    (wl / "workload.yaml").write_text("kernel: faulting.sasm\nparams: {n: 40}\n"
+                                      "launch: {grid: 1, block: 32}\ntest_sizes: [{n: 40}]\n")
+    (wl / "reference.py").write_text(
+        "import numpy as np\n"
+        "def inputs(p, rng):\n    return {'out': np.zeros(4, np.uint32), 'n': p['n']}\n"
+        "def reference(p, inputs):\n    return {'out': np.full(4, p['n'], np.uint32) * np.array([1, 0, 0, 0])}\n")
+    with pytest.raises(GpusimError, match="a sampled run faults"):
+        simulate_sampled(str(wl), "a100", sample="on")
+    monkeypatch.setattr(sampling, "AUTO_MIN_WARP_INSTRUCTIONS", 0)
+    monkeypatch.setattr(sampling, "MIN_GAIN", 0)
+    r = simulate_sampled(str(wl), "a100", sample="auto")
+    assert r.mode == "full" and "faults" in r.reason and r.full.verified
