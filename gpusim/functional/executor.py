@@ -460,7 +460,6 @@ class Executor:
         st, target, nxt = b.stack, ins.target, ins.pc + 1
         if self.loop_cap is not None and target <= ins.pc:
             return self._capped_branch(ins, b)
-        stats = self.stats
         if ins.guard < 0 or target == nxt:
             def run(G, lanes):
                 st.pc[G] = target if ins.guard < 0 else nxt
@@ -473,24 +472,28 @@ class Executor:
             act = st.active[G]
             taken = act & (pred[G] != neg)
             n_taken = taken.sum(1)
-            n_act = act.sum(1)
-            all_taken = n_taken == n_act
-            st.pc[G] = np.where(all_taken, target, nxt)
-            split = (n_taken > 0) & ~all_taken
-            if split.any():
-                for k in np.flatnonzero(split):
-                    st.diverge(int(G[k]), taken[k], nxt, target, reconv)
-                stats.divergent_branches += int(split.sum())
-                b.full = False
-            stats.branches += G.size
+            self._resolve(b, G, taken, n_taken, n_taken == act.sum(1), target, nxt, reconv)
 
         return run
+
+    def _resolve(self, b: _Batch, G, taken, n_taken, all_taken, target: int, nxt: int, reconv: int) -> None:
+        """A guarded branch's outcome for warps G: warps whose active lanes all take it jump, warps
+        where none does fall through, and the rest diverge (the taken lanes wait on the SIMT stack)."""
+        st = b.stack
+        st.pc[G] = np.where(all_taken, target, nxt)
+        split = (n_taken > 0) & ~all_taken
+        if split.any():
+            for k in np.flatnonzero(split):
+                st.diverge(int(G[k]), taken[k], nxt, target, reconv)
+            self.stats.divergent_branches += int(split.sum())
+            b.full = False
+        self.stats.branches += G.size
 
     def _capped_branch(self, ins: Instruction, b: _Batch) -> Callable:
         """A loop's backward branch under `loop_cap`: a warp whose current instance of the loop has
         taken it `loop_cap` times falls through, all its lanes; taking it restarts the loops inside."""
         st, target, nxt, cap = b.stack, ins.target, ins.pc + 1, self.loop_cap[ins.target]
-        stats, count, headers = self.stats, b.loop_count, self.loop_headers
+        count, headers = b.loop_count, self.loop_headers
         k = headers.index(target)
         inner = np.array([j for j, h in enumerate(headers) if target < h <= ins.pc], dtype=np.int64)
         trips = self.loop_trips
@@ -518,15 +521,7 @@ class Executor:
             capped = count[G, k] >= cap
             taken[capped] = False
             n_taken = taken.sum(1)
-            all_taken = (n_taken == act.sum(1)) & ~capped
-            st.pc[G] = np.where(all_taken, target, nxt)
-            split = (n_taken > 0) & ~all_taken
-            if split.any():
-                for j in np.flatnonzero(split):
-                    st.diverge(int(G[j]), taken[j], nxt, target, reconv)
-                stats.divergent_branches += int(split.sum())
-                b.full = False
-            stats.branches += G.size
+            self._resolve(b, G, taken, n_taken, (n_taken == act.sum(1)) & ~capped, target, nxt, reconv)
             took(G[n_taken > 0])
 
         return run
