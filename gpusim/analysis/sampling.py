@@ -28,8 +28,11 @@ from gpusim.analysis.sampling_model import (
     Observation,
     data_dependent_addresses,
     extrapolate,
+    fill_waves,
     first_wave_end,
     in_step_bound,
+    l2_dirty_fraction,
+    two_phase,
     wave_deltas,
     writeback_bound,
 )
@@ -53,6 +56,7 @@ CAP_STEPS = (2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)  # s of the 
 MIN_CAP_STEP = 4  # "auto" takes the slope from 4 iterations on: the first few run apart from the steady state
 AUTO_MAX_CONFIDENCE = 0.10  # "auto" simulates in full when the bound is wider than this ...
 FULL_AFFORDABLE_WARP_INSTRUCTIONS = 20_000_000  # ... and the kernel has no more warp instructions (~2 min)
+WARM_MIN_WRITEBACKS = 0.02  # two phases (warm runs) only when the write-backs could move the estimate this much
 COUNT_ONLY = 1 << 62  # a loop cap that counts iterations without cutting any loop short
 
 
@@ -68,12 +72,13 @@ class SampleRun:
     warp_instructions: int
     global_bytes: int
     wall_seconds: float
+    warm_l2: float | None = None  # the run started from a warm L2, this fraction of its lines dirty
 
     def to_dict(self) -> dict[str, Any]:
         return {"purpose": self.purpose, "blocks": self.blocks, "loop_cap": self.loop_cap,
                 "loop_caps": {str(k): v for k, v in (self.loop_caps or {}).items()}, "cycles": self.cycles,
                 "warp_instructions": self.warp_instructions, "global_bytes": self.global_bytes,
-                "wall_seconds": self.wall_seconds}
+                "wall_seconds": self.wall_seconds, "warm_l2": self.warm_l2}
 
 
 @dataclass(frozen=True)
@@ -153,7 +158,8 @@ class SampledResult:
             "warp_instructions_simulated": self.warp_instructions_simulated,
             "warp_instructions_estimated": self.warp_instructions_estimated,
             "model": ({"kind": e.model, "per_wave_cycles": e.per_wave, "offset_cycles": e.offset,
-                       "cycles_per_warp_instruction": e.beta, "waves_extrapolated": e.waves_extrapolated}
+                       "cycles_per_warp_instruction": e.beta, "waves_extrapolated": e.waves_extrapolated,
+                       "cold_per_wave_cycles": e.cold_per_wave, "l2_fill_waves": e.fill_waves}
                       if e else None),
             "bounds_cycles": dict(e.bounds) if e else {},
             "wall_seconds": self.wall_seconds,
@@ -202,14 +208,19 @@ class SampledResult:
         parts = []
         for r in self.runs:
             cut = "loops whole" if r.loop_cap is None else f"loops cut at {r.loop_cap}"
-            parts.append(f"{r.blocks:,} blocks, {cut}")
+            warm = "" if r.warm_l2 is None else f", warm L2 ({r.warm_l2:.0%} dirty)"
+            parts.append(f"{r.blocks:,} blocks, {cut}{warm}")
         loop = f"; longest loop {longest + 1:,} iterations" if longest else ""
         what = (f"{len(self.runs)} run{'s' if len(self.runs) > 1 else ''} of the first blocks ({'; '.join(parts)}) of "
                 f"{self.grid_blocks:,} ({self.blocks_per_wave:,} a wave: {self.waves:,.1f} waves{loop})")
         rows.append(("sampled", what))
         sim, est = self.warp_instructions_simulated, self.warp_instructions_estimated
         rows.append(("warp instructions", f"{sim:,} simulated of about {est:,} ({sim / max(est, 1):.2%})"))
-        if e.model == "waves":
+        if e.model == "waves" and e.fill_waves is not None:
+            rows.append(("model", f"per wave: {e.cold_per_wave:,.0f} cycles for the {e.fill_waves:,.1f} waves until "
+                                  f"the kernel's data fills the L2, {e.per_wave:,.0f} after, {e.offset:,.0f} of ramp "
+                                  f"and drain; {e.waves_extrapolated:,.2f} waves extrapolated"))
+        elif e.model == "waves":
             rows.append(("model", f"per wave: {e.per_wave:,.0f} cycles a wave of whole blocks, {e.offset:,.0f} of ramp "
                                   f"and drain; {e.waves_extrapolated:,.2f} waves extrapolated"))
         else:
@@ -328,36 +339,71 @@ def simulate_sampled(workload, cfg: Config | str = "a100", *, sample: str = "aut
             return cannot(f"too few waves or loop iterations to gain: the best plan simulates about "
                           f"{plan.cost:,.0f} of {full_y:,.0f} warp instructions")
         runs, timings = _run_plan(pl, cfg, plan, kernel.trips, max_steps_per_warp, max_cycles)
+        # The L2: a kernel whose data overflows it and that writes runs in two phases, the second with
+        # every allocation evicting a line (written back when dirty). A sample within the L2 sees only
+        # the first; where the write-backs it misses could matter (the "L2 write-backs" term, at least
+        # WARM_MIN_WRITEBACKS of the cold estimate), its runs are repeated from a warm
+        # L2 (`sampling_model.two_phase`), when the gain allows twice the runs.
+        footprint, dirty = l2_dirty_fraction(bytes_read=kernel.bytes_read, bytes_written=kernel.bytes_written,
+                                             allocated_bytes=sum(size for _, size, _ in pl.memory.allocations))
+        l2_bytes = cfg.l2.size_bytes
+        moved = kernel.bytes_read + kernel.bytes_written
+        wb = writeback_bound(written_bytes=kernel.bytes_written, footprint_bytes=moved,
+                             sampled_footprint_bytes=max(r.global_bytes for r in runs), l2_bytes=l2_bytes,
+                             dram_bytes_per_cycle=cfg.derived()["peak_dram_bandwidth_gbps"] * 1e3 / cfg.chip.clock_mhz)
     except KernelFault as e:  # a loop cut short can compute an address the kernel never does
         return cannot(f"a sampled run faults, so the kernel is simulated whole ({e})")
 
-    obs = [Observation(r.blocks, r.loop_cap, r.cycles, r.warp_instructions) for r in runs]
-    deltas = [wave_deltas(te.timing.timeline, B) for te, _ in timings] if plan.kind == "waves" else None
-    # the L2: a sample whose data fits in it while the kernel's does not misses the later write-backs
-    moved = kernel.bytes_read + kernel.bytes_written
-    wb = writeback_bound(written_bytes=kernel.bytes_written, footprint_bytes=moved,
-                         sampled_footprint_bytes=max(r.global_bytes for r in runs), l2_bytes=cfg.l2.size_bytes,
-                         dram_bytes_per_cycle=cfg.derived()["peak_dram_bandwidth_gbps"] * 1e3 / cfg.chip.clock_mhz)
-    extra = {"L2 write-backs": wb} if wb else {}
+    def observe(rs, ts):
+        obs = [Observation(r.blocks, r.loop_cap, r.cycles, r.warp_instructions) for r in rs]
+        return obs, ([wave_deltas(te.timing.timeline, B) for te, _ in ts] if plan.kind == "waves" else None)
+
+    obs, deltas = observe(runs, timings)
+    extra = {}
     if deltas is not None:
         ends = [first_wave_end(te.timing.timeline, B) for te, _ in timings]
         step = in_step_bound(grid=G, blocks_per_wave=B, runs=obs, first_wave_ends=ends, wave_deltas=deltas,
                              full_warp_instructions=full_y)
         if step:
             extra["first wave in step"] = step
-    est = extrapolate(grid=G, blocks_per_wave=B, runs=obs, wave_deltas=deltas, full_warp_instructions=full_y,
-                      warp_instructions_spread=kernel.spread, remainder_matched=plan.remainder_matched,
-                      extra_bounds=extra)
+    fit = dict(grid=G, blocks_per_wave=B, full_warp_instructions=full_y, warp_instructions_spread=kernel.spread,
+               remainder_matched=plan.remainder_matched)
+    cold_est = extrapolate(runs=obs, wave_deltas=deltas, **fit)
+    warm = (plan.kind == "waves" and cfg.l2.write_policy == "write_back" and footprint > l2_bytes
+            and dirty > 0 and footprint * plan.blocks / G < l2_bytes and wb > WARM_MIN_WRITEBACKS * cold_est.cycles
+            and (sample != "auto" or full_y / (2 * plan.cost) >= MIN_GAIN))
+    if warm:
+        try:
+            warm_runs, warm_timings = _run_plan(pl, cfg, plan, kernel.trips, max_steps_per_warp, max_cycles,
+                                                warm_l2=dirty)
+        except KernelFault as e:
+            return cannot(f"a sampled run faults, so the kernel is simulated whole ({e})")
+        wb = 0.0
+        wobs, wdeltas = observe(warm_runs, warm_timings)
+        warm_est = extrapolate(runs=wobs, wave_deltas=wdeltas, **fit)
+        est = two_phase(cold_est, warm_est, grid=G, blocks_per_wave=B, extra_bounds=extra,
+                        fill=fill_waves(grid=G, blocks_per_wave=B, footprint_bytes=footprint, l2_bytes=l2_bytes))
+        runs = runs + warm_runs
+        warm_timings.clear()
+    else:
+        if wb:  # the L2 fills later than the sample shows: bounded by the write-backs it misses
+            extra["L2 write-backs"] = wb
+        est = extrapolate(runs=obs, wave_deltas=deltas, extra_bounds=extra, **fit)
     if sample == "auto" and est.confidence > AUTO_MAX_CONFIDENCE and full_y <= FULL_AFFORDABLE_WARP_INSTRUCTIONS:
         worst = max(est.bounds, key=est.bounds.get)
         timings.clear()
         return full(f"the sampled estimate, {est.cycles:,} cycles +- {est.confidence:.0%} (mostly {worst}), is too "
                     f"uncertain, and about {full_y:,.0f} warp instructions are affordable in full",
                     estimate=est, runs=runs)
-    biggest = max(runs, key=lambda r: r.warp_instructions)
-    te_b, wall_b = timings[runs.index(biggest)]
+    cold_runs = runs[:len(timings)]
+    biggest = max(cold_runs, key=lambda r: r.warp_instructions)
+    te_b, wall_b = timings[cold_runs.index(biggest)]
     detail = SimResult.build(cfg, _SampledPart(te_b, launch), te_b.timing, wall_seconds=wall_b)
     notes = []
+    if warm:
+        notes.append(f"the kernel's data ({footprint / 2**20:,.0f} MiB, {dirty:.0%} of it written) overflows the L2 "
+                     f"({l2_bytes / 2**20:,.0f} MiB): {est.fill_waves:,.1f} waves from a cold L2, the rest from a "
+                     "warm one (the sample run again from a full L2)")
     if wb > 0.01 * est.cycles:
         notes.append(f"the kernel moves {moved / 2**20:,.0f} MiB through global memory, more than the L2 holds "
                      f"({cfg.l2.size_bytes / 2**20:,.0f} MiB), and the sample less: the write-backs of its dirty "
@@ -372,9 +418,11 @@ def simulate_sampled(workload, cfg: Config | str = "a100", *, sample: str = "aut
                          estimate=est, runs=runs, detail=detail, **more)
 
 
-def _run_plan(pl, cfg, plan: Plan, trips: dict[int, int], max_steps: int | None, max_cycles: int | None):
-    """Simulate the plan's runs, each from the prepared inputs: the SampleRuns, and each one's timed
-    execution and wall seconds, in the same order."""
+def _run_plan(pl, cfg, plan: Plan, trips: dict[int, int], max_steps: int | None, max_cycles: int | None,
+              warm_l2: float | None = None):
+    """Simulate the plan's runs, each from the prepared inputs (and, with `warm_l2`, from an L2 full of
+    foreign lines, that fraction dirty): the SampleRuns, and each one's timed execution and wall
+    seconds, in the same order."""
     runs: list[SampleRun] = []
     timings: list[tuple[Any, float]] = []
     for g, cap in plan.runs():
@@ -382,10 +430,10 @@ def _run_plan(pl, cfg, plan: Plan, trips: dict[int, int], max_steps: int | None,
         pl.restore()
         t1 = time.perf_counter()
         te = timed_execute(pl.program, pl.launch, dict(pl.args), pl.memory, cfg=cfg, max_steps_per_warp=max_steps,
-                           max_cycles=max_cycles, block_limit=g, loop_cap=caps)
+                           max_cycles=max_cycles, block_limit=g, loop_cap=caps, warm_l2=warm_l2)
         st = te.stats
         run = SampleRun(plan.kind, g, cap, caps, int(te.timing.cycles), int(st.warp_instructions),
-                        int(st.global_bytes), time.perf_counter() - t1)
+                        int(st.global_bytes), time.perf_counter() - t1, warm_l2)
         runs.append(run)
         timings.append((te, run.wall_seconds))
     return runs, timings

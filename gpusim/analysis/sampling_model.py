@@ -17,10 +17,18 @@ Two models, by the shape of the grid (B = blocks per SM x SMs: a wave):
 The blocks of the first wave start together and keep in step for a while, and later waves do not:
 the per-wave model measures what later waves do (the runs are three waves long), where the loop
 model can only use the first wave, and a slope taken over its first few iterations overstates a
-kernel of many waves (docs/sampling.md has the figures)."""
+kernel of many waves (docs/sampling.md has the figures).
+
+A kernel whose data overflows the L2 and that writes runs in two phases: while the L2 fills, no line
+is evicted; once it is full, every line it allocates evicts one, and DRAM also takes the dirty ones.
+A sample of the first waves sees only the first phase, so the per-wave model is fitted twice, on
+runs from a cold L2 and on runs from a warm one (`GPU.run(warm_l2=...)`: full of foreign lines, the
+kernel's fraction of them dirty), and `two_phase` joins them at the wave where the kernel's own data
+fills the L2."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,6 +37,7 @@ from gpusim.isa.cfg import instruction_successors
 from gpusim.isa.program import EXIT_PC, Program
 
 CONFIDENCE_FLOOR = 0.01  # never claim better than 1 %: the model is a model
+L2_FILL_SPREAD = 0.1  # the "L2 fill" term: where the L2 fills, within this fraction of the waves before it
 LOOP_DRIFT_FACTOR = 2.0  # the loop term: this many times the change between the lower and upper fits
 
 
@@ -57,6 +66,8 @@ class Estimate:
     offset: float | None = None
     beta: float | None = None
     bounds: dict[str, float] = field(default_factory=dict)
+    cold_per_wave: float | None = None  # two phases: the per-wave time while the L2 fills (`per_wave`: after)
+    fill_waves: float | None = None  # two phases: the waves until the kernel's data fills the L2
 
     @property
     def low(self) -> int:
@@ -224,6 +235,54 @@ def writeback_bound(*, written_bytes: float, footprint_bytes: float, sampled_foo
     return evicted / dram_bytes_per_cycle
 
 
+def l2_dirty_fraction(*, bytes_read: float, bytes_written: float, allocated_bytes: float) -> tuple[float, float]:
+    """The kernel's distinct global footprint and the fraction of it that ends dirty: (footprint bytes,
+    fraction). The footprint is what it reads and writes, at most its buffers' size (data read and
+    written back, or read several times, counts once); the written part, at most the footprint."""
+    footprint = min(bytes_read + bytes_written, allocated_bytes) if allocated_bytes > 0 else bytes_read + bytes_written
+    if footprint <= 0:
+        return 0.0, 0.0
+    return footprint, min(1.0, bytes_written / footprint)
+
+
+def fill_waves(*, grid: int, blocks_per_wave: int, footprint_bytes: float, l2_bytes: int) -> float:
+    """The waves after which the kernel's data, spread evenly over its blocks, fills the L2 (the grid's
+    waves, or more, when it never does)."""
+    waves = grid / blocks_per_wave
+    if footprint_bytes <= 0:
+        return math.inf
+    return waves * l2_bytes / footprint_bytes
+
+
+def two_phase(cold: Estimate, warm: Estimate, *, grid: int, blocks_per_wave: int, fill: float,
+              extra_bounds: dict[str, float] | None = None) -> Estimate:
+    """Join two per-wave fits of the same sample, one from a cold L2 (`cold`) and one from a warm one
+    (`warm`), at `fill` waves (`fill_waves`): the kernel's cycles are O + D_cold min(F, W) + D_warm
+    max(0, W - F), with W the grid's waves and O the mean of the two fits' ramp and drain (the ramp
+    runs cold, the drain warm). The bound: each fit's terms, weighted by the waves of its phase;
+    "ramp and drain", half the difference of the two offsets; "L2 fill", the per-wave difference over
+    L2_FILL_SPREAD of the waves before the fill (the sets fill unevenly: the change is gradual, and
+    where its middle lies is an estimate); and `extra_bounds`."""
+    if cold.model != "waves" or warm.model != "waves":
+        raise ValueError("two phases join two per-wave fits")
+    W = grid / blocks_per_wave
+    F = min(max(fill, 0.0), W)
+    o = (cold.offset + warm.offset) / 2
+    est = o + cold.per_wave * F + warm.per_wave * (W - F)
+    bounds: dict[str, float] = {}
+    for k in dict.fromkeys([*cold.bounds, *warm.bounds]):
+        bounds[k] = (cold.bounds.get(k, 0.0) * F + warm.bounds.get(k, 0.0) * (W - F)) / W
+    bounds["ramp and drain"] = abs(cold.offset - warm.offset) / 2
+    if F < W:
+        bounds["L2 fill"] = abs(warm.per_wave - cold.per_wave) * F * L2_FILL_SPREAD
+    for k, v in (extra_bounds or {}).items():
+        bounds[k] = float(v)
+    cycles = max(1, round(est))
+    conf = max(CONFIDENCE_FLOOR, sum(bounds.values()) / cycles)
+    return Estimate(cycles, conf, "waves", max(cold.waves_extrapolated, warm.waves_extrapolated),
+                    per_wave=warm.per_wave, offset=o, bounds=bounds, cold_per_wave=cold.per_wave, fill_waves=F)
+
+
 def data_dependent_addresses(program: Program) -> list[int]:
     """The pcs of global memory instructions whose address depends on a value loaded from global
     memory (pointer chasing, gathers through an index array), by a forward dataflow over the control
@@ -262,5 +321,6 @@ def data_dependent_addresses(program: Program) -> list[int]:
     return sorted(bad)
 
 
-__all__ = ["CONFIDENCE_FLOOR", "Estimate", "LOOP_DRIFT_FACTOR", "Observation", "data_dependent_addresses",
-           "extrapolate", "first_wave_end", "in_step_bound", "slope", "wave_deltas", "writeback_bound"]
+__all__ = ["CONFIDENCE_FLOOR", "Estimate", "L2_FILL_SPREAD", "LOOP_DRIFT_FACTOR", "Observation",
+           "data_dependent_addresses", "extrapolate", "fill_waves", "first_wave_end", "in_step_bound",
+           "l2_dirty_fraction", "slope", "two_phase", "wave_deltas", "writeback_bound"]

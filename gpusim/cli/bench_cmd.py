@@ -80,14 +80,14 @@ SAMPLING_SUITE = [
     ("pointer_chase", {"steps": 100_000}),
     ("reduce_sum", {"n": 6 << 20}),
     ("reduce_sum_shfl", {"n": 1 << 23}),
-    ("saxpy", {"n": 1 << 23}),
+    ("saxpy", {"n": 1 << 24}),
     ("sfu_peak", {"n": 32768, "iters": 2048}),
     ("shared_bank_conflict", {"n": 27648, "iters": 768}),
     ("softmax", {"rows": 1024, "cols": 4096}),
-    ("stream_copy", {"n": 864 * 256 * 40}),
-    ("transpose_naive", {"rows": 3072, "cols": 2048}),
-    ("transpose_shared", {"rows": 4096, "cols": 2048, "by": 32}),
-    ("vecadd", {"n": 1 << 23}),
+    ("stream_copy", {"n": 1 << 25, "grid": 65536}),
+    ("transpose_naive", {"rows": 4096, "cols": 3072}),
+    ("transpose_shared", {"rows": 4096, "cols": 3072, "by": 32}),
+    ("vecadd", {"n": 1 << 24}),
 ]
 # `--sampling --quick`: seconds; on a100 "auto" simulates these in full (they are small); on a config of a
 # few SMs (a YAML with `extends: a100` and `chip: {sm_count: 4}`) they are several waves or a long loop.

@@ -33,13 +33,14 @@ class TimedExecution:
 
 def timed_execute(program, launch, args, memory, *, cfg: Config, max_steps_per_warp: int | None = None,
                   max_cycles: int | None = None, block_limit: int | None = None,
-                  loop_cap: int | None = None) -> TimedExecution:
+                  loop_cap: int | None = None, warm_l2: float | None = None) -> TimedExecution:
     """Execute `program` functionally and stream its warps' instructions through the timing model.
     `block_limit` and `loop_cap` (sampled simulation: the first blocks only, loops cut short; see
-    `Executor`) time a part of the kernel."""
+    `Executor`) time a part of the kernel; `warm_l2` starts the L2 full of foreign lines, that fraction
+    of them dirty (`GPU.run`)."""
     ex = Executor(program, launch, args, memory, cfg=cfg, max_steps_per_warp=max_steps_per_warp, record=True,
                   block_limit=block_limit, loop_cap=loop_cap)
-    timing = GPU(cfg).run(program, launch, ex.stream_batches(), max_cycles=max_cycles)
+    timing = GPU(cfg).run(program, launch, ex.stream_batches(), max_cycles=max_cycles, warm_l2=warm_l2)
     return TimedExecution(program, launch, ex.stats, timing)
 
 

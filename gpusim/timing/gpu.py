@@ -33,11 +33,17 @@ class GPU:
         self.cfg = cfg
 
     def run(self, program: Program, launch, blocks: Iterable, *, regs_per_thread: int | None = None,
-            smem_per_block: int | None = None, max_cycles: int | None = None) -> KernelTiming:
+            smem_per_block: int | None = None, max_cycles: int | None = None,
+            warm_l2: float | None = None) -> KernelTiming:
         """Simulate one kernel launch. `blocks` yields, in launch order, either the functional executor's
         batch sources (`Executor.stream_batches()`: streams pulled as the warps need them) or whole
         recorded BlockStreams (`gpusim.block_streams(...)`). Past `max_cycles` the run stops with a
-        SimulationLimitError describing the warps still resident."""
+        SimulationLimitError describing the warps still resident. `warm_l2` (a fraction in [0, 1]; None,
+        the default: a cold, empty L2) starts the L2 full of lines the kernel never uses, that fraction
+        of them dirty (`L2Slice.prefill_dirty`): the steady state of a long kernel whose data
+        overflows the L2, where every allocation evicts a line (sampled simulation, docs/sampling.md).
+        The timing's `l2` then holds `prefilled_dirty_bytes`, and `dirty_bytes_at_end` counts only the
+        kernel's own lines."""
         cfg = self.cfg
         regs = regs_per_thread or program.regs_per_thread
         smem = program.shared_bytes if smem_per_block is None else smem_per_block
@@ -48,6 +54,9 @@ class GPU:
         env = simpy.Environment()
         dram = Dram(cfg)
         slices = [L2Slice(cfg, dram) for _ in range(cfg.l2.slices)]
+        prefilled = None
+        if warm_l2 is not None:
+            prefilled = sum(sl.prefill_dirty(warm_l2, i) for i, sl in enumerate(slices))
         noc = Interconnect(slices)
         info = decode(program, cfg)
         nregs = max(1, len(program.registers))
@@ -81,7 +90,12 @@ class GPU:
             gc.set_threshold(*threshold)
         if not done.triggered:
             raise limit_error(sms, program, int(env.now), max_cycles)
-        return KernelTiming.collect(cfg, occ, engine[0], sms, slices, dram, mix)
+        timing = KernelTiming.collect(cfg, occ, engine[0], sms, slices, dram, mix)
+        if prefilled is not None:
+            timing.l2["prefilled_dirty_bytes"] = prefilled
+            timing.l2["dirty_bytes_at_end"] = sum(m.bit_count() for sl in slices for line, m in sl.dirty.items()
+                                                  if line >= 0) * cfg.l2.sector_size_bytes
+        return timing
 
 
 def l1_size(cfg: Config, occ) -> int:

@@ -1,7 +1,11 @@
 """The L2: a chip-wide sectored, set-associative LRU cache split into slices. Each slice has a data
 port (a FIFO server moving `slice_bandwidth_bytes_per_cycle`), its own sets, and serves reads, writes
 and atomics. A read that misses fetches the missing sectors from DRAM; a write-back L2 keeps written
-sectors dirty and writes them to DRAM when their line is evicted; atomics are performed at the slice."""
+sectors dirty and writes them to DRAM when their line is evicted; atomics are performed at the slice.
+
+`prefill_dirty` starts a slice in the steady state of a long kernel whose data overflows the L2: every
+set full of lines no kernel address maps to (negative line numbers), a given fraction of them dirty,
+so that every line the kernel allocates evicts one, and writes it back when it is dirty."""
 
 from __future__ import annotations
 
@@ -91,3 +95,26 @@ class L2Slice(FifoServer):
         if self.write_back:
             self.dirty[line] = self.dirty.get(line, 0) | mask
         return max(start, ready) + operations + self.hit_latency
+
+    def prefill_dirty(self, dirty_fraction: float = 1.0, index: int = 0) -> int:
+        """Fill every set with `ways` lines that belong to no address (negative line numbers, distinct
+        for each slice `index`), all sectors valid, `dirty_fraction` of the lines dirty (whole lines,
+        spread evenly: line c is dirty when floor((c + 1) f) > floor(c f)). Allocated in way order, so
+        the kernel's first allocations evict them in that order, and their write-backs spread over the
+        memory controllers. Returns the dirty bytes added. Call before the kernel's first access."""
+        if not 0.0 <= dirty_fraction <= 1.0:
+            raise ValueError(f"dirty_fraction {dirty_fraction} is not within [0, 1]")
+        full = (1 << (self.line_bytes // self.sector_bytes)) - 1
+        n = self.nsets
+        dirty = 0
+        for w in range(self.ways):
+            for t in range(n):
+                c = w * n + t
+                q = -1 - c  # the line's number divided by the slice count: its set is q % nsets
+                line = q * self.slices + (index + c) % self.slices
+                s = self.sets[q % n]
+                s[line] = full
+                if self.write_back and int((c + 1) * dirty_fraction) > int(c * dirty_fraction):
+                    self.dirty[line] = full
+                    dirty += 1
+        return dirty * self.line_bytes

@@ -9,12 +9,17 @@ from gpusim.analysis import sampling
 from gpusim.analysis.sampling import level_caps, make_plan, simulate_sampled
 from gpusim.analysis.sampling_model import (
     CONFIDENCE_FLOOR,
+    L2_FILL_SPREAD,
     LOOP_DRIFT_FACTOR,
+    Estimate,
     Observation,
     data_dependent_addresses,
     extrapolate,
+    fill_waves,
     first_wave_end,
     in_step_bound,
+    l2_dirty_fraction,
+    two_phase,
     wave_deltas,
     writeback_bound,
 )
@@ -134,6 +139,48 @@ def test_writeback_bound_only_when_the_kernel_overflows_the_l2_and_the_sample_do
     assert writeback_bound(sampled_footprint_bytes=10e6, **{**kw, "written_bytes": 0}) == 0.0
 
 
+def test_l2_dirty_fraction_counts_data_read_and_written_back_once():
+    MB = 1 << 20
+    # saxpy: reads x and y, writes y: 2 MB of buffers, half of it dirty
+    assert l2_dirty_fraction(bytes_read=2 * MB, bytes_written=MB, allocated_bytes=2 * MB) == (2 * MB, 0.5)
+    # vecadd: reads a and b, writes c: 3 MB, a third dirty
+    footprint, dirty = l2_dirty_fraction(bytes_read=2 * MB, bytes_written=MB, allocated_bytes=3 * MB)
+    assert footprint == 3 * MB and dirty == pytest.approx(1 / 3)
+    # three passes over the input: the input counts once
+    assert l2_dirty_fraction(bytes_read=3 * MB, bytes_written=MB, allocated_bytes=2 * MB) == (2 * MB, 0.5)
+    assert l2_dirty_fraction(bytes_read=MB, bytes_written=MB, allocated_bytes=0) == (2 * MB, 0.5)
+    assert l2_dirty_fraction(bytes_read=0, bytes_written=0, allocated_bytes=MB) == (0.0, 0.0)
+
+
+def test_fill_waves_is_where_the_kernels_data_reaches_the_l2_size():
+    # 10 waves move 100 MB: 10 MB a wave, a 40 MB L2 is full after 4
+    assert fill_waves(grid=1000, blocks_per_wave=100, footprint_bytes=100e6, l2_bytes=40_000_000) == 4.0
+    assert fill_waves(grid=1000, blocks_per_wave=100, footprint_bytes=20e6, l2_bytes=40_000_000) == 20.0
+
+
+def _wave_fit(per_wave_cycles, offset_cycles, waves_bound):
+    return Estimate(0, 0.0, "waves", 7.0, per_wave=per_wave_cycles, offset=offset_cycles,
+                    bounds={"waves": waves_bound})
+
+
+def test_two_phase_joins_the_cold_and_the_warm_fits_where_the_l2_fills():
+    cold, warm = _wave_fit(100.0, 50.0, 10.0), _wave_fit(160.0, 30.0, 20.0)
+    # 10 waves, the L2 full after 4: O = (50 + 30) / 2 = 40; 40 + 100 x 4 + 160 x 6 = 1,400
+    est = two_phase(cold, warm, grid=1000, blocks_per_wave=100, fill=4.0, extra_bounds={"first wave in step": 6.0})
+    assert est.cycles == 1_400 and est.model == "waves" and est.fill_waves == 4.0
+    assert (est.cold_per_wave, est.per_wave, est.offset) == (100.0, 160.0, 40.0)
+    # waves: each fit's term by the waves of its phase, (10 x 4 + 20 x 6) / 10 = 16; ramp and drain: half
+    # of 50 - 30; L2 fill: (160 - 100) x 4 waves x L2_FILL_SPREAD
+    assert est.bounds == pytest.approx({"waves": 16.0, "ramp and drain": 10.0, "L2 fill": 60 * 4 * L2_FILL_SPREAD,
+                                        "first wave in step": 6.0})
+    assert est.confidence == pytest.approx((16 + 10 + 24 + 6) / 1_400)
+    # an L2 that never fills: the cold fit alone, plus half the offsets' difference
+    never = two_phase(cold, warm, grid=1000, blocks_per_wave=100, fill=12.0)
+    assert never.cycles == 40 + 100 * 10 and "L2 fill" not in never.bounds and never.bounds["waves"] == 10.0
+    with pytest.raises(ValueError):
+        two_phase(cold, Estimate(1, 0.0, "loops", 0.0, beta=1.0), grid=1000, blocks_per_wave=100, fill=4.0)
+
+
 def test_plan_for_a_loop_free_kernel_of_many_waves():
     plan, why = make_plan(10_000, 100, 50.0, 50.0, 50.0, 0, budget=1e9)
     assert why == "" and (plan.kind, plan.blocks, plan.levels, plan.remainder_matched) == ("waves", 300, (None,), True)
@@ -211,6 +258,25 @@ def test_sampled_loop_free_kernel_of_several_waves_is_within_5_percent():
     assert abs(r.cycles - full.cycles) / full.cycles < 0.05
     assert r.warp_instructions_estimated == full.kernel["warp_instructions"]
     assert r.warp_instructions_simulated == 96 * 8 * len(load_workload("saxpy").program)
+
+
+# 4 SMs with a 512 KiB L2 (8 slices of 32 sets of 16 ways) and 4/108 of the a100's DRAM bandwidth: saxpy
+# moves 64 KiB a wave (32 blocks of 256 threads, x and y), so its data fills the L2 after 8 of 32 waves
+SMALL_L2 = {**SMALL, "l2.slices": 8, "l2.size_bytes": 512 * 1024, "dram.data_rate_mtps": 90,
+            "dram.bandwidth_gbps": 57.6}
+
+
+def test_sampled_kernel_overflowing_the_l2_runs_cold_then_warm_within_its_bound():
+    n = 1 << 18  # 1,024 blocks: 32 waves, 2 MiB of x and y
+    full = simulate("saxpy", "a100", overrides=SMALL_L2, n=n)
+    r = simulate_sampled("saxpy", "a100", sample="on", overrides=SMALL_L2, n=n)
+    assert full.timing.dram["bytes_written"] > 0  # the full run writes dirty lines back once the L2 is full
+    assert [(x.blocks, x.warm_l2) for x in r.runs] == [(96, None), (96, 0.5)]  # the same 3 waves, cold and warm
+    e = r.estimate
+    assert e.fill_waves == pytest.approx(8.0) and e.per_wave > e.cold_per_wave  # write-backs slow the warm waves
+    assert "L2 fill" in e.bounds and "L2 write-backs" not in e.bounds
+    assert abs(r.cycles - full.cycles) <= r.cycles * r.confidence
+    assert abs(r.cycles - full.cycles) / full.cycles < 0.05
 
 
 def test_sampled_loops_are_within_5_percent_and_simulate_less():

@@ -1,0 +1,75 @@
+"""The warm-L2 start (`GPU.run(..., warm_l2=f)`, `L2Slice.prefill_dirty`): the L2 begins full of lines
+no kernel address maps to, a fraction f of them dirty, as in the steady state of a long kernel whose
+data overflows the L2 (docs/sampling.md).
+
+By hand: the kernel below has each of `blocks` blocks of 32 threads store one u32 per thread, so
+block b writes the 128 bytes of one line, all four sectors, and reads nothing. A cold (empty) L2
+allocates each line in a set with room: nothing is evicted, DRAM writes nothing, and the lines stay
+dirty at the end (blocks x 128 bytes). Warm with f = 1, every set already holds `ways` dirty lines, so
+each of the kernel's allocations evicts one and writes back a whole line: DRAM writes blocks x 128
+bytes. Warm with f = 0 the evicted lines are clean: DRAM writes nothing. The prefill itself is the
+whole L2 (size_bytes) at f = 1 and none of it at f = 0; `dirty_bytes_at_end` counts only the
+kernel's own lines."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gpusim
+from gpusim.timing import GPU
+from gpusim.timing.dram import Dram
+from gpusim.timing.l2 import L2Slice
+from tests.timing.helpers import config
+
+STORE = """
+.kernel store_lines
+.param .u64 out
+.reg .u32 %r<3>
+.reg .u64 %rd<3>
+    mov.u32 %r0, %ctaid.x;
+    mov.u32 %r1, %ntid.x;
+    mad.lo.u32 %r2, %r0, %r1, %tid.x;
+    mul.wide.u32 %rd0, %r2, 4;
+    ld.param.u64 %rd1, [out];
+    add.u64 %rd2, %rd1, %rd0;
+    st.global.u32 [%rd2], %r2;
+    exit;
+"""
+BLOCKS = 8
+
+
+def _run(warm):
+    cfg = config("a100", {"chip.sm_count": 1})
+    prog = gpusim.assemble(STORE, "warm_l2_test.sasm")
+    mem = gpusim.GlobalMemory()
+    args = {"out": mem.alloc_array(np.zeros(BLOCKS * 32, dtype=np.uint32), "out")}
+    launch = gpusim.Launch.make(BLOCKS, 32)
+    return cfg, GPU(cfg).run(prog, launch, gpusim.block_streams(prog, launch, args, mem, cfg=cfg), warm_l2=warm)
+
+
+@pytest.mark.parametrize(("warm", "written_lines"), [(None, 0), (0.0, 0), (1.0, BLOCKS)])
+def test_each_allocation_evicts_a_prefilled_line(warm, written_lines):
+    cfg, t = _run(warm)
+    line = cfg.l2.line_size_bytes
+    assert t.dram["bytes_written"] == written_lines * line
+    assert t.dram["bytes_read"] == 0
+    assert t.l2["dirty_bytes_at_end"] == BLOCKS * line  # the kernel's own lines, still dirty
+    if warm is None:
+        assert "prefilled_dirty_bytes" not in t.l2
+    else:
+        assert t.l2["prefilled_dirty_bytes"] == round(warm * cfg.l2.size_bytes)
+
+
+def test_prefill_fills_every_set_with_foreign_lines_at_the_fraction():
+    cfg = config("a100")
+    sl = L2Slice(cfg, Dram(cfg))
+    added = sl.prefill_dirty(0.25, index=3)
+    lines = [line for s in sl.sets for line in s]
+    assert all(len(s) == sl.ways for s in sl.sets)
+    assert all(line < 0 for line in lines) and len(set(lines)) == sl.ways * sl.nsets
+    assert all((line // sl.slices) % sl.nsets == i for i, s in enumerate(sl.sets) for line in s)
+    assert len(sl.dirty) == sl.ways * sl.nsets // 4  # one line in four, whole lines
+    assert added == len(sl.dirty) * sl.line_bytes
+    with pytest.raises(ValueError):
+        sl.prefill_dirty(1.5)
