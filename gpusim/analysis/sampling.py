@@ -217,9 +217,9 @@ class SampledResult:
         sim, est = self.warp_instructions_simulated, self.warp_instructions_estimated
         rows.append(("warp instructions", f"{sim:,} simulated of about {est:,} ({sim / max(est, 1):.2%})"))
         if e.model == "waves" and e.fill_waves is not None:
-            rows.append(("model", f"per wave: {e.cold_per_wave:,.0f} cycles for the {e.fill_waves:,.1f} waves until "
-                                  f"the kernel's data fills the L2, {e.per_wave:,.0f} after, {e.offset:,.0f} of ramp "
-                                  f"and drain; {e.waves_extrapolated:,.2f} waves extrapolated"))
+            rows.append(("model", f"per wave: {e.cold_per_wave:,.0f} cycles from a cold L2, {e.per_wave:,.0f} from "
+                                  f"a full one (the kernel's data fills the L2 around wave {e.fill_waves:,.1f}), "
+                                  f"{e.offset:,.0f} of ramp and drain; {e.waves_extrapolated:,.2f} waves extrapolated"))
         elif e.model == "waves":
             rows.append(("model", f"per wave: {e.per_wave:,.0f} cycles a wave of whole blocks, {e.offset:,.0f} of ramp "
                                   f"and drain; {e.waves_extrapolated:,.2f} waves extrapolated"))
@@ -347,8 +347,9 @@ def simulate_sampled(workload, cfg: Config | str = "a100", *, sample: str = "aut
         footprint, dirty = l2_dirty_fraction(bytes_read=kernel.bytes_read, bytes_written=kernel.bytes_written,
                                              allocated_bytes=sum(size for _, size, _ in pl.memory.allocations))
         l2_bytes = cfg.l2.size_bytes
-        moved = kernel.bytes_read + kernel.bytes_written
-        wb = writeback_bound(written_bytes=kernel.bytes_written, footprint_bytes=moved,
+        # the lines the L2 must hold are the distinct ones (data read three times, as softmax does,
+        # occupies the L2 once): nothing is evicted while they fit
+        wb = writeback_bound(written_bytes=kernel.bytes_written, footprint_bytes=footprint,
                              sampled_footprint_bytes=max(r.global_bytes for r in runs), l2_bytes=l2_bytes,
                              dram_bytes_per_cycle=cfg.derived()["peak_dram_bandwidth_gbps"] * 1e3 / cfg.chip.clock_mhz)
     except KernelFault as e:  # a loop cut short can compute an address the kernel never does
@@ -381,7 +382,12 @@ def simulate_sampled(workload, cfg: Config | str = "a100", *, sample: str = "aut
         wb = 0.0
         wobs, wdeltas = observe(warm_runs, warm_timings)
         warm_est = extrapolate(runs=wobs, wave_deltas=wdeltas, **fit)
-        est = two_phase(cold_est, warm_est, grid=G, blocks_per_wave=B, extra_bounds=extra,
+        # the share of the warm runs' DRAM traffic that is write-backs (of the prefilled dirty lines,
+        # standing for the kernel's own once the L2 is full)
+        written = sum(te.timing.dram["bytes_written"] for te, _ in warm_timings)
+        traffic = written + sum(te.timing.dram["bytes_read"] for te, _ in warm_timings)
+        est = two_phase(cold_est, warm_est, grid=G, blocks_per_wave=B, extra_bounds=extra, ways=cfg.l2.ways,
+                        write_back_share=written / traffic if traffic else 0.0,
                         fill=fill_waves(grid=G, blocks_per_wave=B, footprint_bytes=footprint, l2_bytes=l2_bytes))
         runs = runs + warm_runs
         warm_timings.clear()
@@ -402,10 +408,10 @@ def simulate_sampled(workload, cfg: Config | str = "a100", *, sample: str = "aut
     notes = []
     if warm:
         notes.append(f"the kernel's data ({footprint / 2**20:,.0f} MiB, {dirty:.0%} of it written) overflows the L2 "
-                     f"({l2_bytes / 2**20:,.0f} MiB): {est.fill_waves:,.1f} waves from a cold L2, the rest from a "
-                     "warm one (the sample run again from a full L2)")
+                     f"({l2_bytes / 2**20:,.0f} MiB): the sets fill around wave {est.fill_waves:,.1f}, from a cold "
+                     "L2 to a warm one (the sample run again from a full L2)")
     if wb > 0.01 * est.cycles:
-        notes.append(f"the kernel moves {moved / 2**20:,.0f} MiB through global memory, more than the L2 holds "
+        notes.append(f"the kernel's data ({footprint / 2**20:,.0f} MiB) is more than the L2 holds "
                      f"({cfg.l2.size_bytes / 2**20:,.0f} MiB), and the sample less: the write-backs of its dirty "
                      "lines once the L2 is full are outside the sample (bounded in the confidence)")
     if dependent:

@@ -23,8 +23,8 @@ A kernel whose data overflows the L2 and that writes runs in two phases: while t
 is evicted; once it is full, every line it allocates evicts one, and DRAM also takes the dirty ones.
 A sample of the first waves sees only the first phase, so the per-wave model is fitted twice, on
 runs from a cold L2 and on runs from a warm one (`GPU.run(warm_l2=...)`: full of foreign lines, the
-kernel's fraction of them dirty), and `two_phase` joins them at the wave where the kernel's own data
-fills the L2."""
+kernel's fraction of them dirty), and `two_phase` joins them over the waves in which the L2's sets
+fill (`eviction_fraction`), the write-backs costing time only where the DRAM has no room for them."""
 
 from __future__ import annotations
 
@@ -254,27 +254,66 @@ def fill_waves(*, grid: int, blocks_per_wave: int, footprint_bytes: float, l2_by
     return waves * l2_bytes / footprint_bytes
 
 
-def two_phase(cold: Estimate, warm: Estimate, *, grid: int, blocks_per_wave: int, fill: float,
-              extra_bounds: dict[str, float] | None = None) -> Estimate:
-    """Join two per-wave fits of the same sample, one from a cold L2 (`cold`) and one from a warm one
-    (`warm`), at `fill` waves (`fill_waves`): the kernel's cycles are O + D_cold min(F, W) + D_warm
-    max(0, W - F), with W the grid's waves and O the mean of the two fits' ramp and drain (the ramp
-    runs cold, the drain warm). The bound: each fit's terms, weighted by the waves of its phase;
+def eviction_fraction(waves, *, fill: float, ways: int) -> np.ndarray:
+    """The fraction of the kernel's L2 allocations that evict a line, at each of `waves` (an array):
+    the lines are spread over the sets as by a hash, so the lines a set has received by wave w are
+    Poisson-distributed with mean ways x w / fill (`fill_waves`: where the kernel's data reaches the
+    L2's size), and an allocation evicts when its set already holds `ways`: P(N >= ways). The sets fill
+    one by one: the change from no evictions to one per allocation spreads over about +-1/sqrt(ways)
+    of the fill (saxpy at n = 2^23: from wave 16 to wave 30, fill 23.7)."""
+    lam = np.maximum(ways * np.asarray(waves, dtype=np.float64) / max(fill, 1e-12), 1e-300)
+    i = np.arange(ways, dtype=np.float64)
+    log_fact = np.concatenate(([0.0], np.cumsum(np.log(np.maximum(i[1:], 1.0)))))  # log(i!)
+    below = np.exp(-lam[..., None] + i * np.log(lam)[..., None] - log_fact).sum(axis=-1)  # P(N < ways)
+    return np.clip(1.0 - below, 0.0, 1.0)
+
+
+TRANSITION_STEPS = 1024  # waves are integrated over this many steps
+
+
+def two_phase(cold: Estimate, warm: Estimate, *, grid: int, blocks_per_wave: int, fill: float, ways: int,
+              write_back_share: float, extra_bounds: dict[str, float] | None = None) -> Estimate:
+    """Join two per-wave fits of the same sample, one from a cold L2 (`cold`: no allocation evicts) and
+    one from a warm one (`warm`: every allocation evicts a line, written back when dirty), over the
+    grid's W waves: at wave w a fraction x(w) of the allocations evicts (`eviction_fraction`, with
+    `fill` from `fill_waves`), and the wave takes D(x) = max(D_cold, D_warm (1 - r (1 - x))), r the
+    share of the warm runs' DRAM traffic that is write-backs (`write_back_share`): the write-backs
+    cost nothing while the DRAM has room for them beside the cold waves' traffic, and their share of
+    the warm time once it has not (a DRAM-bound warm phase); never more than the linear mix
+    D_cold + x (D_warm - D_cold). The kernel's cycles: O + the sum of
+    D(x(w)) over the waves, O the mean of the two fits' ramp and drain (the ramp runs cold, the drain
+    warm).
+
+    The bound: each fit's terms, weighted by the waves of its phase (the integrals of 1 - x and x);
     "ramp and drain", half the difference of the two offsets; "L2 fill", the per-wave difference over
-    L2_FILL_SPREAD of the waves before the fill (the sets fill unevenly: the change is gradual, and
-    where its middle lies is an estimate); and `extra_bounds`."""
+    L2_FILL_SPREAD of the waves before the fill (how far the sets' filling may lie from the
+    hashed-spread curve); "L2 transition", how much more the waves would take if each write-back
+    cost its share of the warm time however much room the DRAM has (D_cold + x (D_warm - D_cold)):
+    what the warm time is made of is not measured, only its DRAM traffic; and `extra_bounds`."""
     if cold.model != "waves" or warm.model != "waves":
         raise ValueError("two phases join two per-wave fits")
     W = grid / blocks_per_wave
     F = min(max(fill, 0.0), W)
     o = (cold.offset + warm.offset) / 2
-    est = o + cold.per_wave * F + warm.per_wave * (W - F)
+    dw = W / TRANSITION_STEPS
+    x = eviction_fraction((np.arange(TRANSITION_STEPS) + 0.5) * dw, fill=fill, ways=ways)
+    r = min(max(write_back_share, 0.0), 1.0)
+    dc, dwm = cold.per_wave, warm.per_wave
+    d_lin = dc + x * (dwm - dc)
+    # never above the linear mix: where D_warm (1 - r) exceeds D_cold, the warm time is not the DRAM's
+    # traffic alone, and the mix is linear
+    d_max = np.minimum(d_lin, np.maximum(dc, dwm * (1.0 - r * (1.0 - x))))
+    est = o + float(d_max.sum()) * dw
+    warm_waves = float(x.sum()) * dw
     bounds: dict[str, float] = {}
     for k in dict.fromkeys([*cold.bounds, *warm.bounds]):
-        bounds[k] = (cold.bounds.get(k, 0.0) * F + warm.bounds.get(k, 0.0) * (W - F)) / W
+        bounds[k] = (cold.bounds.get(k, 0.0) * (W - warm_waves) + warm.bounds.get(k, 0.0) * warm_waves) / W
     bounds["ramp and drain"] = abs(cold.offset - warm.offset) / 2
     if F < W:
-        bounds["L2 fill"] = abs(warm.per_wave - cold.per_wave) * F * L2_FILL_SPREAD
+        bounds["L2 fill"] = abs(dwm - dc) * F * L2_FILL_SPREAD
+    transition = float((d_lin - d_max).sum()) * dw
+    if transition > 0:
+        bounds["L2 transition"] = transition
     for k, v in (extra_bounds or {}).items():
         bounds[k] = float(v)
     cycles = max(1, round(est))
@@ -321,6 +360,6 @@ def data_dependent_addresses(program: Program) -> list[int]:
     return sorted(bad)
 
 
-__all__ = ["CONFIDENCE_FLOOR", "Estimate", "L2_FILL_SPREAD", "LOOP_DRIFT_FACTOR", "Observation",
-           "data_dependent_addresses", "extrapolate", "fill_waves", "first_wave_end", "in_step_bound",
-           "l2_dirty_fraction", "slope", "two_phase", "wave_deltas", "writeback_bound"]
+__all__ = ["CONFIDENCE_FLOOR", "Estimate", "L2_FILL_SPREAD", "LOOP_DRIFT_FACTOR", "Observation", "TRANSITION_STEPS",
+           "data_dependent_addresses", "eviction_fraction", "extrapolate", "fill_waves", "first_wave_end",
+           "in_step_bound", "l2_dirty_fraction", "slope", "two_phase", "wave_deltas", "writeback_bound"]

@@ -83,7 +83,7 @@ SAMPLING_SUITE = [
     ("saxpy", {"n": 1 << 24}),
     ("sfu_peak", {"n": 32768, "iters": 2048}),
     ("shared_bank_conflict", {"n": 27648, "iters": 768}),
-    ("softmax", {"rows": 1024, "cols": 4096}),
+    ("softmax", {"rows": 131072, "cols": 32, "block": 32}),
     ("stream_copy", {"n": 1 << 25, "grid": 65536}),
     ("transpose_naive", {"rows": 4096, "cols": 3072}),
     ("transpose_shared", {"rows": 4096, "cols": 3072, "by": 32}),

@@ -98,14 +98,20 @@ class L2Slice(FifoServer):
 
     def prefill_dirty(self, dirty_fraction: float = 1.0, index: int = 0) -> int:
         """Fill every set with `ways` lines that belong to no address (negative line numbers, distinct
-        for each slice `index`), all sectors valid, `dirty_fraction` of the lines dirty (whole lines,
-        spread evenly: line c is dirty when floor((c + 1) f) > floor(c f)). Allocated in way order, so
-        the kernel's first allocations evict them in that order, and their write-backs spread over the
-        memory controllers. Returns the dirty bytes added. Call before the kernel's first access."""
+        for each slice `index`), all sectors valid, `dirty_fraction` f of the lines dirty (whole lines).
+        The dirty lines are spread so that every set holds f x ways of them (within one) and, for each
+        way, a fraction f of the sets has it dirty, with no pattern in the set number: way w of set t is
+        dirty when frac(w f + p_t) >= 1 - f, the phase p_t = frac((index x nsets + t) x golden ratio).
+        A kernel's first allocations in any subset of the sets (a power-of-two stride, one parity)
+        therefore evict dirty lines at the fraction f. Allocated in way order, so the kernel's first
+        allocations evict them in that order, and their write-backs spread over the memory
+        controllers. Returns the dirty bytes added. Call before the kernel's first access."""
         if not 0.0 <= dirty_fraction <= 1.0:
             raise ValueError(f"dirty_fraction {dirty_fraction} is not within [0, 1]")
         full = (1 << (self.line_bytes // self.sector_bytes)) - 1
         n = self.nsets
+        f = dirty_fraction
+        golden = (5 ** 0.5 - 1) / 2
         dirty = 0
         for w in range(self.ways):
             for t in range(n):
@@ -114,7 +120,8 @@ class L2Slice(FifoServer):
                 line = q * self.slices + (index + c) % self.slices
                 s = self.sets[q % n]
                 s[line] = full
-                if self.write_back and int((c + 1) * dirty_fraction) > int(c * dirty_fraction):
+                phase = ((index * n + q % n) * golden) % 1.0
+                if self.write_back and f > 0 and (w * f + phase) % 1.0 >= 1.0 - f:
                     self.dirty[line] = full
                     dirty += 1
         return dirty * self.line_bytes

@@ -14,6 +14,7 @@ from gpusim.analysis.sampling_model import (
     Estimate,
     Observation,
     data_dependent_addresses,
+    eviction_fraction,
     extrapolate,
     fill_waves,
     first_wave_end,
@@ -163,22 +164,51 @@ def _wave_fit(per_wave_cycles, offset_cycles, waves_bound):
                     bounds={"waves": waves_bound})
 
 
+def test_eviction_fraction_rises_around_the_fill_as_the_sets_fill():
+    w = np.array([0.0, 4.0, 8.0, 1e3])
+    x = eviction_fraction(w, fill=8.0, ways=16)
+    assert x[0] == 0.0 and x[-1] == pytest.approx(1.0)
+    # at the fill each set has received `ways` lines on average: P(Poisson(16) >= 16)
+    assert x[2] == pytest.approx(0.5340, abs=1e-3) and x[1] < 0.01
+    # more ways: a sharper change (the sets' counts spread as 1/sqrt(ways))
+    sharp = eviction_fraction(np.array([7.0, 9.0]), fill=8.0, ways=1000)
+    assert sharp[0] < 1e-3 and sharp[1] > 1 - 1e-3
+
+
 def test_two_phase_joins_the_cold_and_the_warm_fits_where_the_l2_fills():
     cold, warm = _wave_fit(100.0, 50.0, 10.0), _wave_fit(160.0, 30.0, 20.0)
-    # 10 waves, the L2 full after 4: O = (50 + 30) / 2 = 40; 40 + 100 x 4 + 160 x 6 = 1,400
-    est = two_phase(cold, warm, grid=1000, blocks_per_wave=100, fill=4.0, extra_bounds={"first wave in step": 6.0})
-    assert est.cycles == 1_400 and est.model == "waves" and est.fill_waves == 4.0
+    # 10 waves; with 1,000 ways the sets fill all at once, after 4 waves: O = (50 + 30) / 2 = 40;
+    # 40 + 100 x 4 + 160 x 6 = 1,400 (half the warm traffic write-backs: D_warm x 0.5 = 80 < 100 before)
+    est = two_phase(cold, warm, grid=1000, blocks_per_wave=100, fill=4.0, ways=1000, write_back_share=0.5,
+                    extra_bounds={"first wave in step": 6.0})
+    assert est.cycles == pytest.approx(1_400, abs=5) and est.model == "waves" and est.fill_waves == 4.0
     assert (est.cold_per_wave, est.per_wave, est.offset) == (100.0, 160.0, 40.0)
     # waves: each fit's term by the waves of its phase, (10 x 4 + 20 x 6) / 10 = 16; ramp and drain: half
     # of 50 - 30; L2 fill: (160 - 100) x 4 waves x L2_FILL_SPREAD
-    assert est.bounds == pytest.approx({"waves": 16.0, "ramp and drain": 10.0, "L2 fill": 60 * 4 * L2_FILL_SPREAD,
-                                        "first wave in step": 6.0})
-    assert est.confidence == pytest.approx((16 + 10 + 24 + 6) / 1_400)
+    b = dict(est.bounds)
+    assert b.pop("L2 transition", 0.0) < 5.0  # the sets fill within a few % of the fill
+    assert b == pytest.approx({"waves": 16.0, "ramp and drain": 10.0, "L2 fill": 60 * 4 * L2_FILL_SPREAD,
+                               "first wave in step": 6.0}, abs=0.1)
+    assert est.confidence == pytest.approx(sum(est.bounds.values()) / est.cycles)
+    # 16 ways: the sets fill over waves 2-6; the write-backs fit beside the cold traffic until
+    # D_warm (1 - r (1 - x)) = 160 (0.5 + 0.5 x) passes 100 (x = 0.25), and cost less than the linear mix
+    # after: the estimate is below the linear mix by the "L2 transition" term
+    ways16 = two_phase(cold, warm, grid=1000, blocks_per_wave=100, fill=4.0, ways=16, write_back_share=0.5)
+    w = (np.arange(1024) + 0.5) * 10 / 1024
+    x = eviction_fraction(w, fill=4.0, ways=16)
+    linear = 40 + float((100 + 60 * x).sum()) * 10 / 1024
+    dram = 40 + float(np.minimum(100 + 60 * x, np.maximum(100, 80 + 80 * x)).sum()) * 10 / 1024
+    assert ways16.cycles == round(dram) and dram < linear
+    assert ways16.bounds["L2 transition"] == pytest.approx(linear - dram)
+    # a warm time that is not the DRAM's traffic (D_warm (1 - r) = 120 > D_cold): the linear mix
+    lin = two_phase(cold, warm, grid=1000, blocks_per_wave=100, fill=4.0, ways=16, write_back_share=0.25)
+    assert lin.cycles == round(linear) and "L2 transition" not in lin.bounds
     # an L2 that never fills: the cold fit alone, plus half the offsets' difference
-    never = two_phase(cold, warm, grid=1000, blocks_per_wave=100, fill=12.0)
+    never = two_phase(cold, warm, grid=1000, blocks_per_wave=100, fill=1e9, ways=16, write_back_share=0.5)
     assert never.cycles == 40 + 100 * 10 and "L2 fill" not in never.bounds and never.bounds["waves"] == 10.0
     with pytest.raises(ValueError):
-        two_phase(cold, Estimate(1, 0.0, "loops", 0.0, beta=1.0), grid=1000, blocks_per_wave=100, fill=4.0)
+        two_phase(cold, Estimate(1, 0.0, "loops", 0.0, beta=1.0), grid=1000, blocks_per_wave=100, fill=4.0,
+                  ways=16, write_back_share=0.5)
 
 
 def test_plan_for_a_loop_free_kernel_of_many_waves():

@@ -73,3 +73,18 @@ def test_prefill_fills_every_set_with_foreign_lines_at_the_fraction():
     assert added == len(sl.dirty) * sl.line_bytes
     with pytest.raises(ValueError):
         sl.prefill_dirty(1.5)
+
+
+@pytest.mark.parametrize("fraction", [0.25, 0.5, 1 / 3, 0.7])
+def test_prefill_spreads_the_dirty_lines_over_every_set_and_way(fraction):
+    """Each set holds f x ways dirty lines (within one), and the first way to be evicted is dirty in
+    a fraction f of the sets, of the even and of the odd ones alike: a kernel whose first allocations
+    fall on some of the sets (transpose_shared's writes: 60 % on even sets) evicts dirty lines at f."""
+    cfg = config("a100")
+    sl = L2Slice(cfg, Dram(cfg))
+    sl.prefill_dirty(fraction, index=5)
+    per_set = [sum(line in sl.dirty for line in s) for s in sl.sets]
+    assert min(per_set) >= int(fraction * sl.ways) and max(per_set) <= int(fraction * sl.ways) + 1
+    first = np.array([next(iter(s)) in sl.dirty for s in sl.sets], dtype=float)
+    for part in (first[0::2], first[1::2], first[0::4]):
+        assert part.mean() == pytest.approx(fraction, abs=0.05)
