@@ -40,7 +40,7 @@ class Coalescer:
         lines = line[starts].tolist()
         bounds = np.searchsorted(r[starts], np.arange(m + 1)).tolist()
         pairs = list(zip(lines, masks, strict=False))
-        return [pairs[bounds[i]:bounds[i + 1]] for i in range(m)]
+        return [pairs[lo:hi] for lo, hi in zip(bounds, bounds[1:], strict=False)]
 
     @staticmethod
     def max_lanes_per_address(rows: np.ndarray) -> np.ndarray:

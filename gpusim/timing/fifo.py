@@ -17,9 +17,9 @@ class FifoServer:
 
     __slots__ = ("free_at", "queue_depth", "_waiting", "busy_cycles", "requests", "queue_cycles")
 
-    def __init__(self, queue_depth: int = 1 << 30):
+    def __init__(self, queue_depth: int | None = None):
         self.free_at = 0.0
-        self.queue_depth = queue_depth
+        self.queue_depth = queue_depth  # None: unbounded
         self._waiting: deque[float] = deque()  # start times of accepted requests not yet started
         self.busy_cycles = 0.0
         self.requests = 0
@@ -28,16 +28,19 @@ class FifoServer:
     def serve(self, arrival: float, service: float) -> tuple[float, float]:
         """Book one request arriving at `arrival`; returns (accepted, start): when it entered the
         queue (later than `arrival` under back-pressure) and when service starts."""
-        waiting = self._waiting
-        while waiting and waiting[0] <= arrival:
-            waiting.popleft()
         accepted = arrival
-        if len(waiting) >= self.queue_depth:
-            accepted = waiting[len(waiting) - self.queue_depth]
+        depth = self.queue_depth
+        if depth is not None:
+            waiting = self._waiting
+            while waiting and waiting[0] <= arrival:
+                waiting.popleft()
+            if len(waiting) >= depth:
+                accepted = waiting[len(waiting) - depth]
         start = self.free_at if self.free_at > accepted else accepted
         self.free_at = start + service
         if start > arrival:
-            waiting.append(start)
+            if depth is not None:
+                waiting.append(start)
             self.queue_cycles += start - arrival
         self.busy_cycles += service
         self.requests += 1

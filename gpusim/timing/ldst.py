@@ -34,16 +34,22 @@ class AddressStage:
             rows = acc.rows[g]
             lines = self.coalescer.lines(rows)
             atomic = kind[g] == GLOBAL_ATOM
-            depth = np.zeros(g.size, dtype=np.int64)
-            if atomic.any():
-                depth[atomic] = self.coalescer.max_lanes_per_address(rows[atomic])
-            for j, ls, at, d in zip(g.tolist(), lines, atomic.tolist(), depth.tolist(), strict=True):
-                if not at:
-                    plans[j] = ls
-                elif d <= 1:
-                    plans[j] = (ls, [1] * len(ls))
+            if not atomic.any():
+                if g.size == m:
+                    plans = lines
                 else:
-                    plans[j] = (ls, self._depths(acc.rows[j], ls))
+                    for j, ls in zip(g.tolist(), lines, strict=True):
+                        plans[j] = ls
+            else:
+                depth = np.zeros(g.size, dtype=np.int64)
+                depth[atomic] = self.coalescer.max_lanes_per_address(rows[atomic])
+                for j, ls, at, d in zip(g.tolist(), lines, atomic.tolist(), depth.tolist(), strict=True):
+                    if not at:
+                        plans[j] = ls
+                    elif d <= 1:
+                        plans[j] = (ls, [1] * len(ls))
+                    else:
+                        plans[j] = (ls, self._depths(acc.rows[j], ls))
         s = np.flatnonzero(shared)
         if s.size:
             widths = self.width[acc.pcs[s]]

@@ -64,6 +64,7 @@ class SM:
         self.sync_latency = cfg.units["sync"].latency_cycles
         self.on_block_done = on_block_done  # callback(sm, block_id, end_cycle)
         self.pending: list[tuple[int, object]] = []  # (start cycle, BlockStream) delivered, not started
+        self.next_start = INF  # the earliest start cycle in `pending`
         self.blocks: dict[int, ResidentBlock] = {}
         self.warps_resident = 0
         self.wake = INF  # a barrier release the sub-partitions do not know of yet
@@ -84,6 +85,8 @@ class SM:
         """The dispatcher places a block (its stream and the plans of its memory accesses) here; its
         warps may issue from cycle `start`."""
         self.pending.append((start, block))
+        if start < self.next_start:
+            self.next_start = start
         self.attention = True
         if self.env.active_process is self.process:
             return  # placed from this SM's own block retirement: its loop sees `pending` next
@@ -123,7 +126,7 @@ class SM:
         issue = self.issue
         t = 0
         while True:
-            if self.pending:
+            if self.next_start <= t:
                 keep = []
                 for start, block in self.pending:
                     if start <= t:
@@ -132,6 +135,7 @@ class SM:
                     else:
                         keep.append((start, block))
                 self.pending = keep
+                self.next_start = min([start for start, _ in keep], default=INF)
             nxt = INF
             for sp in sps:
                 nt = sp.next_time
@@ -158,17 +162,17 @@ class SM:
                     if self.wake < nxt:
                         nxt = self.wake
                     self.wake = INF
-                for start, _ in self.pending:
-                    if start < nxt:
-                        nxt = start if start > t else t + 1
+                start = self.next_start
+                if start < nxt:
+                    nxt = start if start > t else t + 1
                 if self.must_yield:
                     # a block retired (the engine has placed the next one in `pending`): let the other SMs run
                     self.must_yield = False
                     self.sleeping_until = t + 1
                     yield env.timeout(0)  # (same-cycle L2 requests of the SMs keep their order)
-                    for start, _ in self.pending:
-                        if start < nxt:
-                            nxt = start if start > t else t + 1
+                    start = self.next_start
+                    if start < nxt:
+                        nxt = start if start > t else t + 1
                 self.attention = bool(self.pending)
             if nxt != INF:
                 t = nxt
@@ -223,7 +227,11 @@ class SM:
                 sp.states[sb.reason[why]] += at - t - 1
             w.ready = at
             if at == t + 1 and sp.fast_greedy:
-                sp.greedy = w
+                f = free[ti.port]
+                if f <= at:
+                    sp.greedy = w
+                else:  # its unit is busy: it waits for it in the heap (see _next)
+                    heappush(sp.waiting, (f, w.age, w))
             else:
                 heappush(sp.waiting, (at, w.age, w))
             return
@@ -249,7 +257,11 @@ class SM:
                 sp.states[why] += at - t - 1
             w.ready = at
             if at == t + 1 and sp.fast_greedy:
-                sp.greedy = w
+                f = free[ti.port]
+                if f <= at:
+                    sp.greedy = w
+                else:  # its unit is busy: it waits for it in the heap (see _next)
+                    heappush(sp.waiting, (f, w.age, w))
             else:
                 heappush(sp.waiting, (at, w.age, w))
             return
@@ -327,12 +339,21 @@ class SM:
         if at > t + 1:
             sp.states[why] += at - t - 1
         w.ready = at
+        if at == t + 1 and issued and sp.fast_greedy:
+            # gto's greedy warp, ready again next cycle, if its unit is free then. If not, it waits in the
+            # heap until the unit frees: a unit's free cycle never moves earlier, and no counter moves for
+            # the warp before then (the ready lists count only the cycles a unit is free; its wait is
+            # accounted from `ready`).
+            f = sp.free[ti.port]
+            if f <= at:
+                sp.greedy = w
+                if at < sp.next_time:
+                    sp.next_time = at
+                return
+            at = f
         if at < sp.next_time:
             sp.next_time = at
-        if at == t + 1 and issued and sp.fast_greedy:
-            sp.greedy = w
-        else:
-            heappush(sp.waiting, (at, w.age, w))
+        heappush(sp.waiting, (at, w.age, w))
 
     def _arrive(self, w: Warp, t: int) -> None:
         blk = w.block
