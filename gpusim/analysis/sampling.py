@@ -348,9 +348,11 @@ def simulate_sampled(workload, cfg: Config | str = "a100", *, sample: str = "aut
                                              allocated_bytes=sum(size for _, size, _ in pl.memory.allocations))
         l2_bytes = cfg.l2.size_bytes
         # the lines the L2 must hold are the distinct ones (data read three times, as softmax does,
-        # occupies the L2 once): nothing is evicted while they fit
+        # occupies the L2 once): nothing is evicted while they fit. The sample's: at most the bytes it
+        # moved, and at most its blocks' share of the kernel's
+        sample_footprint = min(max(r.global_bytes for r in runs), footprint * plan.blocks / G)
         wb = writeback_bound(written_bytes=kernel.bytes_written, footprint_bytes=footprint,
-                             sampled_footprint_bytes=max(r.global_bytes for r in runs), l2_bytes=l2_bytes,
+                             sampled_footprint_bytes=sample_footprint, l2_bytes=l2_bytes,
                              dram_bytes_per_cycle=cfg.derived()["peak_dram_bandwidth_gbps"] * 1e3 / cfg.chip.clock_mhz)
     except KernelFault as e:  # a loop cut short can compute an address the kernel never does
         return cannot(f"a sampled run faults, so the kernel is simulated whole ({e})")
@@ -371,8 +373,8 @@ def simulate_sampled(workload, cfg: Config | str = "a100", *, sample: str = "aut
                remainder_matched=plan.remainder_matched)
     cold_est = extrapolate(runs=obs, wave_deltas=deltas, **fit)
     warm = (plan.kind == "waves" and cfg.l2.write_policy == "write_back" and footprint > l2_bytes
-            and dirty > 0 and footprint * plan.blocks / G < l2_bytes and wb > WARM_MIN_WRITEBACKS * cold_est.cycles
-            and (sample != "auto" or full_y / (2 * plan.cost) >= MIN_GAIN))
+            and dirty > 0 and sample_footprint < l2_bytes and wb > WARM_MIN_WRITEBACKS * cold_est.cycles
+            and 2 * plan.cost <= max_cost and (sample != "auto" or full_y / (2 * plan.cost) >= MIN_GAIN))
     if warm:
         try:
             warm_runs, warm_timings = _run_plan(pl, cfg, plan, kernel.trips, max_steps_per_warp, max_cycles,

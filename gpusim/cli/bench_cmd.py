@@ -68,7 +68,7 @@ LONG = [
     ("ffma_peak", {"n": 131072, "block": 256}, "iters", (4, 8)),
 ]
 # `--sampling`: every shipped workload, simulated in full and sampled (`--sample auto`), at a size where
-# full simulation takes roughly 15-60 s on one core, chosen (within that) for many waves or long loops
+# full simulation takes roughly 20-150 s on one core, chosen (within that) for many waves or long loops
 # where the workload's parameters allow; docs/sampling.md.
 SAMPLING_SUITE = [
     ("divergence", {"n": 1 << 22, "paths": 4, "k": 4}),

@@ -89,9 +89,9 @@ class KernelTiming:
             "queue_cycles": sum(s.queue_cycles for s in slices),
             "requests": sum(s.requests for s in slices),
             "slices": len(slices),
-            # written sectors still dirty in a write-back L2 when the kernel ends (DRAM sees them later)
-            "dirty_bytes_at_end": sum(m.bit_count() for sl in slices for m in sl.dirty.values())
-            * cfg.l2.sector_size_bytes,
+            # the kernel's written sectors still dirty in a write-back L2 when it ends (DRAM sees them
+            # later); not the foreign lines of a warm start
+            "dirty_bytes_at_end": sum(sl.kernel_dirty_sectors() for sl in slices) * cfg.l2.sector_size_bytes,
             "sector_bytes": cfg.l2.sector_size_bytes,
         }
         ctrl = dram.controllers

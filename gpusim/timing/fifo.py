@@ -1,5 +1,5 @@
-"""A first-come-first-served server with a deterministic service time and a bounded queue: the shape
-of an L2 slice's data port and of a DRAM channel.
+"""A first-come-first-served server with a deterministic service time and a queue, bounded (a DRAM
+channel) or not (an L2 slice's data port).
 
 For requests that arrive in time order, a FIFO single server's start times follow in closed form
 (start = max(arrival, previous finish)), so the server resolves each request when it arrives instead
@@ -13,7 +13,8 @@ from collections import deque
 
 class FifoServer:
     """Serves requests one at a time, `service` cycles each; holds at most `queue_depth` waiting
-    requests: a request that finds the queue full is accepted only when the oldest waiting one starts."""
+    requests (None: any number): a request that finds the queue full is accepted only when the oldest
+    waiting one starts."""
 
     __slots__ = ("free_at", "queue_depth", "_waiting", "busy_cycles", "requests", "queue_cycles")
 
@@ -40,7 +41,7 @@ class FifoServer:
         self.free_at = start + service
         if start > arrival:
             if depth is not None:
-                waiting.append(start)
+                self._waiting.append(start)
             self.queue_cycles += start - arrival
         self.busy_cycles += service
         self.requests += 1

@@ -93,8 +93,6 @@ class GPU:
         timing = KernelTiming.collect(cfg, occ, engine[0], sms, slices, dram, mix)
         if prefilled is not None:
             timing.l2["prefilled_dirty_bytes"] = prefilled
-            timing.l2["dirty_bytes_at_end"] = sum(m.bit_count() for sl in slices for line, m in sl.dirty.items()
-                                                  if line >= 0) * cfg.l2.sector_size_bytes
         return timing
 
 

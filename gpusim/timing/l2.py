@@ -96,6 +96,10 @@ class L2Slice(FifoServer):
             self.dirty[line] = self.dirty.get(line, 0) | mask
         return max(start, ready) + operations + self.hit_latency
 
+    def kernel_dirty_sectors(self) -> int:
+        """Dirty sectors of the kernel's own lines (the foreign lines of `prefill_dirty` excluded)."""
+        return sum(m.bit_count() for line, m in self.dirty.items() if line >= 0)
+
     def prefill_dirty(self, dirty_fraction: float = 1.0, index: int = 0) -> int:
         """Fill every set with `ways` lines that belong to no address (negative line numbers, distinct
         for each slice `index`), all sectors valid, `dirty_fraction` f of the lines dirty (whole lines).
@@ -114,8 +118,8 @@ class L2Slice(FifoServer):
         golden = (5 ** 0.5 - 1) / 2
         dirty = 0
         for w in range(self.ways):
-            for t in range(n):
-                c = w * n + t
+            for k in range(n):
+                c = w * n + k
                 q = -1 - c  # the line's number divided by the slice count: its set is q % nsets
                 line = q * self.slices + (index + c) % self.slices
                 s = self.sets[q % n]

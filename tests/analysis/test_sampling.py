@@ -381,3 +381,13 @@ def test_a_sampled_run_that_faults_falls_back_to_full_under_auto(tmp_path, monke
     monkeypatch.setattr(sampling, "MIN_GAIN", 0)
     r = simulate_sampled(str(wl), "a100", sample="auto")
     assert r.mode == "full" and "faults" in r.reason and r.full.verified
+
+
+def test_warm_runs_are_left_out_when_twice_the_sample_exceeds_the_budget():
+    n = 1 << 18  # as above: the kernel overflows the small L2, the 3-wave sample does not
+    cold = simulate_sampled("saxpy", "a100", sample="on", overrides=SMALL_L2, n=n)
+    budget = int(1.5 * cold.runs[0].warp_instructions)  # room for the sample once, not twice
+    r = simulate_sampled("saxpy", "a100", sample="on", overrides=SMALL_L2, max_sample_warp_instructions=budget, n=n)
+    assert [(x.blocks, x.warm_l2) for x in r.runs] == [(96, None)]
+    assert r.warp_instructions_simulated <= budget
+    assert "L2 write-backs" in r.estimate.bounds and r.estimate.fill_waves is None
