@@ -104,3 +104,44 @@ def test_long_mode_reports_both_lengths(tmp_path, monkeypatch, capsys):
     assert e["long"]["warp_instructions"] == pytest.approx(20_000, rel=0.05)
     assert e["short"]["warp_instructions"] == pytest.approx(2_000, rel=0.1)
     assert e["long"]["peak_rss_mib"] > 0 and e["long"]["cycles"] > 0
+
+
+def test_repeat_reports_the_fastest_run(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    assert main(["bench", "--quick", "--only", "saxpy", "--repeat", "2", "--json", str(out)]) == 0
+    assert "the fastest of 2 runs of each" in capsys.readouterr().out
+    data = json.loads(out.read_text())
+    assert data["repeat"] == 2
+    [r] = data["results"]
+    assert len(r["wall_seconds_runs"]) == 2 and r["wall_seconds"] == min(r["wall_seconds_runs"])
+    assert math.isclose(r["warp_instructions_per_second"], r["warp_instructions"] / r["wall_seconds"], rel_tol=1e-9)
+
+
+def test_fastest_keeps_the_quickest_run_and_the_largest_memory():
+    runs = [{"workload": "w", "cycles": 10, "warp_instructions": 5, "verified": True, "wall_seconds": w,
+             "peak_rss_mib": m} for w, m in ((3.0, 100.0), (2.0, 90.0), (4.0, 120.0))]
+    best = bench_cmd._fastest(runs)
+    assert best["wall_seconds"] == 2.0 and best["wall_seconds_runs"] == [3.0, 2.0, 4.0]
+    assert best["peak_rss_mib"] == 120.0
+
+
+def test_repeated_runs_that_disagree_are_an_error():
+    from gpusim.errors import GpusimError
+
+    runs = [{"workload": "w", "cycles": c, "warp_instructions": 5, "verified": True, "wall_seconds": 1.0,
+             "peak_rss_mib": 1.0} for c in (10, 11)]
+    with pytest.raises(GpusimError, match="not deterministic"):
+        bench_cmd._fastest(runs)
+
+
+@pytest.mark.parametrize("value", ["0", "x"])
+def test_repeat_must_be_a_positive_count(value, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "--repeat", value])
+    assert exc.value.code == 2
+    assert f"--repeat: '{value}' is not a whole number of runs of at least 1" in capsys.readouterr().err
+
+
+def test_repeat_is_for_the_timing_suite_only(capsys):
+    assert main(["bench", "--functional", "--repeat", "2"]) == 2
+    assert "--repeat applies to the timing suite only" in capsys.readouterr().err
