@@ -25,7 +25,11 @@ from gpusim.timing.l1 import L1Cache
 from gpusim.timing.l2 import L2Slice
 from gpusim.timing.ldst import AddressStage
 from gpusim.timing.sm import SM
+from gpusim.timing.subpartition import NEVER
 from gpusim.timing.watchdog import limit_error
+
+# The longest kernel the timing model simulates, in cycles (about 0.76 s at 1.41 GHz).
+HORIZON = NEVER - 1
 
 
 class GPU:
@@ -83,13 +87,15 @@ class GPU:
         threshold = gc.get_threshold()
         gc.set_threshold(max(threshold[0], 50_000), *threshold[1:])
         done = engine[0].process
-        until = done if max_cycles is None else env.any_of([done, env.timeout(max_cycles)])
+        # (cycles are kept below NEVER, the sub-partitions' "nothing to do": a longer kernel stops there)
+        limit = HORIZON if max_cycles is None else min(max_cycles, HORIZON)
+        until = env.any_of([done, env.timeout(limit)])
         try:
             env.run(until=until)
         finally:
             gc.set_threshold(*threshold)
         if not done.triggered:
-            raise limit_error(sms, program, int(env.now), max_cycles)
+            raise limit_error(sms, program, int(env.now), limit, horizon=limit == HORIZON)
         timing = KernelTiming.collect(cfg, occ, engine[0], sms, slices, dram, mix)
         if prefilled is not None:
             timing.l2["prefilled_dirty_bytes"] = prefilled

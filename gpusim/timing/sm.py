@@ -26,7 +26,7 @@ from gpusim.timing.decode import (
 )
 from gpusim.timing.l1 import L1Cache
 from gpusim.timing.shared_memory import SharedMemory
-from gpusim.timing.subpartition import SubPartition
+from gpusim.timing.subpartition import NEVER, SubPartition
 from gpusim.timing.warp import INF, Warp
 
 BARRIER_STATE, DRAIN = S["barrier"], S["drain"]
@@ -126,7 +126,7 @@ class SM:
         issue = self.issue
         t = 0
         while True:
-            if self.next_start <= t:
+            if self.attention and self.next_start <= t:  # (blocks in `pending` keep `attention` set)
                 keep = []
                 for start, block in self.pending:
                     if start <= t:
@@ -136,7 +136,7 @@ class SM:
                         keep.append((start, block))
                 self.pending = keep
                 self.next_start = min([start for start, _ in keep], default=INF)
-            nxt = INF
+            nxt = NEVER
             for sp in sps:
                 nt = sp.next_time
                 if nt <= t:
@@ -174,17 +174,14 @@ class SM:
                     if start < nxt:
                         nxt = start if start > t else t + 1
                 self.attention = bool(self.pending)
-            if nxt != INF:
+            if nxt != NEVER:
                 t = nxt
                 continue
-            self.sleeping_until = nxt
+            self.sleeping_until = INF
+            if self.finished:
+                return
             try:
-                if nxt == INF:
-                    if self.finished:
-                        return
-                    yield env.event()  # idle until the dispatcher delivers a block
-                else:
-                    yield env.timeout(max(0, nxt - env.now))
+                yield env.event()  # idle until the dispatcher delivers a block
             except simpy.Interrupt:
                 pass
             t = max(int(env.now), t + 1)
@@ -197,7 +194,10 @@ class SM:
         free = sp.free
         free[ti.port] = t + ti.interval
         kind = ti.kind
-        if kind == ALU:
+        # `is` rather than `==` for the two tests that skip long bodies (kinds are small ints, and
+        # CPython 3.11 cannot specialise a comparison whose jump needs an EXTENDED_ARG: `==` would run
+        # the generic comparison on every issue)
+        if kind is ALU:
             # The common case, with `_next` inlined (it is most of the simulator's time; inlining
             # saves about 5% of the interpreter's work): record the result's latency, then wait for
             # the next instruction.
@@ -218,15 +218,15 @@ class SM:
             ti = w.code[pos]
             w.info = ti
             w.port = ti.port
-            at = t + 1
+            at = t1 = t + 1  # (cycle numbers above 256 are new int objects: add once)
             for r in ti.deps:
                 if ready[r] > at:
                     at = ready[r]
                     why = r
-            if at > t + 1:
-                sp.states[sb.reason[why]] += at - t - 1
+            if at > t1:
+                sp.states[sb.reason[why]] += at - t1
             w.ready = at
-            if at == t + 1 and sp.fast_greedy:
+            if at == t1 and sp.fast_greedy:
                 f = free[ti.port]
                 if f <= at:
                     sp.greedy = w
@@ -235,7 +235,7 @@ class SM:
             else:
                 heappush(sp.waiting, (at, w.age, w))
             return
-        elif kind == BRANCH or kind == EXIT:
+        elif kind is BRANCH or kind is EXIT:
             # `_next` inlined as for ALU: the next instruction waits at least until the branch resolves
             pos = w.pos + 1
             w.pos = pos
@@ -253,10 +253,11 @@ class SM:
             for r in ti.deps:
                 if ready[r] > at:
                     at, why = ready[r], sb.reason[r]
-            if at > t + 1:
-                sp.states[why] += at - t - 1
+            t1 = t + 1
+            if at > t1:
+                sp.states[why] += at - t1
             w.ready = at
-            if at == t + 1 and sp.fast_greedy:
+            if at == t1 and sp.fast_greedy:
                 f = free[ti.port]
                 if f <= at:
                     sp.greedy = w
@@ -336,10 +337,11 @@ class SM:
             if ready[r] > at:
                 at, why = ready[r], sb.reason[r]
         sp = w.sp
-        if at > t + 1:
-            sp.states[why] += at - t - 1
+        t1 = t + 1
+        if at > t1:
+            sp.states[why] += at - t1
         w.ready = at
-        if at == t + 1 and issued and sp.fast_greedy:
+        if at == t1 and issued and sp.fast_greedy:
             # gto's greedy warp, ready again next cycle, if its unit is free then. If not, it waits in the
             # heap until the unit frees: a unit's free cycle never moves earlier, and no counter moves for
             # the warp before then (the ready lists count only the cycles a unit is free; its wait is

@@ -10,9 +10,14 @@ from heapq import heappop, heappush
 from gpusim.timing.decode import PORTS, WARP_STATES, S
 from gpusim.timing.pipelines import Pipelines
 from gpusim.timing.scheduler import WarpScheduler
-from gpusim.timing.warp import INF
 
 NOT_SELECTED, SELECTED = S["not_selected"], S["selected"]
+
+# `next_time` of a sub-partition with nothing to do. An int, not INF: CPython 3.11 specialises only
+# comparisons of two small ints (below 2**30) on the SM's loop, and an int-float one costs some 25x
+# as much. Simulated cycles stay below it: GPU.run stops a kernel at its HORIZON (NEVER - 1, about
+# 0.76 s at 1.41 GHz) with a SimulationLimitError.
+NEVER = (1 << 30) - 1
 
 
 class SubPartition:
@@ -24,7 +29,7 @@ class SubPartition:
         self.by_port: list[list] = [[] for _ in PORTS]  # ready warps' `entry` (age, warp) per unit, oldest first
         self.ports: list[int] = []  # units that have ready warps
         self.free_seen = [0] * len(PORTS)  # cycles each unit was free while warps were ready for it
-        self.next_time = INF  # the next cycle this sub-partition has anything to do
+        self.next_time = NEVER  # the next cycle this sub-partition has anything to do
         self.greedy = None  # gto: the warp that issued last cycle, ready again the next
         self.fast_greedy = policy == "gto" and issue_width == 1
         self.pipes = Pipelines()
@@ -70,7 +75,11 @@ class SubPartition:
         wait is split when it issues, without visiting every ready warp every cycle."""
         waiting = self.waiting
         ports = self.ports
-        if waiting and waiting[0][0] <= t:
+        if not waiting or waiting[0][0] > t:
+            # (this way round the comparison's jump is short, which CPython 3.11 needs to specialise it)
+            by_port = self.by_port
+            seen = self.free_seen
+        else:
             w = heappop(waiting)[2]
             if (not ports and self.greedy is None and self.fast_greedy and (not waiting or waiting[0][0] > t)
                     and self.free[w.port] <= t):
@@ -80,7 +89,7 @@ class SubPartition:
                 self.eligible_sum += 1
                 self.scheduler.last = w
                 issue(w, t)
-                self.next_time = t + 1 if self.greedy is not None else waiting[0][0] if waiting else INF
+                self.next_time = t + 1 if self.greedy is not None else waiting[0][0] if waiting else NEVER
                 return
             by_port = self.by_port
             seen = self.free_seen
@@ -99,9 +108,6 @@ class SubPartition:
                 if not waiting or waiting[0][0] > t:
                     break
                 w = heappop(waiting)[2]
-        else:
-            by_port = self.by_port
-            seen = self.free_seen
         free = self.free
         g = self.greedy
         if g is not None:
@@ -125,7 +131,7 @@ class SubPartition:
                 ports.append(p)
             insort(lst, g.entry)
         if not ports:
-            self.next_time = waiting[0][0] if waiting else INF
+            self.next_time = waiting[0][0] if waiting else NEVER
             return
         if self.fast_greedy:
             # gto issuing one instruction a cycle (the common case, written out): the warp issued last if
@@ -149,7 +155,7 @@ class SubPartition:
                     lst.remove(w.entry)
             else:
                 n_eligible = 0
-                nxt = INF  # the earliest a busy unit frees
+                nxt = NEVER  # the earliest a busy unit frees
                 oldest = None
                 for p in ports:
                     f = free[p]
@@ -185,7 +191,7 @@ class SubPartition:
             if self.greedy is not None:
                 self.next_time = t + 1
                 return
-            nxt = waiting[0][0] if waiting else INF
+            nxt = waiting[0][0] if waiting else NEVER
             for q in ports:
                 f = free[q]
                 if f <= t:
@@ -197,7 +203,7 @@ class SubPartition:
             return
         open_ports = []
         n_eligible = 0
-        nxt = INF  # the earliest a busy unit frees
+        nxt = NEVER  # the earliest a busy unit frees
         for p in ports:
             f = free[p]
             if f > t:
@@ -227,9 +233,14 @@ class SubPartition:
                 states[NOT_SELECTED] += ns
                 states[w.info.throttle_reason] += t - w.ready - ns
             issue(w, t)
-            open_ports = [q for q in open_ports if free[q] <= t and by_port[q]]
-            if not open_ports:
+            # (a loop, not a comprehension: a comprehension would make `t`, `free` and `by_port` cells)
+            still_open = []
+            for q in open_ports:
+                if free[q] <= t and by_port[q]:
+                    still_open.append(q)
+            if not still_open:
                 break
+            open_ports = still_open
         self._after_issue(t)
 
     def _after_issue(self, t: int) -> None:
@@ -239,7 +250,7 @@ class SubPartition:
         if self.greedy is not None:
             self.next_time = t + 1
             return
-        nxt = self.waiting[0][0] if self.waiting else INF
+        nxt = self.waiting[0][0] if self.waiting else NEVER
         free = self.free
         for p in self.ports:
             f = free[p]

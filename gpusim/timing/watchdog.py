@@ -37,10 +37,12 @@ def stuck_warps(sms: list, program: Program, now: int) -> list[dict]:
     return out
 
 
-def limit_error(sms: list, program: Program, now: int, limit: int) -> SimulationLimitError:
-    """The error for a kernel stopped at cycle `now` by its limit `limit`, with the stuck warps described."""
+def limit_error(sms: list, program: Program, now: int, limit: int, horizon: bool = False) -> SimulationLimitError:
+    """The error for a kernel stopped at cycle `now` by its limit `limit`, with the stuck warps described.
+    `horizon`: the limit is the longest kernel the timing model simulates, not the caller's max_cycles."""
     stuck = stuck_warps(sms, program, now)
-    lines = [f"kernel {program.name} did not finish within max_cycles={limit:,} (stopped at cycle {now:,}); "
+    within = f"the {limit:,} cycles the timing model simulates at most" if horizon else f"max_cycles={limit:,}"
+    lines = [f"kernel {program.name} did not finish within {within} (stopped at cycle {now:,}); "
              f"{len(stuck)} warps still resident on {len({s['sm'] for s in stuck})} SMs"]
     for s in stuck[:SHOWN]:
         until = f" until cycle {s['until']:,}" if s["until"] is not None else ""
@@ -49,5 +51,6 @@ def limit_error(sms: list, program: Program, now: int, limit: int) -> Simulation
     rest = Counter((s["pc"], s["state"]) for s in stuck[SHOWN:])
     for (pc, state), n in rest.most_common(SHOWN):
         lines.append(f"  ... {n} more warps at pc {pc} in {state}")
-    lines.append("raise max_cycles if the kernel is meant to run longer")
+    lines.append("simulate a shorter launch, or estimate this one with sampled simulation (--sample auto)" if horizon
+                 else "raise max_cycles if the kernel is meant to run longer")
     return SimulationLimitError("\n".join(lines), cycle=now, stuck=stuck)
