@@ -63,8 +63,9 @@ class DeadlockError(KernelFault):
 
 
 class SimulationLimitError(GpusimError):
-    """The timing model passed its cycle limit (`max_cycles`); the message says which warps were still
-    resident, where (pc and source line) and on what they waited."""
+    """The timing model passed its cycle limit (`max_cycles`, or the longest kernel it simulates, 2^30 - 2
+    cycles); the message says which warps were still resident, where (pc and source line) and on what
+    they waited."""
 
     def __init__(self, message: str, *, cycle: int = 0, stuck: list | None = None):
         self.cycle, self.stuck = cycle, stuck or []

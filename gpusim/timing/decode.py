@@ -12,7 +12,7 @@ from gpusim.isa import Program
 from gpusim.isa.opcodes import Unit
 from gpusim.isa.types import TYPES
 
-# Instruction kinds the SM treats differently.
+# Instruction kinds the SM treats differently (small ints: SM.issue tests ALU, BRANCH and EXIT with `is`).
 ALU, GLOBAL_LD, GLOBAL_ST, GLOBAL_ATOM, SHARED, SHFL, BRANCH, BARRIER, EXIT = range(9)
 
 # Issue ports of a sub-partition, one per unit class in the config.

@@ -41,8 +41,9 @@ class GPU:
             warm_l2: float | None = None) -> KernelTiming:
         """Simulate one kernel launch. `blocks` yields, in launch order, either the functional executor's
         batch sources (`Executor.stream_batches()`: streams pulled as the warps need them) or whole
-        recorded BlockStreams (`gpusim.block_streams(...)`). Past `max_cycles` the run stops with a
-        SimulationLimitError describing the warps still resident. `warm_l2` (a fraction in [0, 1]; None,
+        recorded BlockStreams (`gpusim.block_streams(...)`). Past `max_cycles`, and in any case at
+        HORIZON (2^30 - 2 cycles), the run stops with a SimulationLimitError describing the warps still
+        resident. `warm_l2` (a fraction in [0, 1]; None,
         the default: a cold, empty L2) starts the L2 full of lines the kernel never uses, that fraction
         of them dirty (`L2Slice.prefill_dirty`): the steady state of a long kernel whose data
         overflows the L2, where every allocation evicts a line (sampled simulation, docs/sampling.md).

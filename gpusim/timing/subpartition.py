@@ -13,10 +13,10 @@ from gpusim.timing.scheduler import WarpScheduler
 
 NOT_SELECTED, SELECTED = S["not_selected"], S["selected"]
 
-# `next_time` of a sub-partition with nothing to do. An int, not INF: CPython 3.11 specialises only
-# comparisons of two small ints (below 2**30) on the SM's loop, and an int-float one costs some 25x
-# as much. Simulated cycles stay below it: GPU.run stops a kernel at its HORIZON (NEVER - 1, about
-# 0.76 s at 1.41 GHz) with a SimulationLimitError.
+# `next_time` of a sub-partition with nothing to do. An int, not INF: CPython 3.11 specialises
+# comparisons of two small ints (below 2**30), not of an int and a float, and the SM's loop makes
+# several a cycle. Times at or past NEVER are never acted on: GPU.run stops the kernel at HORIZON
+# (NEVER - 1, about 0.76 s at 1.41 GHz) with a SimulationLimitError.
 NEVER = (1 << 30) - 1
 
 
@@ -233,7 +233,7 @@ class SubPartition:
                 states[NOT_SELECTED] += ns
                 states[w.info.throttle_reason] += t - w.ready - ns
             issue(w, t)
-            # (a loop, not a comprehension: a comprehension would make `t`, `free` and `by_port` cells)
+            # (a loop: in 3.11 a comprehension would make `t`, `free` and `by_port` cell variables)
             still_open = []
             for q in open_ports:
                 if free[q] <= t and by_port[q]:

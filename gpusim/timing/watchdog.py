@@ -51,6 +51,6 @@ def limit_error(sms: list, program: Program, now: int, limit: int, horizon: bool
     rest = Counter((s["pc"], s["state"]) for s in stuck[SHOWN:])
     for (pc, state), n in rest.most_common(SHOWN):
         lines.append(f"  ... {n} more warps at pc {pc} in {state}")
-    lines.append("simulate a shorter launch, or estimate this one with sampled simulation (--sample auto)" if horizon
+    lines.append("simulate a shorter launch, or sample it (--sample auto) if the workload can be sampled" if horizon
                  else "raise max_cycles if the kernel is meant to run longer")
     return SimulationLimitError("\n".join(lines), cycle=now, stuck=stuck)

@@ -130,7 +130,7 @@ def test_repeated_runs_that_disagree_are_an_error():
 
     runs = [{"workload": "w", "cycles": c, "warp_instructions": 5, "verified": True, "wall_seconds": 1.0,
              "peak_rss_mib": 1.0} for c in (10, 11)]
-    with pytest.raises(GpusimError, match="not deterministic"):
+    with pytest.raises(GpusimError, match=r"differ in cycles \(10 and 11\)"):
         bench_cmd._fastest(runs)
 
 
