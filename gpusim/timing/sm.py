@@ -225,16 +225,6 @@ class SM:
                     why = r
             if at > t1:
                 sp.states[sb.reason[why]] += at - t1
-            w.ready = at
-            if at == t1 and sp.fast_greedy:
-                f = free[ti.port]
-                if f <= at:
-                    sp.greedy = w
-                else:  # its unit is busy: it waits for it in the heap (see _next)
-                    heappush(sp.waiting, (f, w.age, w))
-            else:
-                heappush(sp.waiting, (at, w.age, w))
-            return
         elif kind is BRANCH or kind is EXIT:
             # `_next` inlined as for ALU: the next instruction waits at least until the branch resolves
             pos = w.pos + 1
@@ -256,17 +246,26 @@ class SM:
             t1 = t + 1
             if at > t1:
                 sp.states[why] += at - t1
-            w.ready = at
-            if at == t1 and sp.fast_greedy:
-                f = free[ti.port]
-                if f <= at:
-                    sp.greedy = w
-                else:  # its unit is busy: it waits for it in the heap (see _next)
-                    heappush(sp.waiting, (f, w.age, w))
-            else:
-                heappush(sp.waiting, (at, w.age, w))
+        else:
+            self._issue_other(w, t)
             return
-        elif kind <= GLOBAL_ATOM:  # (GLOBAL_LD, GLOBAL_ST or GLOBAL_ATOM)
+        # the ALU and branch cases: the next instruction is ready at `at`
+        w.ready = at
+        if at == t1 and sp.fast_greedy:
+            f = free[ti.port]
+            if f <= at:
+                sp.greedy = w
+            else:  # its unit is busy: it waits for it in the heap (see _next)
+                heappush(sp.waiting, (f, w.age, w))
+        else:
+            heappush(sp.waiting, (at, w.age, w))
+
+    def _issue_other(self, w: Warp, t: int) -> None:
+        """Issue a global or shared-memory access, a shuffle or a barrier (`issue` has taken its unit)."""
+        ti = w.info
+        sp = w.sp
+        kind = ti.kind
+        if kind <= GLOBAL_ATOM:  # (GLOBAL_LD, GLOBAL_ST or GLOBAL_ATOM)
             if t > self.env.now:
                 w.ready = INF
                 self.deferred.append(w)  # reaches the L2 once SimPy's clock is at t
@@ -280,8 +279,8 @@ class SM:
             if ti.writes:
                 w.scoreboard.write(ti.writes, ready, ti.dep_reason)
             busy_until = self.smem.free_at
-            if busy_until > free[LDST]:
-                free[LDST] = busy_until
+            if busy_until > sp.free[LDST]:
+                sp.free[LDST] = busy_until
         elif kind == SHFL:
             ready = self.smem.access(t, 1, 1)
             w.scoreboard.write(ti.writes, ready, ti.dep_reason)
