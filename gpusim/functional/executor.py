@@ -566,16 +566,19 @@ class Executor:
             b.state[G] = WAIT
             b.bar_pc[G] = ins.pc
             stats.barriers += G.size
-            state = b.state.reshape(b.nblocks, wpb)
+            # blocks whose warps have all arrived (or finished) go on past the barrier together
             blocks = np.unique(G // wpb)
-            ready = (state[blocks] != RUN).all(1)
-            for blk in blocks[ready]:
-                ws = slice(blk * wpb, (blk + 1) * wpb)
+            blocks = blocks[(b.state.reshape(b.nblocks, wpb)[blocks] != RUN).all(1)]
+            if blocks.size:
+                ws = blocks[:, None] * wpb + np.arange(wpb)  # [blocks, wpb] warp indices
                 waiting = b.state[ws] == WAIT
-                if (b.bar_pc[ws][waiting] != ins.pc).any() or (b.exists[ws] & ~b.live[ws]).any():
-                    continue  # left for _deadlock to diagnose once nothing can run
-                b.state[ws][waiting] = RUN
-                b.stack.pc[ws][waiting] = nxt
+                # a block with a warp at another barrier, or with exited threads, is left for _deadlock
+                # to diagnose once nothing can run
+                stuck = ((b.bar_pc[ws] != ins.pc) & waiting).any(1)
+                stuck |= (b.exists[ws] & ~b.live[ws]).reshape(blocks.size, -1).any(1)
+                go = ws[~stuck][waiting[~stuck]]
+                b.state[go] = RUN
+                b.stack.pc[go] = nxt
 
         return run
 
