@@ -288,6 +288,7 @@ class Executor:
             if b.full and G.size == b.W:
                 lanes = slice(None)
                 nlanes = b.full_lanes
+                mask = st.active
                 if b.rec is not None:
                     b.rec.positions = None
             else:
@@ -302,7 +303,7 @@ class Executor:
             if per_block is not None:
                 per_block += np.bincount(G // wpb, minlength=per_block.size)
             if b.rec is not None:
-                b.rec.step(p, G, st.active[G])
+                b.rec.step(p, G, mask)
             ops[p](G, lanes)
             steps += 1
             if steps > self.max_steps:
@@ -314,10 +315,9 @@ class Executor:
                     yield
             reconv = st.pc[G] == st.rpc[G]
             if reconv.any():
-                for w in G[reconv]:
-                    if not st.pop(int(w)):
-                        b.state[w] = DONE
-                b.full = b.all_exist and not st.below and bool(st.active.all())
+                ws = G[reconv]
+                b.state[ws[~st.pop(ws)]] = DONE
+                b.full = b.all_exist and not st.depth.any() and bool(st.active.all())
 
     # ---- errors -----------------------------------------------------------------------------
     def fault(self, b: _Batch, ins: Instruction, lane: int, msg: str, address: int | None = None,
@@ -483,8 +483,7 @@ class Executor:
         st.pc[G] = np.where(all_taken, target, nxt)
         split = (n_taken > 0) & ~all_taken
         if split.any():
-            for k in np.flatnonzero(split):
-                st.diverge(int(G[k]), taken[k], nxt, target, reconv)
+            st.diverge(G[split], taken[split], nxt, target, reconv)
             self.stats.divergent_branches += int(split.sum())
             b.full = False
         self.stats.branches += G.size
@@ -540,11 +539,11 @@ class Executor:
                 st.pc[G] = nxt
             emptied = ~st.active[G].any(1)
             b.state[G[emptied & ~st.diverged[G]]] = DONE  # a warp that was not diverged is finished
-            for k in np.flatnonzero(leaving.any(1) & st.diverged[G]):
-                w = int(G[k])
-                st.remove_lanes_below(w, leaving[k])
-                if emptied[k] and not st.pop(w):
-                    b.state[w] = DONE
+            below = leaving.any(1) & st.diverged[G]
+            if below.any():
+                st.remove_lanes_below(G[below], leaving[below])
+                ws = G[below & emptied]
+                b.state[ws[~st.pop(ws)]] = DONE
             b.full = False
 
         return run
@@ -567,7 +566,8 @@ class Executor:
             b.bar_pc[G] = ins.pc
             stats.barriers += G.size
             # blocks whose warps have all arrived (or finished) go on past the barrier together
-            blocks = np.unique(G // wpb)
+            blocks = G // wpb  # G is sorted, so a block's warps are adjacent
+            blocks = blocks[np.r_[True, blocks[1:] != blocks[:-1]]]
             blocks = blocks[(b.state.reshape(b.nblocks, wpb)[blocks] != RUN).all(1)]
             if blocks.size:
                 ws = blocks[:, None] * wpb + np.arange(wpb)  # [blocks, wpb] warp indices

@@ -1,8 +1,9 @@
 """The SIMT reconvergence stack (immediate post-dominator, IPDOM) of every warp in a batch.
 
 The top entry of each warp lives in flat arrays (`pc`, `active`, `rpc`) so that warps standing at
-the same pc step together with numpy; only the entries below the top (which exist while a warp is
-diverged) are Python lists."""
+the same pc step together with numpy. The entries below the top (which exist while a warp is
+diverged) live in arrays too, `depth[w]` of them per warp, so that the warps of a step diverge and
+reconverge together as well."""
 
 from __future__ import annotations
 
@@ -16,46 +17,66 @@ class SimtStack:
         self.pc = np.zeros(num_warps, dtype=np.int64)
         self.active = exists.copy()  # [W, 32] lanes running the top entry
         self.rpc = np.full(num_warps, BOTTOM_RPC, dtype=np.int64)
-        self.below: dict[int, list[tuple[int, np.ndarray, int]]] = {}
-        self.diverged = np.zeros(num_warps, dtype=bool)  # has entries below the top
+        # entries below the top: warp w's are [w, :depth[w]], the last one next to the top
+        self.depth = np.zeros(num_warps, dtype=np.int64)
+        self.below_pc = np.zeros((num_warps, 2), dtype=np.int64)
+        self.below_mask = np.zeros((num_warps, 2, exists.shape[1]), dtype=bool)
+        self.below_rpc = np.zeros((num_warps, 2), dtype=np.int64)
 
-    def diverge(self, w: int, taken: np.ndarray, fall_pc: int, target: int, reconv: int) -> None:
-        """Split warp `w` at a branch: the fall-through lanes run first, then the taken ones; both
-        wait at `reconv`. When the branch reconverges where the current entry does (a loop's exit),
+    @property
+    def diverged(self) -> np.ndarray:
+        """Per warp: has entries below the top."""
+        return self.depth > 0
+
+    def _push(self, ws: np.ndarray, pc, mask: np.ndarray, rpc) -> None:
+        """Push an entry below the top of each warp in `ws` (distinct warps)."""
+        d = self.depth[ws]
+        if d.size and d.max() >= self.below_pc.shape[1]:  # full: double the room
+            grow = self.below_pc.shape[1]
+            self.below_pc = np.concatenate([self.below_pc, np.zeros_like(self.below_pc[:, :grow])], 1)
+            self.below_mask = np.concatenate([self.below_mask, np.zeros_like(self.below_mask[:, :grow])], 1)
+            self.below_rpc = np.concatenate([self.below_rpc, np.zeros_like(self.below_rpc[:, :grow])], 1)
+        self.below_pc[ws, d] = pc
+        self.below_mask[ws, d] = mask
+        self.below_rpc[ws, d] = rpc
+        self.depth[ws] = d + 1
+
+    def diverge(self, ws: np.ndarray, taken: np.ndarray, fall_pc: int, target: int, reconv: int) -> None:
+        """Split warps `ws` (distinct, at the same branch) whose lanes `taken` [len(ws), 32] take it
+        while other active lanes do not: the fall-through lanes run first, then the taken ones; both
+        wait at `reconv`. Where the branch reconverges where the current entry does (a loop's exit),
         the current entry narrows instead of growing the stack."""
-        act = self.active[w]
+        act = self.active[ws]
         paths = [(p, m) for p, m in ((fall_pc, act & ~taken), (target, taken)) if p != reconv]
-        stack = self.below.setdefault(w, [])
-        self.diverged[w] = True
-        if reconv != self.rpc[w]:
-            stack.append((reconv, act.copy(), int(self.rpc[w])))
+        rpc = self.rpc[ws]
+        grow = rpc != reconv
+        self._push(ws[grow], reconv, act[grow], rpc[grow])
         for p, m in reversed(paths[1:]):
-            stack.append((p, m, reconv))
-        self.pc[w], self.active[w], self.rpc[w] = paths[0][0], paths[0][1], reconv
+            self._push(ws, p, m, reconv)
+        self.pc[ws], self.active[ws], self.rpc[ws] = paths[0][0], paths[0][1], reconv
 
-    def pop(self, w: int) -> bool:
-        """Leave the top entry of warp `w` (reconverged, or no lanes left); return False when the
-        warp has nothing left to run."""
-        stack = self.below.get(w)
-        while stack:
-            pc, mask, rpc = stack.pop()
-            if mask.any():
-                self.pc[w], self.active[w], self.rpc[w] = pc, mask, rpc
-                if not stack:
-                    self.below.pop(w, None)
-                    self.diverged[w] = False
-                if pc != rpc:
-                    return True
-                continue
-        self.below.pop(w, None)
-        self.diverged[w] = False
-        self.active[w] = False
-        return False
+    def pop(self, ws: np.ndarray) -> np.ndarray:
+        """Leave the top entry of warps `ws` (distinct; reconverged, or no lanes left): each takes the
+        entries below until one with lanes that is not already at its reconvergence point. Returns,
+        per warp, False where the warp has nothing left to run."""
+        alive = np.ones(ws.size, dtype=bool)
+        todo = np.arange(ws.size)  # positions in ws still popping
+        while todo.size:
+            w = ws[todo]
+            d = self.depth[w]
+            empty = d == 0  # nothing below: the warp is finished
+            if empty.any():
+                alive[todo[empty]] = False
+                self.active[w[empty]] = False
+                todo, w, d = todo[~empty], w[~empty], d[~empty]
+            d -= 1
+            self.depth[w] = d
+            pc, mask, rpc = self.below_pc[w, d], self.below_mask[w, d], self.below_rpc[w, d]
+            lanes = mask.any(1)  # an entry whose lanes all exited is skipped
+            self.pc[w[lanes]], self.active[w[lanes]], self.rpc[w[lanes]] = pc[lanes], mask[lanes], rpc[lanes]
+            todo = todo[~lanes | (pc == rpc)]
+        return alive
 
-    def remove_lanes_below(self, w: int, lanes: np.ndarray) -> None:
-        """Lanes that executed `exit` leave the entries below the top too."""
-        for i, (pc, mask, rpc) in enumerate(self.below.get(w, ())):
-            self.below[w][i] = (pc, mask & ~lanes, rpc)
-
-    def depth(self, w: int) -> int:
-        return 1 + len(self.below.get(w, ()))
+    def remove_lanes_below(self, ws: np.ndarray, lanes: np.ndarray) -> None:
+        """Lanes [len(ws), 32] of warps `ws` that executed `exit` leave the entries below the top too."""
+        self.below_mask[ws] &= ~lanes[:, None, :]

@@ -57,44 +57,45 @@ class BatchFeed:
         self.mix = mix
         self.first_block, self.nblocks, self.wpb = source.first_block, source.nblocks, source.wpb
         W = self.nblocks * self.wpb
-        self.info = stage.info  # TimingInfo per pc
+        self.timing = np.empty(len(stage.info), dtype=object)  # TimingInfo per pc
+        self.timing[:] = stage.info
         self.code: list[list] = [[] for _ in range(W)]  # buffered TimingInfos, for warps not yet running
         self.mem: list[dict] = [{} for _ in range(W)]
-        self.finished = [False] * W
+        self.finished = np.zeros(W, dtype=bool)  # as of the last chunk pulled
         self.warps: list = [None] * W  # the timing model's Warp, once its block runs
         self.issued = np.zeros(W, dtype=np.int64)  # instructions pulled, per warp (all of them issue)
         self.busy = np.zeros((W, NPORTS), dtype=np.float64)  # unit cycles they will occupy, per warp
 
     def pull(self) -> bool:
-        """Run the batch one chunk further; False once it has finished."""
+        """Run the batch one chunk further; False once it has finished. Only the warps that issued
+        something (or finished) in the chunk are visited."""
         ch = self.source.advance()
         if ch is None:
             return False
-        plans = self.stage.plan(ch.accesses) if ch.accesses is not None else None
         self._count(ch)
-        off = ch.off.tolist()
-        code = list(map(self.info.__getitem__, ch.pcs.tolist()))
-        fin = ch.finished.tolist()
+        warps, buffered = self.warps, self.code
+        code = self.timing.take(ch.pcs).tolist()  # the TimingInfo of each instruction
+        off = ch.off
+        got = np.flatnonzero(off[1:] > off[:-1])
+        for w, lo, hi in zip(got.tolist(), off[got].tolist(), off[got + 1].tolist(), strict=True):
+            running = warps[w]
+            if running is None:
+                buffered[w] += code[lo:hi]
+            else:
+                running.extend(code[lo:hi])
         acc = ch.accesses
         if acc is not None:
-            bounds = acc.bounds.tolist()
-            index = acc.index.tolist()
-        for w, running in enumerate(self.warps):
-            lo, hi = off[w], off[w + 1]
-            if running is None:
-                if hi > lo:
-                    self.code[w] += code[lo:hi]
-                if acc is not None and bounds[w + 1] > bounds[w]:
-                    b0, b1 = bounds[w], bounds[w + 1]
-                    self.mem[w].update(zip(index[b0:b1], plans[b0:b1], strict=False))
-                self.finished[w] = fin[w]
-            else:
-                if hi > lo:
-                    running.extend(code[lo:hi])
-                if acc is not None and bounds[w + 1] > bounds[w]:
-                    b0, b1 = bounds[w], bounds[w + 1]
-                    running.mem.update(zip(index[b0:b1], plans[b0:b1], strict=False))
-                running.complete = fin[w]
+            plans = list(zip(acc.index.tolist(), self.stage.plan(acc), strict=True))  # (stream position, plan)
+            b = acc.bounds
+            got = np.flatnonzero(b[1:] > b[:-1])
+            for w, lo, hi in zip(got.tolist(), b[got].tolist(), b[got + 1].tolist(), strict=True):
+                running = warps[w]
+                (self.mem[w] if running is None else running.mem).update(plans[lo:hi])
+        done = ch.finished & ~self.finished  # a finished warp stays finished
+        self.finished |= done
+        for w in np.flatnonzero(done).tolist():
+            if warps[w] is not None:
+                warps[w].complete = True
         return True
 
     def _count(self, ch: StreamChunk) -> None:
@@ -111,7 +112,7 @@ class BatchFeed:
         """Hand warp `w` of block `local_block` its buffered stream; later chunks go to it directly."""
         k = local_block * self.wpb + w
         warp.code, warp.n, warp.mem = self.code[k], len(self.code[k]), self.mem[k]
-        warp.complete = self.finished[k]
+        warp.complete = bool(self.finished[k])
         warp.feed = self
         warp.slot = k
         self.code[k], self.mem[k] = [], {}

@@ -63,6 +63,39 @@ def test_nested_if_else_mask_sequence():
     assert (np.diff(addrs) == 4).all()
 
 
+def _decision_tree(depth: int) -> str:
+    """A kernel whose lanes split on bit 0 of %tid.x, then each half on bit 1, ... `depth` levels deep:
+    each leaf stores its path (the lane's low `depth` bits), so the SIMT stack nests `depth` deep."""
+    lines = []
+
+    def node(level: int, value: int) -> None:
+        if level == depth:
+            lines.append(f"    mov.u32 %v, {value};")
+            return
+        lines.append(f"    and.b32 %m, %t, {1 << level};")
+        lines.append("    setp.ne.u32 %p, %m, 0;")
+        lines.append(f"    @%p bra SET_{level}_{value};")
+        node(level + 1, value)
+        lines.append(f"    bra END_{level}_{value};")
+        lines.append(f"SET_{level}_{value}:")
+        node(level + 1, value | 1 << level)
+        lines.append(f"END_{level}_{value}:")
+
+    node(0, 0)
+    return "\n".join([".kernel tree", ".param .u64 out", ".reg .u32 %t, %v, %m, %g", ".reg .u64 %rd<3>",
+                      ".reg .pred %p", "    mov.u32 %t, %tid.x;", *lines, "    ld.param.u64 %rd0, [out];",
+                      "    mad.lo.u32 %g, %ctaid.x, %ntid.x, %t;", "    mul.wide.u32 %rd1, %g, 4;",
+                      "    add.u64 %rd2, %rd0, %rd1;", "    st.global.u32 [%rd2], %v;", "    exit;"])
+
+
+def test_deeply_nested_divergence_in_many_warps():
+    # five levels: deeper than the stack's initial room, so its arrays grow; 4 warps diverge together
+    out, stats = run(_decision_tree(5), 2, 64, {"out": np.zeros(128, np.uint32)})
+    np.testing.assert_array_equal(out["out"], np.arange(128) % 32)
+    assert stats.divergent_branches == 4 * (1 + 2 + 4 + 8 + 16)  # every node splits its lanes
+    assert stats.simt_efficiency < 0.5
+
+
 LOOP = """
 .kernel loop
 .param .u64 out
