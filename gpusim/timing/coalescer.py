@@ -9,11 +9,21 @@ import numpy as np
 _NONE = np.int64(1) << 62
 
 
+def _shift(n: int) -> int | None:
+    """log2(n) when n is a power of two (then x // n == x >> log2(n) for every integer x, negative
+    ones included, and x % n == x & (n - 1)), else None."""
+    return n.bit_length() - 1 if n > 0 and n & (n - 1) == 0 else None
+
+
 class Coalescer:
     def __init__(self, line_bytes: int, sector_bytes: int):
         self.sector_bytes = sector_bytes
         self.line_bytes = line_bytes
         self.sectors_per_line = line_bytes // sector_bytes
+        # sizes are powers of two on real GPUs: numpy shifts and masks then stand in for its (much
+        # slower) integer division and remainder
+        self._sector_shift = _shift(sector_bytes)
+        self._line_shift = _shift(self.sectors_per_line)
 
     def lines(self, rows: np.ndarray) -> list[list[tuple[int, int]]]:
         """For each row of per-lane byte addresses (-1: lane inactive), the accessed lines as
@@ -21,7 +31,8 @@ class Coalescer:
         m = rows.shape[0]
         if m == 0:
             return []
-        sec = np.where(rows >= 0, rows // self.sector_bytes, _NONE)
+        shift = self._sector_shift
+        sec = np.where(rows >= 0, rows >> shift if shift is not None else rows // self.sector_bytes, _NONE)
         sec.sort(axis=1)
         keep = np.empty(sec.shape, dtype=bool)
         keep[:, 0] = True
@@ -30,8 +41,13 @@ class Coalescer:
         r, c = np.nonzero(keep)
         s = sec[r, c]
         spl = self.sectors_per_line
-        line = s // spl
-        bit = np.left_shift(1, s % spl)
+        shift = self._line_shift
+        if shift is not None:
+            line = s >> shift
+            bit = np.left_shift(1, s & (spl - 1))
+        else:
+            line = s // spl
+            bit = np.left_shift(1, s % spl)
         new = np.ones(s.size, dtype=bool)
         if s.size > 1:
             new[1:] = (r[1:] != r[:-1]) | (line[1:] != line[:-1])
@@ -40,6 +56,8 @@ class Coalescer:
         lines = line[starts].tolist()
         bounds = np.searchsorted(r[starts], np.arange(m + 1)).tolist()
         pairs = list(zip(lines, masks, strict=False))
+        if len(pairs) == m and bounds == list(range(m + 1)):  # one line per row: fully coalesced
+            return [[p] for p in pairs]
         return [pairs[lo:hi] for lo, hi in zip(bounds, bounds[1:], strict=False)]
 
     @staticmethod

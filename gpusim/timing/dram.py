@@ -10,25 +10,32 @@ from gpusim.config import Config
 from gpusim.timing.fifo import FifoServer
 
 
-class MemoryController(FifoServer):
-    __slots__ = ("bytes_per_cycle", "latency", "bytes_read", "bytes_written")
+class MemoryController:
+    """One controller: its channel is a FIFO server with a bounded queue."""
+
+    __slots__ = ("channel", "bytes_per_cycle", "latency", "bytes_read", "bytes_written")
 
     def __init__(self, bytes_per_cycle: float, latency: int, queue_depth: int):
-        super().__init__(queue_depth)
+        self.channel = FifoServer(queue_depth)
         self.bytes_per_cycle = bytes_per_cycle
         self.latency = latency
         self.bytes_read = 0
         self.bytes_written = 0
 
+    # the channel's counters
+    busy_cycles = property(lambda self: self.channel.busy_cycles)
+    queue_cycles = property(lambda self: self.channel.queue_cycles)
+    requests = property(lambda self: self.channel.requests)
+
     def read(self, t: float, nbytes: int) -> float:
         """A read of `nbytes` sent at `t`: the cycle its data is back at the SM."""
-        _, start = self.serve(t, nbytes / self.bytes_per_cycle)
+        _, start = self.channel.serve(t, nbytes / self.bytes_per_cycle)
         self.bytes_read += nbytes
         return start + self.latency
 
     def write(self, t: float, nbytes: int) -> float:
         """A write-back of `nbytes` at `t`: the cycle the channel has taken it."""
-        _, start = self.serve(t, nbytes / self.bytes_per_cycle)
+        _, start = self.channel.serve(t, nbytes / self.bytes_per_cycle)
         self.bytes_written += nbytes
         return start + nbytes / self.bytes_per_cycle
 

@@ -37,11 +37,12 @@ class FifoServer:
                 waiting.popleft()
             if len(waiting) >= depth:
                 accepted = waiting[len(waiting) - depth]
-        start = self.free_at if self.free_at > accepted else accepted
+        free = self.free_at
+        start = free if free > accepted else accepted
         self.free_at = start + service
         if start > arrival:
             if depth is not None:
-                self._waiting.append(start)
+                waiting.append(start)
             self.queue_cycles += start - arrival
         self.busy_cycles += service
         self.requests += 1

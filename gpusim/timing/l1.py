@@ -20,9 +20,12 @@ class L1Cache:
         self.ways = l1.ways
         self.size_bytes = size
         self.nsets = max(1, size // (l1.line_size_bytes * l1.ways))
-        self.sets: list[dict[int, int]] = [{} for _ in range(self.nsets)]  # line -> valid sector mask
+        # per set: line -> valid sector mask; a set's dict is made on its first use (a kernel touches
+        # few of the sets of all the SMs' L1s)
+        self.sets: list[dict[int, int] | None] = [None] * self.nsets
         self.hit_latency = l1.hit_latency_cycles
         self.mshr_entries = l1.mshr_entries
+        self._pending_limit = 4 * l1.mshr_entries  # forget arrived fills beyond this many lines
         self.caches_loads = l1.caches_global_loads and size > 0
         self.write_allocate = l1.write_allocate
         self.port_free = 0
@@ -58,7 +61,10 @@ class L1Cache:
             port = s + 1
             nsec = mask.bit_count()
             if caches:
-                st = self.sets[line % self.nsets]
+                i = line % self.nsets
+                st = self.sets[i]
+                if st is None:
+                    st = self.sets[i] = {}
                 valid = st.pop(line, None)
                 if valid is None:
                     if len(st) >= self.ways:
@@ -81,7 +87,14 @@ class L1Cache:
                 s2 = self._allocate_mshr(s)
                 if s2 + 1 > port:
                     port = s2 + 1
-                done = self._fetch(s2, line, missing)
+                # fetch the missing sectors from the line's L2 slice (the L2 and DRAM count fractional cycles)
+                done = self.noc.slice_of(line).read(float(s2), line, missing)
+                if inflight is not None and inflight[0] > s2:
+                    missing |= inflight[1]
+                pending[line] = (done, missing)
+                heapq.heappush(self._mshr, done)
+                if len(pending) > self._pending_limit:
+                    self.pending = pending = {k: v for k, v in pending.items() if v[0] > s2}
                 if fill is not None and fill > done:
                     done = fill
             elif fill is not None:
@@ -95,15 +108,6 @@ class L1Cache:
         self.port_free = port
         return int(ready + 0.999999), port
 
-    def _fetch(self, s: int, line: int, mask: int) -> float:
-        fill = self.noc.slice_of(line).read(s, line, mask)
-        old = self.pending.get(line)
-        self.pending[line] = (fill, mask | old[1]) if old is not None and old[0] > s else (fill, mask)
-        heapq.heappush(self._mshr, fill)
-        if len(self.pending) > 4 * self.mshr_entries:
-            self.pending = {k: v for k, v in self.pending.items() if v[0] > s}
-        return fill
-
     def store(self, t: int, lines: list[tuple[int, int]]) -> tuple[int, int]:
         """A warp's store issued at `t`: returns (acknowledged, accepted)."""
         ack = t
@@ -112,14 +116,17 @@ class L1Cache:
         for line, mask in lines:
             s = port if port > t else t
             port = s + 1
-            st = self.sets[line % self.nsets]
-            if line in st:
+            i = line % self.nsets
+            st = self.sets[i]
+            if st is not None and line in st:
                 st[line] |= mask
             elif self.write_allocate and self.caches_loads:
-                if len(st) >= self.ways:
+                if st is None:
+                    st = self.sets[i] = {}
+                elif len(st) >= self.ways:
                     del st[next(iter(st))]
                 st[line] = mask
-            done = self.noc.slice_of(line).write(s, line, mask)
+            done = self.noc.slice_of(line).write(float(s), line, mask)
             if done > ack:
                 ack = done
         self.port_free = port
@@ -133,8 +140,10 @@ class L1Cache:
             s = port if port > t else t
             port = s + 1
             self.requests += 1
-            self.sets[line % self.nsets].pop(line, None)
-            done = self.noc.slice_of(line).atomic(s, line, mask, ops)
+            st = self.sets[line % self.nsets]
+            if st is not None:
+                st.pop(line, None)
+            done = self.noc.slice_of(line).atomic(float(s), line, mask, ops)
             if done > ready:
                 ready = done
         self.port_free = port

@@ -14,29 +14,43 @@ from gpusim.timing.dram import Dram
 from gpusim.timing.fifo import FifoServer
 
 
-class L2Slice(FifoServer):
-    __slots__ = ("sets", "nsets", "ways", "line_bytes", "sector_bytes", "per_cycle", "hit_latency", "dram",
-                 "write_back", "dirty", "hits", "misses", "writes", "atomics", "slices")
+class L2Slice:
+    __slots__ = ("port", "sets", "nsets", "ways", "line_bytes", "sector_bytes", "per_cycle", "hit_latency", "dram",
+                 "write_back", "dirty", "hits", "misses", "writes", "atomics", "slices", "_service")
 
     def __init__(self, cfg: Config, dram: Dram):
-        super().__init__()
+        self.port = FifoServer()  # the data port
         l2 = cfg.l2
         self.slices = l2.slices
         self.line_bytes = l2.line_size_bytes
         self.sector_bytes = l2.sector_size_bytes
         self.ways = l2.ways
         self.nsets = max(1, l2.size_bytes // (l2.slices * l2.line_size_bytes * l2.ways))
-        self.sets: list[dict[int, int]] = [{} for _ in range(self.nsets)]  # line -> valid sector mask
+        # per set: line -> valid sector mask; a set's dict is made on its first use
+        self.sets: list[dict[int, int] | None] = [None] * self.nsets
         self.dirty: dict[int, int] = {}  # line -> dirty sector mask
         self.per_cycle = l2.slice_bandwidth_bytes_per_cycle
+        # the data port's time to move n sectors, for every n a request's sector mask can have
+        most = max(self.line_bytes // self.sector_bytes, cfg.l1.line_size_bytes // cfg.l1.sector_size_bytes)
+        self._service = [n * self.sector_bytes / self.per_cycle for n in range(most + 1)]
         self.hit_latency = l2.hit_latency_cycles
         self.write_back = l2.write_policy == "write_back"
         self.dram = dram
         self.hits = self.misses = self.writes = self.atomics = 0  # sectors (atomics: lane operations)
 
-    def _lookup(self, t: float, line: int, mask: int) -> tuple[int, dict[int, int]]:
-        """Touch `line` (LRU); returns the sectors of `mask` it lacks and its set."""
-        s = self.sets[(line // self.slices) % self.nsets]
+    # the data port's counters
+    busy_cycles = property(lambda self: self.port.busy_cycles)
+    queue_cycles = property(lambda self: self.port.queue_cycles)
+    requests = property(lambda self: self.port.requests)
+
+    def _lookup(self, t: float, line: int, mask: int) -> int:
+        """Touch `line` (LRU) at `t`, allocating it if absent (evicting the set's least recently used
+        line, written back to DRAM when dirty), and mark the sectors of `mask` valid: they are there
+        once the access completes. Returns the sectors of `mask` the line lacked."""
+        i = (line // self.slices) % self.nsets
+        s = self.sets[i]
+        if s is None:
+            s = self.sets[i] = {}
         valid = s.pop(line, None)
         if valid is None:
             if len(s) >= self.ways:
@@ -47,22 +61,22 @@ class L2Slice(FifoServer):
                     addr = victim * self.line_bytes
                     self.dram.controller(addr).write(t, d.bit_count() * self.sector_bytes)
             valid = 0
-        s[line] = valid
-        return mask & ~valid, s
+        s[line] = valid | mask
+        return mask & ~valid
 
     def read(self, t: float, line: int, mask: int) -> float:
         """Read the sectors `mask` of `line`, requested at `t`: the cycle they are back at the SM."""
         nsec = mask.bit_count()
-        _, start = self.serve(t, nsec * self.sector_bytes / self.per_cycle)
-        missing, s = self._lookup(start, line, mask)
+        _, start = self.port.serve(t, self._service[nsec])
+        missing = self._lookup(start, line, mask)
         done = start + self.hit_latency
         if missing:
             nmiss = missing.bit_count()
             self.misses += nmiss
             self.hits += nsec - nmiss
             back = self.dram.controller(line * self.line_bytes).read(start, nmiss * self.sector_bytes)
-            done = max(done, back)
-            s[line] |= missing
+            if back > done:
+                done = back
         else:
             self.hits += nsec
         return done
@@ -70,12 +84,12 @@ class L2Slice(FifoServer):
     def write(self, t: float, line: int, mask: int) -> float:
         """Write the sectors `mask` of `line` (whole sectors); returns the cycle the write is acknowledged."""
         nsec = mask.bit_count()
-        _, start = self.serve(t, nsec * self.sector_bytes / self.per_cycle)
-        _, s = self._lookup(start, line, mask)
-        s[line] |= mask
+        _, start = self.port.serve(t, self._service[nsec])
+        self._lookup(start, line, mask)
         self.writes += nsec
         if self.write_back:
-            self.dirty[line] = self.dirty.get(line, 0) | mask
+            dirty = self.dirty
+            dirty[line] = dirty.get(line, 0) | mask
         else:
             self.dram.controller(line * self.line_bytes).write(start, nsec * self.sector_bytes)
         return start + self.hit_latency
@@ -84,13 +98,12 @@ class L2Slice(FifoServer):
         """Perform `operations` lane atomics on `line` at the slice, one per cycle, after fetching any
         missing sectors; returns the cycle the old values are back at the SM."""
         nsec = mask.bit_count()
-        _, start = self.serve(t, max(operations, nsec * self.sector_bytes / self.per_cycle))
-        missing, s = self._lookup(start, line, mask)
+        _, start = self.port.serve(t, max(operations, self._service[nsec]))
+        missing = self._lookup(start, line, mask)
         ready = start
         if missing:
             ready = self.dram.controller(line * self.line_bytes).read(start, missing.bit_count() * self.sector_bytes)
             ready -= self.hit_latency  # the DRAM latency already counts the trip from the SM
-            s[line] |= missing
         self.atomics += operations
         if self.write_back:
             self.dirty[line] = self.dirty.get(line, 0) | mask
@@ -123,6 +136,8 @@ class L2Slice(FifoServer):
                 q = -1 - c  # the line's number divided by the slice count: its set is q % nsets
                 line = q * self.slices + (index + c) % self.slices
                 s = self.sets[q % n]
+                if s is None:
+                    s = self.sets[q % n] = {}
                 s[line] = full
                 phase = ((index * n + q % n) * golden) % 1.0
                 if self.write_back and f > 0 and (w * f + phase) % 1.0 >= 1.0 - f:
