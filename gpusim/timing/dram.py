@@ -1,6 +1,6 @@
 """Memory controllers and their DRAM channels. Addresses are interleaved over the controllers every
-`interleave_bytes`; each controller is a FIFO server whose service time per request is the request's
-bytes over its share of the (sustained) bandwidth, with a bounded queue. Under load requests queue,
+`interleave_bytes`; each controller's channel is a FIFO server whose service time per request is the
+request's bytes over its share of the (sustained) bandwidth, with a bounded queue. Under load requests queue,
 so bandwidth saturates and latency grows; unloaded, a read returns `dram.latency_cycles` after it
 was sent."""
 

@@ -61,14 +61,14 @@ class BatchFeed:
         self.timing[:] = stage.info
         self.code: list[list] = [[] for _ in range(W)]  # buffered TimingInfos, for warps not yet running
         self.mem: list[dict] = [{} for _ in range(W)]
-        self.finished = np.zeros(W, dtype=bool)  # as of the last chunk pulled
+        self.finished = np.zeros(W, dtype=bool)  # as of the last chunk pulled, or retired (detach)
         self.warps: list = [None] * W  # the timing model's Warp, once its block runs
         self.issued = np.zeros(W, dtype=np.int64)  # instructions pulled, per warp (all of them issue)
         self.busy = np.zeros((W, NPORTS), dtype=np.float64)  # unit cycles they will occupy, per warp
 
     def pull(self) -> bool:
         """Run the batch one chunk further; False once it has finished. Only the warps that issued
-        something (or finished) in the chunk are visited."""
+        instructions or accesses, or finished, in the chunk are visited."""
         ch = self.source.advance()
         if ch is None:
             return False

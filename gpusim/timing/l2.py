@@ -30,7 +30,8 @@ class L2Slice:
         self.sets: list[dict[int, int] | None] = [None] * self.nsets
         self.dirty: dict[int, int] = {}  # line -> dirty sector mask
         self.per_cycle = l2.slice_bandwidth_bytes_per_cycle
-        # the data port's time to move n sectors, for every n a request's sector mask can have
+        # the data port's time to move n sectors, for every n a request's sector mask can have (requests
+        # come from the L1s, whose masks hold at most an L1 line's sectors)
         most = max(self.line_bytes // self.sector_bytes, cfg.l1.line_size_bytes // cfg.l1.sector_size_bytes)
         self._service = [n * self.sector_bytes / self.per_cycle for n in range(most + 1)]
         self.hit_latency = l2.hit_latency_cycles
