@@ -32,10 +32,8 @@ class SimtStack:
         """Push an entry below the top of each warp in `ws` (distinct warps)."""
         d = self.depth[ws]
         if d.size and d.max() >= self.below_pc.shape[1]:  # full: double the room
-            grow = self.below_pc.shape[1]
-            self.below_pc = np.concatenate([self.below_pc, np.zeros_like(self.below_pc[:, :grow])], 1)
-            self.below_mask = np.concatenate([self.below_mask, np.zeros_like(self.below_mask[:, :grow])], 1)
-            self.below_rpc = np.concatenate([self.below_rpc, np.zeros_like(self.below_rpc[:, :grow])], 1)
+            self.below_pc, self.below_mask, self.below_rpc = (
+                np.concatenate([a, np.zeros_like(a)], 1) for a in (self.below_pc, self.below_mask, self.below_rpc))
         self.below_pc[ws, d] = pc
         self.below_mask[ws, d] = mask
         self.below_rpc[ws, d] = rpc
