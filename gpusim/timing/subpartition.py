@@ -25,7 +25,9 @@ class SubPartition:
         self.index = index
         self.gid = gid  # index among all the chip's sub-partitions
         self.warps: list = []  # resident warps, oldest first (two_level: in priority order)
-        self.waiting: list = []  # heap of (cycle, age, warp): warps whose next instruction waits
+        # heap of (cycle, age, warp): warps whose next instruction waits, above a sentinel that never
+        # comes up (so `waiting[0][0]` is always the next cycle a warp becomes ready, NEVER if none)
+        self.waiting: list = [(NEVER, -1, None)]
         self.by_port: list[list] = [[] for _ in PORTS]  # ready warps' `entry` (age, warp) per unit, oldest first
         self.ports: list[int] = []  # units that have ready warps
         self.free_seen = [0] * len(PORTS)  # cycles each unit was free while warps were ready for it
@@ -75,13 +77,13 @@ class SubPartition:
         wait is split when it issues, without visiting every ready warp every cycle."""
         waiting = self.waiting
         ports = self.ports
-        if not waiting or waiting[0][0] > t:
+        if waiting[0][0] > t:
             # (this way round the comparison's jump is short, which CPython 3.11 needs to specialise it)
             by_port = self.by_port
             seen = self.free_seen
         else:
             w = heappop(waiting)[2]
-            if (not ports and self.greedy is None and self.fast_greedy and (not waiting or waiting[0][0] > t)
+            if (not ports and self.greedy is None and self.fast_greedy and waiting[0][0] > t
                     and self.free[w.port] <= t):
                 # gto, and the only warp that could issue: it does
                 if t > w.ready:
@@ -89,7 +91,7 @@ class SubPartition:
                 self.eligible_sum += 1
                 self.scheduler.last = w
                 issue(w, t)
-                self.next_time = t + 1 if self.greedy is not None else waiting[0][0] if waiting else NEVER
+                self.next_time = t + 1 if self.greedy is not None else waiting[0][0]
                 return
             by_port = self.by_port
             seen = self.free_seen
@@ -105,7 +107,7 @@ class SubPartition:
                     lst.append(w.entry)
                 else:
                     insort(lst, w.entry)
-                if not waiting or waiting[0][0] > t:
+                if waiting[0][0] > t:
                     break
                 w = heappop(waiting)[2]
         free = self.free
@@ -131,7 +133,7 @@ class SubPartition:
                 ports.append(p)
             insort(lst, g.entry)
         if not ports:
-            self.next_time = waiting[0][0] if waiting else NEVER
+            self.next_time = waiting[0][0]
             return
         if self.fast_greedy:
             # gto issuing one instruction a cycle (the common case, written out): the warp issued last if
@@ -140,7 +142,8 @@ class SubPartition:
                 p = ports[0]
                 f = free[p]
                 if f > t:
-                    self.next_time = waiting[0][0] if waiting and waiting[0][0] < f else f
+                    first = waiting[0][0]
+                    self.next_time = first if first < f else f
                     return
                 seen[p] += 1
                 lst = by_port[p]
@@ -169,7 +172,8 @@ class SubPartition:
                         if oldest is None or lst[0] < oldest:
                             oldest = lst[0]
                 if oldest is None:
-                    self.next_time = waiting[0][0] if waiting and waiting[0][0] < nxt else nxt
+                    first = waiting[0][0]
+                    self.next_time = first if first < nxt else nxt
                     return
                 self.eligible_sum += n_eligible
                 w = self.scheduler.last
@@ -191,7 +195,7 @@ class SubPartition:
             if self.greedy is not None:
                 self.next_time = t + 1
                 return
-            nxt = waiting[0][0] if waiting else NEVER
+            nxt = waiting[0][0]
             for q in ports:
                 f = free[q]
                 if f <= t:
@@ -214,7 +218,8 @@ class SubPartition:
                 n_eligible += len(by_port[p])
                 open_ports.append(p)
         if not open_ports:
-            self.next_time = waiting[0][0] if waiting and waiting[0][0] < nxt else nxt
+            first = waiting[0][0]
+            self.next_time = first if first < nxt else nxt
             return
         self.eligible_sum += n_eligible
         states = self.states
@@ -250,7 +255,7 @@ class SubPartition:
         if self.greedy is not None:
             self.next_time = t + 1
             return
-        nxt = self.waiting[0][0] if self.waiting else NEVER
+        nxt = self.waiting[0][0]
         free = self.free
         for p in self.ports:
             f = free[p]
