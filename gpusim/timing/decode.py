@@ -41,6 +41,7 @@ class TimingInfo:
     opcode_is_atomic: bool  # atom or red: same-address lanes serialise
     deps: tuple[int, ...]  # registers whose pending writes it waits for: sources (RAW), destinations (WAW)
     pc: int
+    write1: int = -1  # the register it writes, if it writes exactly one (the common case on the issue path)
 
 
 def decode(program: Program, cfg: Config) -> list[TimingInfo]:
@@ -82,5 +83,6 @@ def decode(program: Program, cfg: Config) -> list[TimingInfo]:
         # A store's or reduction's register operands are all reads; so are a branch's guard.
         reads = tuple(dict.fromkeys(ins.regs_read()))
         out.append(TimingInfo(kind, PORT[name], interval, latency, reads, writes, dep, thr, width, returns,
-                              ins.opcode in ("atom", "red"), tuple(dict.fromkeys(reads + writes)), ins.pc))
+                              ins.opcode in ("atom", "red"), tuple(dict.fromkeys(reads + writes)), ins.pc,
+                              writes[0] if len(writes) == 1 else -1))
     return out

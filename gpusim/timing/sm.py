@@ -203,11 +203,12 @@ class SM:
             # the next instruction.
             sb = w.scoreboard
             ready = sb.ready
-            if ti.writes:
-                done, why, reason = t + ti.latency, ti.dep_reason, sb.reason
-                for r in ti.writes:
-                    ready[r] = done
-                    reason[r] = why
+            r = ti.write1
+            if r >= 0:
+                ready[r] = t + ti.latency
+                sb.reason[r] = ti.dep_reason
+            elif ti.writes:
+                sb.write(ti.writes, t + ti.latency, ti.dep_reason)
             pos = w.pos + 1
             w.pos = pos
             if pos >= w.n:
