@@ -75,9 +75,7 @@ class BatchFeed:
         self._count(ch)
         warps, buffered = self.warps, self.code
         code = self.timing.take(ch.pcs).tolist()  # the TimingInfo of each instruction
-        off = ch.off
-        got = np.flatnonzero(off[1:] > off[:-1])
-        for w, lo, hi in zip(got.tolist(), off[got].tolist(), off[got + 1].tolist(), strict=True):
+        for w, lo, hi in _spans(ch.off):
             running = warps[w]
             if running is None:
                 buffered[w] += code[lo:hi]
@@ -86,9 +84,7 @@ class BatchFeed:
         acc = ch.accesses
         if acc is not None:
             plans = list(zip(acc.index.tolist(), self.stage.plan(acc), strict=True))  # (stream position, plan)
-            b = acc.bounds
-            got = np.flatnonzero(b[1:] > b[:-1])
-            for w, lo, hi in zip(got.tolist(), b[got].tolist(), b[got + 1].tolist(), strict=True):
+            for w, lo, hi in _spans(acc.bounds):
                 running = warps[w]
                 (self.mem[w] if running is None else running.mem).update(plans[lo:hi])
         done = ch.finished & ~self.finished  # a finished warp stays finished
@@ -125,6 +121,12 @@ class BatchFeed:
         self.warps[k] = None
         self.finished[k] = True
         self.mix.retire(self, k, warp.sp.gid)
+
+
+def _spans(bounds: np.ndarray):
+    """(warp, lo, hi) for each warp whose span bounds[w]:bounds[w + 1] of a chunk is not empty."""
+    got = np.flatnonzero(bounds[1:] > bounds[:-1])
+    return zip(got.tolist(), bounds[got].tolist(), bounds[got + 1].tolist(), strict=True)
 
 
 class BlockHandle:
