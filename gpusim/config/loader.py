@@ -299,6 +299,9 @@ def _fields_of(cls: type, data: Any, path: str, where: Where) -> dict[str, Any]:
     for f in fields:
         sub = f"{path}.{f.name}" if path else f.name
         if f.name not in data:
+            if f.default is not dataclasses.MISSING:  # an optional field
+                out[f.name] = f.default
+                continue
             raise _err(where, sub, "missing key", at=path)
         out[f.name] = _value(hints[f.name], f, data[f.name], sub, where)
     return out

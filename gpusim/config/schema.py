@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpusim.config.vocab import REPLACEMENT_POLICIES, SCHEDULER_POLICIES, SCHEDULER_POLICY_DOCS
+
 INT32_MAX = 2**31 - 1
 
 
@@ -137,6 +139,8 @@ class L1Spec:
     write_allocate: bool = spec("whether a store miss allocates a line")
     caches_global_loads: bool = spec("whether global loads are cached in L1 by default (false on GM204: "
                                      "global loads go to L2 unless compiled with -dlcm=ca)")
+    replacement: str = spec("replacement policy (gpusim/timing/policies/replacement_*.py); default lru",
+                            choices=REPLACEMENT_POLICIES, default="lru")
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +168,21 @@ class L2Spec:
     slice_bandwidth_bytes_per_cycle: int = spec("bytes one slice returns per SM cycle; the L2 roof is "
                                                 "slices times this", "bytes/cycle", (1, 65536))
     write_policy: str = spec("what a store does to the L2", choices=("write_through", "write_back"))
+    replacement: str = spec("replacement policy of every slice (gpusim/timing/policies/replacement_*.py); "
+                            "default lru", choices=REPLACEMENT_POLICIES, default="lru")
+
+
+@dataclass(frozen=True, slots=True)
+class InterconnectSpec:
+    """The crossbar between the SMs and the L2 slices. Read by `timing/interconnect.py`. Optional: both
+    fields default to 0, where the L2's hit latency and slice bandwidth, measured from the SM, already
+    include the crossbar."""
+
+    latency_cycles: int = spec("cycles a request takes to reach its L2 slice, and its reply to come back "
+                               "(each way), on top of l2.hit_latency_cycles", "cycles", (0, 100000), default=0)
+    port_bytes_per_cycle: int = spec("bytes the crossbar delivers from one slice to the SMs per cycle "
+                                     "(a FIFO port per slice); 0: no limit beyond the slices' own ports",
+                                     "bytes/cycle", (0, 65536), default=0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,8 +215,8 @@ class DramSpec:
 class SchedulerSpec:
     """Warp schedulers, one per sub-partition. Read by `timing/scheduler.py`."""
 
-    policy: str = spec("warp selection policy: loose round robin, greedy-then-oldest, two-level",
-                       choices=("lrr", "gto", "two_level"))
+    policy: str = spec("warp selection policy (gpusim/timing/policies/scheduler_*.py): "
+                       + "; ".join(f"{k}: {v}" for k, v in SCHEDULER_POLICY_DOCS.items()), choices=SCHEDULER_POLICIES)
     issue_width: int = spec("instructions one scheduler may issue per cycle", "instructions/cycle",
                             (1, 8))
     active_warps_two_level: int = spec("size of the active set when policy is two_level", "warps",
@@ -330,6 +349,8 @@ class Config:
     nvlink: NvlinkSpec = spec("GPU-to-GPU links")
     host: HostSpec = spec("host memory and copies")
     system: SystemSpec = spec("GPUs in the node and their interconnect")
+    interconnect: InterconnectSpec = spec("crossbar between the SMs and the L2 (optional section)",
+                                          default=InterconnectSpec())
 
     def to_dict(self) -> dict[str, Any]:
         """The configuration as plain JSON-able data (sections as dicts, tuples as lists)."""
@@ -389,7 +410,7 @@ def _plain(obj: Any) -> Any:
 SECTIONS: dict[str, type] = {
     "chip": ChipSpec, "sm": SMSpec, "l1": L1Spec, "shared_memory": SharedMemorySpec, "l2": L2Spec,
     "dram": DramSpec, "scheduler": SchedulerSpec, "launch": LaunchSpec, "pcie": PcieSpec,
-    "nvlink": NvlinkSpec, "host": HostSpec, "system": SystemSpec,
+    "nvlink": NvlinkSpec, "host": HostSpec, "system": SystemSpec, "interconnect": InterconnectSpec,
 }
 
 

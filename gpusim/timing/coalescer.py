@@ -25,12 +25,13 @@ class Coalescer:
         self._sector_shift = _shift(sector_bytes)
         self._line_shift = _shift(self.sectors_per_line)
 
-    def lines(self, rows: np.ndarray) -> list[list[tuple[int, int]]]:
-        """For each row of per-lane byte addresses (-1: lane inactive), the accessed lines as
-        (line number, bit mask of its sectors), in address order."""
+    def line_arrays(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For rows of per-lane byte addresses (-1: lane inactive): the accessed lines as arrays
+        (line number, bit mask of its sectors), row after row, each row's in address order, and
+        `bounds` (rows + 1): row i's lines are [bounds[i], bounds[i + 1])."""
         m = rows.shape[0]
         if m == 0:
-            return []
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(1, np.int64)
         shift = self._sector_shift
         sec = np.where(rows >= 0, rows >> shift if shift is not None else rows // self.sector_bytes, _NONE)
         sec.sort(axis=1)
@@ -52,13 +53,17 @@ class Coalescer:
         if s.size > 1:
             new[1:] = (r[1:] != r[:-1]) | (line[1:] != line[:-1])
         starts = np.flatnonzero(new)
-        masks = np.bitwise_or.reduceat(bit, starts).tolist() if s.size else []
-        lines = line[starts].tolist()
-        bounds = np.searchsorted(r[starts], np.arange(m + 1)).tolist()
-        pairs = list(zip(lines, masks, strict=False))
-        if len(pairs) == m and bounds == list(range(m + 1)):  # one line per row: fully coalesced
-            return [[p] for p in pairs]
-        return [pairs[lo:hi] for lo, hi in zip(bounds, bounds[1:], strict=False)]
+        masks = np.bitwise_or.reduceat(bit, starts) if s.size else np.zeros(0, np.int64)
+        bounds = np.searchsorted(r[starts], np.arange(m + 1))
+        return line[starts].astype(np.int64), masks.astype(np.int64), bounds.astype(np.int64)
+
+    def lines(self, rows: np.ndarray) -> list[list[tuple[int, int]]]:
+        """For each row of per-lane byte addresses (-1: lane inactive), the accessed lines as
+        (line number, bit mask of its sectors), in address order."""
+        line, mask, bounds = self.line_arrays(rows)
+        pairs = list(zip(line.tolist(), mask.tolist(), strict=True))
+        b = bounds.tolist()
+        return [pairs[lo:hi] for lo, hi in zip(b, b[1:], strict=False)]
 
     @staticmethod
     def max_lanes_per_address(rows: np.ndarray) -> np.ndarray:

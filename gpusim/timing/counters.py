@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gpusim.timing.decode import PORTS, WARP_STATES
+import numpy as np
+
+from gpusim.config.vocab import PORTS, STATE, WARP_STATES
+from gpusim.timing.l2 import kernel_dirty_sectors
 
 
 @dataclass
@@ -49,62 +52,67 @@ class KernelTiming:
         return sum(s.issued for s in self.sms)
 
     @classmethod
-    def collect(cls, cfg, occ, engine, sms, slices, dram, mix) -> KernelTiming:
-        end = max(engine.end, 1)
-        mix.flush()
+    def collect(cls, cfg, occ, M) -> KernelTiming:
+        """The counters of every unit of a finished kernel's machine (gpusim/timing/sm.py `Machine`)."""
+        end = max(int(M.gte.end[0]), 1)
+        P, S, l1, smem, l2, d = M.P, M.sms, M.l1, M.smem, M.l2, M.dram
+        nsp = S.nsp
+        states = P.states.copy()
+        states[:, STATE["selected"]] = P.issued
+        active = P.active_cycles + np.where(P.nw > 0, end - P.busy_since, 0)  # (none are still resident)
         per_sm = []
         totals = dict.fromkeys(WARP_STATES, 0)
-        for sm in sms:
-            states = [0] * len(WARP_STATES)
-            busy = [0] * len(PORTS)
-            sched_active = eligible = issued = 0
-            for sp in sm.sps:
-                sp.tally(int(mix.issued[sp.gid]), mix.busy[sp.gid].tolist())
-                if sp.warps:  # still resident: cannot happen once the kernel is done
-                    sp.active_cycles += end - sp._busy_since
-                states = [a + b for a, b in zip(states, sp.states, strict=False)]
-                busy = [a + b for a, b in zip(busy, sp.pipes.busy, strict=False)]
-                sched_active += sp.active_cycles
-                eligible += sp.eligible_sum
-                issued += sp.issued
-            ws = dict(zip(WARP_STATES, states, strict=False))
+        for s in range(S.t.size):
+            g = slice(s * nsp, (s + 1) * nsp)
+            ws = dict(zip(WARP_STATES, states[g].sum(axis=0).tolist(), strict=True))
             for k, v in ws.items():
                 totals[k] += v
             per_sm.append(SMCounters(
-                sm=sm.index, gpc=sm.gpc, issued=issued,
-                active_cycles=max((sp.active_cycles for sp in sm.sps), default=0),
-                scheduler_active_cycles=sched_active, eligible_sum=eligible, warp_cycles=sm.warp_cycles,
-                warp_states=ws, unit_busy=dict(zip(PORTS, busy, strict=True)), blocks=sm.blocks_run,
-                warps=sm.warps_run,
-                max_warps_resident=sm.max_warps_resident, l1_requests=sm.l1.requests,
-                l1_hit_sectors=sm.l1.hits, l1_miss_sectors=sm.l1.misses,
-                l1_mshr_full_cycles=sm.l1.mshr_full_cycles, shared_requests=sm.smem.requests,
-                shared_wavefronts=sm.smem.wavefronts, shared_ideal_wavefronts=sm.smem.ideal_wavefronts))
-        l2 = {
-            "hit_sectors": sum(s.hits for s in slices),
-            "miss_sectors": sum(s.misses for s in slices),
-            "write_sectors": sum(s.writes for s in slices),
-            "atomic_operations": sum(s.atomics for s in slices),
-            "busy_cycles": sum(s.busy_cycles for s in slices),
-            "queue_cycles": sum(s.queue_cycles for s in slices),
-            "requests": sum(s.requests for s in slices),
-            "slices": len(slices),
+                sm=s, gpc=s % cfg.chip.gpcs, issued=int(P.issued[g].sum()),
+                active_cycles=int(active[g].max(initial=0)),
+                scheduler_active_cycles=int(active[g].sum()), eligible_sum=int(P.eligible_sum[g].sum()),
+                warp_cycles=int(S.warp_cycles[s]), warp_states=ws,
+                unit_busy=dict(zip(PORTS, P.busy[g].sum(axis=0).tolist(), strict=True)),
+                blocks=int(S.blocks_run[s]), warps=int(S.warps_run[s]),
+                max_warps_resident=int(S.max_warps_resident[s]), l1_requests=int(l1.requests[s]),
+                l1_hit_sectors=int(l1.hits[s]), l1_miss_sectors=int(l1.misses[s]),
+                l1_mshr_full_cycles=int(l1.mshr_full_cycles[s]), shared_requests=int(smem.requests[s]),
+                shared_wavefronts=int(smem.wavefronts[s]), shared_ideal_wavefronts=int(smem.ideal_wavefronts[s])))
+        l2d = {
+            "hit_sectors": int(l2.hits.sum()),
+            "miss_sectors": int(l2.misses.sum()),
+            "write_sectors": int(l2.writes.sum()),
+            "atomic_operations": int(l2.atomics.sum()),
+            "busy_cycles": _fsum(l2.port.busy_cycles),
+            "queue_cycles": _fsum(l2.port.queue_cycles),
+            "requests": int(l2.port.requests.sum()),
+            "slices": int(l2.slices),
             # the kernel's written sectors still dirty in a write-back L2 when it ends (DRAM sees them
             # later); not the foreign lines of a warm start
-            "dirty_bytes_at_end": sum(sl.kernel_dirty_sectors() for sl in slices) * cfg.l2.sector_size_bytes,
+            "dirty_bytes_at_end": kernel_dirty_sectors(l2) * cfg.l2.sector_size_bytes,
             "sector_bytes": cfg.l2.sector_size_bytes,
         }
-        ctrl = dram.controllers
         dr = {
-            "bytes_read": dram.bytes_read,
-            "bytes_written": dram.bytes_written,
-            "busy_cycles": sum(c.busy_cycles for c in ctrl),
-            "queue_cycles": sum(c.queue_cycles for c in ctrl),
-            "requests": sum(c.requests for c in ctrl),
-            "controllers": len(ctrl),
-            "peak_bytes_per_cycle": dram.peak_bytes_per_cycle,
+            "bytes_read": int(d.bytes_read.sum()),
+            "bytes_written": int(d.bytes_written.sum()),
+            "busy_cycles": _fsum(d.channel.busy_cycles),
+            "queue_cycles": _fsum(d.channel.queue_cycles),
+            "requests": int(d.channel.requests.sum()),
+            "controllers": int(d.controllers),
+            "peak_bytes_per_cycle": d.peak_bytes_per_cycle,
         }
+        n = int(M.gte.ntimeline[0])
+        timeline = sorted(tuple(r) for r in M.gte.timeline[:n].tolist())
         overhead = round(cfg.launch.kernel_launch_overhead_ns * cfg.chip.clock_mhz / 1000.0)
         return cls(cycles=end, launch_overhead_cycles=overhead, clock_mhz=cfg.chip.clock_mhz,
                    subpartitions=cfg.sm.subpartitions, theoretical_occupancy=occ.to_dict(), sms=per_sm,
-                   timeline=sorted(engine.timeline), l2=l2, dram=dr, warp_states=totals)
+                   timeline=timeline, l2=l2d, dram=dr, warp_states=totals)
+
+
+def _fsum(a: np.ndarray) -> float:
+    """Sum in index order, as Python's sum() of the units' counters did (float addition is not
+    associative; numpy's pairwise sum would differ in the last bits)."""
+    total = 0
+    for x in a.tolist():
+        total += x
+    return total

@@ -1,29 +1,25 @@
 """What the timing model needs of each instruction, decoded once per kernel: which sub-partition
 port it issues to, how long that port is busy, when its result is usable, which registers it reads
-and writes, and which Nsight Compute stall reason a warp waiting on it (or on its port) reports."""
+and writes, and which Nsight Compute stall reason a warp waiting on it (or on its port) reports.
+`code_arrays` lays the same facts out as arrays indexed by pc, for the compiled engine."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
 
 from gpusim.config import Config
+from gpusim.config.vocab import KIND, PORT, PORTS, STATE, WARP_STATES  # noqa: F401 (re-exported)
 from gpusim.isa import Program
 from gpusim.isa.opcodes import Unit
 from gpusim.isa.types import TYPES
 
-# Instruction kinds the SM treats differently (small ints: SM.issue tests ALU, BRANCH and EXIT with `is`).
-ALU, GLOBAL_LD, GLOBAL_ST, GLOBAL_ATOM, SHARED, SHFL, BRANCH, BARRIER, EXIT = range(9)
-
-# Issue ports of a sub-partition, one per unit class in the config.
-PORTS = ("fp32", "int", "fp64", "sfu", "ldst", "branch", "sync", "tensor")
-PORT = {name: i for i, name in enumerate(PORTS)}
-
-# Warp states, in Nsight Compute's names (smsp__pcsamp_warps_issue_stalled_*).
-WARP_STATES = ("selected", "not_selected", "long_scoreboard", "short_scoreboard", "wait",
-               "math_pipe_throttle", "mio_throttle", "lg_throttle", "barrier", "branch_resolving",
-               "no_instruction", "drain")
-S = {name: i for i, name in enumerate(WARP_STATES)}
+ALU, GLOBAL_LD, GLOBAL_ST, GLOBAL_ATOM, SHARED, SHFL, BRANCH, BARRIER, EXIT = (
+    KIND[k] for k in ("alu", "global_ld", "global_st", "global_atom", "shared", "shfl", "branch", "barrier", "exit"))
+S = STATE
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,3 +82,35 @@ def decode(program: Program, cfg: Config) -> list[TimingInfo]:
                               ins.opcode in ("atom", "red"), tuple(dict.fromkeys(reads + writes)), ins.pc,
                               writes[0] if len(writes) == 1 else -1))
     return out
+
+
+class Code(NamedTuple):
+    """The decoded program as arrays indexed by pc (the compiled engine's view of `TimingInfo`);
+    registers read/written as CSR lists: `deps[dep_off[pc]:dep_off[pc + 1]]`."""
+
+    kind: np.ndarray
+    port: np.ndarray
+    interval: np.ndarray
+    latency: np.ndarray
+    dep_reason: np.ndarray
+    throttle_reason: np.ndarray
+    dep_off: np.ndarray
+    deps: np.ndarray
+    wr_off: np.ndarray
+    writes: np.ndarray
+
+
+def code_arrays(info: list[TimingInfo]) -> Code:
+    def csr(lists):
+        off = np.zeros(len(lists) + 1, dtype=np.int64)
+        np.cumsum([len(x) for x in lists], out=off[1:])
+        flat = np.array([r for x in lists for r in x] or [0], dtype=np.int64)
+        return off, flat
+
+    def col(name):
+        return np.array([getattr(ti, name) for ti in info] or [0], dtype=np.int64)
+
+    dep_off, deps = csr([ti.deps for ti in info])
+    wr_off, writes = csr([ti.writes for ti in info])
+    return Code(col("kind"), col("port"), col("interval"), col("latency"), col("dep_reason"),
+                col("throttle_reason"), dep_off, deps, wr_off, writes)

@@ -2,53 +2,66 @@
 the occupancy limit, breadth first across GPCs, then places the next block on an SM as soon as one
 of that SM's blocks retires. Placing a block takes `block_dispatch_cycles`.
 
-An SM runs ahead of SimPy's clock, so a retirement is answered at once (in the SM's own call) rather
-than by a message the engine would read some events later: the SM must know of its next block before it
-moves its own clock on."""
+The blocks it places come from a queue the feeder keeps filled (`staged`: each block's id and its
+warps' stream handles); `exhausted` once the launch has no more."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from typing import NamedTuple
 
-import simpy
+import numpy as np
+
+from gpusim.timing.jit import NEVER, njit
 
 
-class GigaThreadEngine:
-    def __init__(self, env: simpy.Environment, sms: list, blocks: Iterator, blocks_per_sm: int,
-                 dispatch_cycles: int):
-        self.env = env
-        self.sms = sms  # in dispatch order (interleaved over GPCs)
-        self.blocks = blocks
-        self.blocks_per_sm = blocks_per_sm
-        self.dispatch_cycles = dispatch_cycles
-        self.timeline: list[tuple[int, int, int, int]] = []  # (block, sm, start, end)
-        self.end = 0
-        self.outstanding = 0  # blocks placed and not yet retired
-        self.all_done = env.event()
-        self.process = env.process(self.run())
+class Dispatcher(NamedTuple):
+    staged_id: np.ndarray  # ring of staged blocks: id, first stream handle, warps
+    staged_h0: np.ndarray
+    staged_nw: np.ndarray
+    head: np.ndarray  # (1,) next staged block to place
+    tail: np.ndarray  # (1,) where the feeder stages the next one
+    exhausted: np.ndarray  # (1,) bool: the launch has no more blocks to stage
+    outstanding: np.ndarray  # (1,) blocks placed and not yet retired
+    all_done: np.ndarray  # (1,) bool
+    end: np.ndarray  # (1,) the last block's end cycle
+    timeline: np.ndarray  # (blocks, 4): block, sm, start, end
+    ntimeline: np.ndarray  # (1,)
+    dispatch_cycles: int
+    blocks_per_sm: int
 
-    def block_done(self, sm, block: int, start: int, end: int) -> None:
-        """Called by an SM when a block's last warp has retired (and drained by `end`): place the next
-        block there."""
-        self.timeline.append((block, sm.index, start, end))
-        self.outstanding -= 1
-        self.end = max(self.end, end)
-        stream = next(self.blocks, None)
-        if stream is not None:
-            sm.deliver(end + self.dispatch_cycles, stream)
-            self.outstanding += 1
-        elif self.outstanding == 0:
-            self.all_done.succeed()
 
-    def run(self):
-        for _ in range(self.blocks_per_sm):
-            for sm in self.sms:
-                stream = next(self.blocks, None)
-                if stream is None:
-                    break
-                sm.deliver(int(self.env.now) + self.dispatch_cycles, stream)
-                self.outstanding += 1
-        if self.outstanding:
-            yield self.all_done
-        for sm in self.sms:
-            sm.finished = True
+def make_dispatcher(capacity: int, dispatch_cycles: int, blocks_per_sm: int) -> Dispatcher:
+    one = lambda: np.zeros(1, dtype=np.int64)  # noqa: E731
+    return Dispatcher(np.zeros(capacity, np.int64), np.zeros(capacity, np.int64), np.zeros(capacity, np.int64),
+                      one(), one(), np.zeros(1, np.bool_), one(), np.zeros(1, np.bool_), one(),
+                      np.zeros((1024, 4), np.int64), one(), dispatch_cycles, blocks_per_sm)
+
+
+@njit
+def staged(q):
+    return q.tail[0] - q.head[0]
+
+
+@njit
+def take(q):
+    """The next staged block: (id, first handle, warps)."""
+    i = q.head[0] % q.staged_id.size
+    q.head[0] += 1
+    return q.staged_id[i], q.staged_h0[i], q.staged_nw[i]
+
+
+@njit
+def record(q, block, sm, start, end):
+    """A block retired: its line in the timeline (returns False when the timeline needs more room)."""
+    n = q.ntimeline[0]
+    q.timeline[n, 0] = block
+    q.timeline[n, 1] = sm
+    q.timeline[n, 2] = start
+    q.timeline[n, 3] = end
+    q.ntimeline[0] = n + 1
+    q.outstanding[0] -= 1
+    if end > q.end[0]:
+        q.end[0] = end
+
+
+__all__ = ["NEVER", "Dispatcher", "make_dispatcher", "staged", "take", "record"]

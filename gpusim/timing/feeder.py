@@ -1,7 +1,9 @@
-"""Feeds the SMs the warps' instruction streams, pulled from the functional executor a chunk at a
+"""Feeds the engine the warps' instruction streams, pulled from the functional executor a chunk at a
 time as the warps need them, so the simulator only ever holds a window of each warp's stream (the
 memory a simulation needs does not grow with the kernel's length). Each chunk's memory accesses are
-planned (coalesced, bank-mapped) together by the LD/ST address stage."""
+planned (coalesced, bank-mapped) together by the LD/ST address stage, then the chunk is appended to
+the stream pool (gpusim/timing/stream.py) by compiled code; the pool is compacted, and grown, when
+it fills. The feeder also keeps the GigaThread engine's queue of staged blocks filled."""
 
 from __future__ import annotations
 
@@ -10,136 +12,301 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from gpusim.functional.stream import BatchAccesses, StreamChunk
-from gpusim.timing.decode import PORTS, TimingInfo
+from gpusim.timing.decode import GLOBAL_ATOM, GLOBAL_LD, GLOBAL_ST, SHARED
+from gpusim.timing.jit import njit
 from gpusim.timing.ldst import AddressStage
-
-NPORTS = len(PORTS)
-
-
-class UnitMix:
-    """Instructions issued and unit cycles occupied, per sub-partition, counted from the streams a
-    chunk at a time rather than on every issue: per pc, the unit an instruction issues to and the
-    cycles it occupies it; a retired warp's counts are credited to its sub-partition in bulk."""
-
-    FLUSH = 4096  # retired warps credited together
-
-    def __init__(self, info: list[TimingInfo], subpartitions: int):
-        self.port = np.array([ti.port for ti in info] or [0], dtype=np.int64)
-        self.interval = np.array([ti.interval for ti in info] or [0], dtype=np.float64)
-        self.issued = np.zeros(subpartitions, dtype=np.int64)  # per sub-partition (its `gid`)
-        self.busy = np.zeros((subpartitions, NPORTS), dtype=np.float64)
-        self.retired: list[tuple] = []  # (feed, slot, sub-partition) not yet credited
-
-    def retire(self, feed: BatchFeed, slot: int, gid: int) -> None:
-        self.retired.append((feed, slot, gid))
-        if len(self.retired) >= self.FLUSH:
-            self.flush()
-
-    def flush(self) -> None:
-        by_feed: dict = {}
-        for feed, slot, gid in self.retired:
-            slots, gids = by_feed.setdefault(feed, ([], []))
-            slots.append(slot)
-            gids.append(gid)
-        for feed, (slots, gids) in by_feed.items():
-            np.add.at(self.issued, gids, feed.issued[slots])
-            np.add.at(self.busy, gids, feed.busy[slots])
-        self.retired = []
+from gpusim.timing.stream import Streams
 
 
-class BatchFeed:
-    """One batch of blocks of the functional executor: buffers the streams of warps whose block has
-    not reached an SM yet and appends new instructions to the warps that are running."""
+class Batch:
+    """A batch of blocks of the functional executor and its warps' stream handles h0 .. h0 + W - 1."""
 
-    def __init__(self, source, stage: AddressStage, mix: UnitMix):
+    def __init__(self, source, h0: int):
         self.source = source
-        self.stage = stage
-        self.mix = mix
         self.first_block, self.nblocks, self.wpb = source.first_block, source.nblocks, source.wpb
-        W = self.nblocks * self.wpb
-        self.timing = np.empty(len(stage.info), dtype=object)  # TimingInfo per pc
-        self.timing[:] = stage.info
-        self.code: list[list] = [[] for _ in range(W)]  # buffered TimingInfos, for warps not yet running
-        self.mem: list[dict] = [{} for _ in range(W)]
-        self.finished = np.zeros(W, dtype=bool)  # as of the last chunk pulled, or retired (detach)
-        self.warps: list = [None] * W  # the timing model's Warp, once its block runs
-        self.issued = np.zeros(W, dtype=np.int64)  # instructions pulled, per warp (all of them issue)
-        self.busy = np.zeros((W, NPORTS), dtype=np.float64)  # unit cycles they will occupy, per warp
+        self.W = self.nblocks * self.wpb
+        self.h0 = h0
+        self.total = np.zeros(self.W, dtype=np.int64)  # instructions appended so far, per warp
+        self.exhausted = False
+        self.staged = 0  # blocks handed to the dispatcher
+        self.retired = 0
 
-    def pull(self) -> bool:
-        """Run the batch one chunk further; False once it has finished. Only the warps that issued
-        instructions or accesses, or finished, in the chunk are visited."""
-        ch = self.source.advance()
-        if ch is None:
+
+class Feeder:
+    def __init__(self, sources: Iterable, stage: AddressStage, code):
+        self.sources = iter(sources)
+        self.stage = stage
+        self.code = code
+        self.batches: list[Batch] = []  # live, in launch order
+        self.current: Batch | None = None  # the batch blocks are staged from
+        self.next_local = 0
+        self.exhausted = False
+        self.seen_timeline = 0
+        self.st = _make_streams(1 << 12, 1 << 16, 1 << 12, 1 << 14)
+        self.top = 0  # pool entries used
+        self.atop = 0  # access plans used
+        self.ltop = 0  # lines used
+
+    # -- handles ----------------------------------------------------------------------------------
+    def _new_batch(self, src) -> Batch:
+        ranges = sorted((b.h0, b.h0 + b.W) for b in self.batches)
+        W = src.nblocks * src.wpb
+        h0 = 0
+        for lo, hi in ranges:  # first fit among the live batches' handle ranges
+            if lo - h0 >= W:
+                break
+            h0 = max(h0, hi)
+        if h0 + W > self.st.pos.size:
+            self._grow_handles(h0 + W)
+        b = Batch(src, h0)
+        st = self.st
+        sl = slice(h0, h0 + W)
+        st.pos[sl] = 0
+        st.end[sl] = 0
+        st.done[sl] = False
+        st.hungry_flag[sl] = False
+        self.batches.append(b)
+        return b
+
+    def _grow_handles(self, need: int) -> None:
+        st = self.st
+        n = max(need, 2 * st.pos.size)
+        grow = lambda a: np.concatenate([a, np.zeros(n - a.size, a.dtype)])  # noqa: E731
+        self.st = st._replace(pos=grow(st.pos), end=grow(st.end), done=grow(st.done),
+                              hungry_flag=grow(st.hungry_flag), hungry=grow(st.hungry))
+
+    def _batch_of(self, h: int) -> Batch:
+        for b in self.batches:
+            if b.h0 <= h < b.h0 + b.W:
+                return b
+        raise AssertionError(f"stream handle {h} belongs to no live batch")
+
+    # -- pulling ------------------------------------------------------------------------------------
+    def _pull(self, b: Batch) -> bool:
+        """Run batch `b` one chunk further; False once it has finished."""
+        if b.exhausted:
             return False
-        self._count(ch)
-        warps, buffered = self.warps, self.code
-        code = self.timing.take(ch.pcs).tolist()  # the TimingInfo of each instruction
-        for w, lo, hi in _spans(ch.off):
-            running = warps[w]
-            if running is None:
-                buffered[w] += code[lo:hi]
-            else:
-                running.extend(code[lo:hi])
-        acc = ch.accesses
-        if acc is not None:
-            plans = list(zip(acc.index.tolist(), self.stage.plan(acc), strict=True))  # (stream position, plan)
-            for w, lo, hi in _spans(acc.bounds):
-                running = warps[w]
-                (self.mem[w] if running is None else running.mem).update(plans[lo:hi])
-        done = ch.finished & ~self.finished  # a finished warp stays finished
-        self.finished |= done
-        for w in np.flatnonzero(done).tolist():
-            if warps[w] is not None:
-                warps[w].complete = True
+        ch = b.source.advance()
+        if ch is None:
+            b.exhausted = True
+            self.st.done[b.h0:b.h0 + b.W] = True
+            return False
+        self._append(b, ch)
         return True
 
-    def _count(self, ch: StreamChunk) -> None:
-        if not ch.pcs.size:
-            return
-        W = len(self.warps)
-        slot = np.repeat(np.arange(W), np.diff(ch.off))
-        self.issued += np.bincount(slot, minlength=W)
-        mix = self.mix
-        cell = slot * NPORTS + mix.port[ch.pcs]
-        self.busy += np.bincount(cell, weights=mix.interval[ch.pcs], minlength=W * NPORTS).reshape(W, NPORTS)
+    def _append(self, b: Batch, ch: StreamChunk) -> None:
+        counts = np.diff(ch.off)
+        acc = ch.accesses
+        if acc is not None and acc.rows.shape[0]:
+            plans = self.stage.plan(acc.rows, acc.pcs)
+            rw, ridx, shared = acc.warp.astype(np.int64), acc.index.astype(np.int64), self.stage.kind[acc.pcs] == SHARED
+        else:
+            plans = None
+        st = self.st
+        hs = np.arange(b.h0, b.h0 + b.W)
+        moving = counts > 0
+        need = int(counts.sum() + (st.end[hs[moving]] - st.pos[hs[moving]]).sum())
+        nrows = 0 if plans is None else plans.lo.size
+        nlines = 0 if plans is None else plans.lines.size
+        if self.top + need > st.pc.size or self.atop + nrows > st.a_lo.size or self.ltop + nlines > st.lines.size:
+            self._compact(need, nrows, nlines)
+            st = self.st
+        newstart = np.zeros(b.W, dtype=np.int64)
+        self.top = _append_windows(st.pos, st.end, st.pc, st.acc, b.h0, ch.off, ch.pcs, newstart, self.top)
+        if plans is not None:
+            self.atop, self.ltop = _append_plans(
+                st.acc, st.a_lo, st.a_hi, st.lines, st.masks, st.ops, self.code.kind, st.pc,
+                rw, ridx, shared, plans.lo, plans.hi, plans.lines, plans.masks, plans.ops,
+                newstart, b.total, self.atop, self.ltop)
+        b.total += counts
+        fin = ch.finished
+        if fin.any():
+            st.done[b.h0:b.h0 + b.W] |= fin
 
-    def attach(self, local_block: int, w: int, warp) -> None:
-        """Hand warp `w` of block `local_block` its buffered stream; later chunks go to it directly."""
-        k = local_block * self.wpb + w
-        warp.code, warp.n, warp.mem = self.code[k], len(self.code[k]), self.mem[k]
-        warp.complete = bool(self.finished[k])
-        warp.feed = self
-        warp.slot = k
-        self.code[k], self.mem[k] = [], {}
-        self.warps[k] = warp
+    def _compact(self, need: int, nrows: int, nlines: int) -> None:
+        """Move every live window (and the plans and lines it refers to) to fresh arrays, grown so that
+        the live data and the next chunk fill at most half of them."""
+        st = self.st
+        live = int(np.maximum(st.end - st.pos, 0).sum())
+        cap = max(1 << 16, 2 * (live + need))
+        acap = max(1 << 12, 2 * (self.atop + nrows))  # (upper bounds: the live plans are fewer)
+        lcap = max(1 << 14, 2 * (self.ltop + nlines))
+        pc, acc = np.zeros(cap, np.int32), np.full(cap, -1, np.int64)
+        a_lo, a_hi = np.zeros(acap, np.int64), np.zeros(acap, np.int64)
+        lines, masks, ops = np.zeros(lcap, np.int64), np.zeros(lcap, np.int64), np.zeros(lcap, np.int64)
+        self.top, self.atop, self.ltop = _compact_into(
+            st.pos, st.end, st.pc, st.acc, st.a_lo, st.a_hi, st.lines, st.masks, st.ops, self.code.kind,
+            pc, acc, a_lo, a_hi, lines, masks, ops)
+        self.st = st._replace(pc=pc, acc=acc, a_lo=a_lo, a_hi=a_hi, lines=lines, masks=masks, ops=ops)
 
-    def detach(self, warp) -> None:
-        """A retired warp needs no more instructions (and the feed no longer refers to it); what it
-        issued goes to its sub-partition."""
-        k = warp.slot
-        self.warps[k] = None
-        self.finished[k] = True
-        self.mix.retire(self, k, warp.sp.gid)
+    # -- what the engine asks for ------------------------------------------------------------------
+    def refill(self, gte, refill_below: int):
+        """Give every hungry warp at least two instructions (or all it has left), stage blocks until
+        `refill_below` are queued (or the launch has no more), free the batches whose blocks have all
+        retired. Returns the dispatcher (a new one if its timeline had to grow)."""
+        st = self.st
+        n = int(st.nhungry[0])
+        if n:
+            for h in st.hungry[:n].tolist():
+                st = self.st
+                b = self._batch_of(h)
+                while st.end[h] - st.pos[h] < 2 and not st.done[h]:
+                    if not self._pull(b):
+                        break
+                    st = self.st
+                st.hungry_flag[h] = False
+            self.st.nhungry[0] = 0
+        gte = self._retire_batches(gte)
+        return self._stage(gte, refill_below)
+
+    def _stage(self, gte, want: int):
+        cap = gte.staged_id.size
+        while gte.tail[0] - gte.head[0] < want and not self.exhausted:
+            b = self.current
+            if b is None or self.next_local >= b.nblocks:
+                src = next(self.sources, None)
+                if src is None:
+                    self.exhausted = True
+                    break
+                if not hasattr(src, "advance"):
+                    src = _StreamSource(src)
+                b = self.current = self._new_batch(src)
+                self.next_local = 0
+            k = self.next_local
+            self.next_local += 1
+            h0 = b.h0 + k * b.wpb
+            for h in range(h0, h0 + b.wpb):
+                st = self.st
+                while st.end[h] - st.pos[h] < 2 and not st.done[h]:
+                    if not self._pull(b):
+                        break
+                    st = self.st
+            i = gte.tail[0] % cap
+            gte.staged_id[i] = b.first_block + k
+            gte.staged_h0[i] = h0
+            gte.staged_nw[i] = b.wpb
+            gte.tail[0] += 1
+            b.staged += 1
+        gte.exhausted[0] = self.exhausted
+        if gte.timeline.shape[0] < gte.tail[0] + 1:
+            grown = np.zeros((2 * gte.timeline.shape[0] + int(gte.tail[0]), 4), np.int64)
+            grown[:gte.timeline.shape[0]] = gte.timeline
+            gte = gte._replace(timeline=grown)
+        return gte
+
+    def _retire_batches(self, gte):
+        n = int(gte.ntimeline[0])
+        if n > self.seen_timeline and self.batches:
+            ids = gte.timeline[self.seen_timeline:n, 0]
+            for b in self.batches:
+                b.retired += int(((ids >= b.first_block) & (ids < b.first_block + b.nblocks)).sum())
+            self.seen_timeline = n
+            self.batches = [b for b in self.batches if b.retired < b.nblocks or b is self.current]
+        return gte
 
 
-def _spans(bounds: np.ndarray):
-    """(warp, lo, hi) for each warp whose span bounds[w]:bounds[w + 1] of a chunk is not empty."""
-    got = np.flatnonzero(bounds[1:] > bounds[:-1])
-    return zip(got.tolist(), bounds[got].tolist(), bounds[got + 1].tolist(), strict=True)
+def _make_streams(handles: int, pool: int, plans: int, lines: int) -> Streams:
+    return Streams(np.zeros(handles, np.int64), np.zeros(handles, np.int64), np.zeros(handles, np.bool_),
+                   np.zeros(handles, np.bool_), np.zeros(pool, np.int32), np.full(pool, -1, np.int64),
+                   np.zeros(plans, np.int64), np.zeros(plans, np.int64), np.zeros(lines, np.int64),
+                   np.zeros(lines, np.int64), np.zeros(lines, np.int64), np.zeros(handles, np.int64),
+                   np.zeros(1, np.int64))
 
 
-class BlockHandle:
-    """A block the dispatcher can place: its id and where its warps' streams come from."""
+@njit
+def _append_windows(pos, end, pc, acc, h0, off, pcs, newstart, top):
+    """Append each warp's new instructions to its window, moving the window to the pool's top first
+    unless it is already there. `newstart[w]`: where warp w's new instructions went."""
+    for w in range(off.size - 1):
+        c = off[w + 1] - off[w]
+        if c == 0:
+            continue
+        h = h0 + w
+        if end[h] != top or pos[h] == end[h]:
+            n = end[h] - pos[h]
+            for i in range(n):
+                pc[top + i] = pc[pos[h] + i]
+                acc[top + i] = acc[pos[h] + i]
+            pos[h] = top
+            end[h] = top + n
+        newstart[w] = end[h]
+        for i in range(c):
+            pc[end[h] + i] = pcs[off[w] + i]
+            acc[end[h] + i] = -1
+        end[h] += c
+        top = end[h]
+    return top
 
-    __slots__ = ("block", "feed", "local", "warps")
 
-    def __init__(self, block: int, feed: BatchFeed, local: int, warps: int):
-        self.block, self.feed, self.local, self.warps = block, feed, local, warps
+@njit
+def _is_memory(kind):
+    return kind == GLOBAL_LD or kind == GLOBAL_ST or kind == GLOBAL_ATOM or kind == SHARED
+
+
+@njit
+def _append_plans(acc, a_lo, a_hi, lines, masks, ops, kinds, pc, rw, ridx, shared, plo, phi, plines, pmasks,
+                  pops, newstart, total, atop, ltop):
+    """Attach each access row's plan to its instruction (global plans' lines copied to the line pool)."""
+    for k in range(plines.size):
+        lines[ltop + k] = plines[k]
+        masks[ltop + k] = pmasks[k]
+        ops[ltop + k] = pops[k]
+    for j in range(plo.size):
+        w = rw[j]
+        entry = newstart[w] + ridx[j] - total[w]
+        if not _is_memory(kinds[pc[entry]]):
+            continue  # a kernel-parameter load: served by the constant bank, no plan needed
+        if shared[j]:
+            a_lo[atop] = plo[j]
+            a_hi[atop] = phi[j]
+        else:
+            a_lo[atop] = ltop + plo[j]
+            a_hi[atop] = ltop + phi[j]
+        acc[entry] = atop
+        atop += 1
+    return atop, ltop + plines.size
+
+
+@njit
+def _compact_into(pos, end, pc, acc, a_lo, a_hi, lines, masks, ops, kinds, npc, nacc, na_lo, na_hi, nlines,
+                  nmasks, nops):
+    top = 0
+    atop = 0
+    ltop = 0
+    for h in range(pos.size):
+        n = end[h] - pos[h]
+        if n <= 0:
+            pos[h] = top
+            end[h] = top
+            continue
+        for i in range(n):
+            src = pos[h] + i
+            npc[top + i] = pc[src]
+            a = acc[src]
+            if a < 0:
+                nacc[top + i] = -1
+                continue
+            nacc[top + i] = atop
+            if kinds[pc[src]] == SHARED:
+                na_lo[atop] = a_lo[a]
+                na_hi[atop] = a_hi[a]
+            else:
+                na_lo[atop] = ltop
+                for k in range(a_lo[a], a_hi[a]):
+                    nlines[ltop] = lines[k]
+                    nmasks[ltop] = masks[k]
+                    nops[ltop] = ops[k]
+                    ltop += 1
+                na_hi[atop] = ltop
+            atop += 1
+        pos[h] = top
+        end[h] = top + n
+        top += n
+    return top, atop, ltop
 
 
 class _StreamSource:
-    """Adapts a fully recorded BlockStream (from `gpusim.block_streams`) to the feed interface."""
+    """Adapts a fully recorded BlockStream (from `gpusim.block_streams`) to the batch interface."""
 
     def __init__(self, stream):
         self.first_block, self.nblocks, self.wpb = stream.block, 1, len(stream.warps)
@@ -170,13 +337,7 @@ def _chunk_of(stream):
     return StreamChunk(pcs, masks, off, acc, np.ones(len(ws), dtype=bool))
 
 
-def block_handles(sources: Iterable, stage: AddressStage, mix: UnitMix) -> Iterator[BlockHandle]:
+def block_sources(blocks: Iterable) -> Iterator:
     """Blocks in launch order from either the executor's batch sources (streamed) or BlockStreams
     (already recorded whole)."""
-    for src in sources:
-        if hasattr(src, "advance"):
-            feed = BatchFeed(src, stage, mix)
-        else:
-            feed = BatchFeed(_StreamSource(src), stage, mix)
-        for k in range(feed.nblocks):
-            yield BlockHandle(feed.first_block + k, feed, k, feed.wpb)
+    return iter(blocks)

@@ -1,106 +1,134 @@
-"""The builder: wires a GPU from its configuration — GigaThread engine, GPCs of SMs (each with its
-sub-partitions, L1 and shared memory), the interconnect, the L2 slices and the memory controllers —
-and runs one kernel's block streams through it. The structure of the machine reads here, top down."""
+"""The builder: makes every unit of a GPU from its configuration — the GigaThread engine, the SMs
+(their sub-partitions with schedulers and execution units, warp slots, L1 and shared memory), the
+crossbar, the L2 slices and the memory controllers — and runs one kernel's block streams through
+them. The structure of the machine reads here, top down; each unit's state and behaviour is in its
+own file, and the compiled event loop (engine.py) drives them."""
 
 from __future__ import annotations
 
-import gc
+import math
+import sys
 from collections.abc import Iterable
-
-import simpy
 
 from gpusim.config import Config
 from gpusim.config.occupancy import occupancy
-from gpusim.errors import LaunchError
+from gpusim.errors import DeadlockError, LaunchError
 from gpusim.isa import Program
+from gpusim.timing import engine
 from gpusim.timing.coalescer import Coalescer
 from gpusim.timing.counters import KernelTiming
-from gpusim.timing.decode import decode
-from gpusim.timing.dispatcher import GigaThreadEngine
-from gpusim.timing.dram import Dram
-from gpusim.timing.feeder import UnitMix, block_handles
-from gpusim.timing.gpc import GPC
-from gpusim.timing.interconnect import Interconnect
-from gpusim.timing.l1 import L1Cache
-from gpusim.timing.l2 import L2Slice
+from gpusim.timing.decode import code_arrays, decode
+from gpusim.timing.dispatcher import make_dispatcher
+from gpusim.timing.dram import make_dram
+from gpusim.timing.feeder import Feeder
+from gpusim.timing.interconnect import make_interconnect
+from gpusim.timing.jit import NEVER, is_cached
+from gpusim.timing.l1 import make_l1
+from gpusim.timing.l2 import make_l2, prefill_dirty
 from gpusim.timing.ldst import AddressStage
-from gpusim.timing.sm import SM
-from gpusim.timing.subpartition import NEVER
+from gpusim.timing.shared_memory import BankMap, make_shared_memory
+from gpusim.timing.sm import E_BARRIER, Machine, make_sms
+from gpusim.timing.subpartition import make_subpartitions
+from gpusim.timing.warp import make_warps
 from gpusim.timing.watchdog import limit_error
-
-# The longest kernel the timing model simulates, in cycles (about 0.76 s at 1.41 GHz).
-HORIZON = NEVER - 1
 
 
 class GPU:
     def __init__(self, cfg: Config):
         self.cfg = cfg
 
-    def run(self, program: Program, launch, blocks: Iterable, *, regs_per_thread: int | None = None,
-            smem_per_block: int | None = None, max_cycles: int | None = None,
-            warm_l2: float | None = None) -> KernelTiming:
-        """Simulate one kernel launch. `blocks` yields, in launch order, either the functional executor's
-        batch sources (`Executor.stream_batches()`: streams pulled as the warps need them) or whole
-        recorded BlockStreams (`gpusim.block_streams(...)`). Past `max_cycles`, and in any case at
-        HORIZON (2^30 - 2 cycles), the run stops with a SimulationLimitError describing the warps still
-        resident. `warm_l2` (a fraction in [0, 1]; None,
-        the default: a cold, empty L2) starts the L2 full of lines the kernel never uses, that fraction
-        of them dirty (`L2Slice.prefill_dirty`): the steady state of a long kernel whose data
-        overflows the L2, where every allocation evicts a line (sampled simulation, docs/sampling.md).
-        The timing's `l2` then holds `prefilled_dirty_bytes`, and `dirty_bytes_at_end` counts only the
-        kernel's own lines."""
+    def build(self, program: Program, launch, *, regs_per_thread: int | None = None,
+              smem_per_block: int | None = None) -> tuple[Machine, object]:
+        """Every unit of the chip, sized for this kernel's launch (its occupancy sets the warp and
+        block slots per SM and, on unified L1/shared designs, the L1's size). Returns the machine and
+        the occupancy."""
         cfg = self.cfg
         regs = regs_per_thread or program.regs_per_thread
         smem = program.shared_bytes if smem_per_block is None else smem_per_block
         occ = occupancy(cfg, launch.threads_per_block, regs, smem)
         if occ.active_blocks_per_sm == 0:
             raise LaunchError(f"the kernel cannot run on {cfg.name}: {occ.reason}", field="block")
+        sms = cfg.chip.sm_count
+        nsp = cfg.sm.subpartitions
+        blocks = occ.active_blocks_per_sm
+        wpb = math.ceil(launch.threads_per_block / cfg.sm.warp_size)
+        max_warps = blocks * wpb
+        code = code_arrays(decode(program, cfg))
+        machine = Machine(
+            code=code,
+            W=make_warps(sms * max_warps, max(1, len(program.registers))),
+            P=make_subpartitions(cfg, sms * nsp, max_warps),
+            sms=make_sms(sms, nsp, blocks, max_warps, wpb, cfg.units["sync"].latency_cycles),
+            l1=make_l1(cfg, sms, l1_size(cfg, occ)),
+            smem=make_shared_memory(cfg, sms),
+            noc=make_interconnect(cfg),
+            l2=make_l2(cfg),
+            dram=make_dram(cfg),
+            st=None,
+            gte=make_dispatcher(sms * blocks + 4 * blocks + 16, cfg.launch.block_dispatch_cycles, blocks),
+        )
+        return machine, occ
 
-        env = simpy.Environment()
-        dram = Dram(cfg)
-        slices = [L2Slice(cfg, dram) for _ in range(cfg.l2.slices)]
-        prefilled = None
-        if warm_l2 is not None:
-            prefilled = sum(sl.prefill_dirty(warm_l2, i) for i, sl in enumerate(slices))
-        noc = Interconnect(slices)
+    def run(self, program: Program, launch, blocks: Iterable, *, regs_per_thread: int | None = None,
+            smem_per_block: int | None = None, max_cycles: int | None = None,
+            warm_l2: float | None = None) -> KernelTiming:
+        """Simulate one kernel launch. `blocks` yields, in launch order, either the functional executor's
+        batch sources (`Executor.stream_batches()`: streams pulled as the warps need them) or whole
+        recorded BlockStreams (`gpusim.block_streams(...)`). Past `max_cycles` the run stops with a
+        SimulationLimitError describing the warps still resident. `warm_l2` (a fraction in [0, 1];
+        None, the default: a cold, empty L2) starts the L2 full of lines the kernel never uses, that
+        fraction of them dirty (`l2.prefill_dirty`): the steady state of a long kernel whose data
+        overflows the L2, where every allocation evicts a line (sampled simulation, docs/sampling.md).
+        The timing's `l2` then holds `prefilled_dirty_bytes`, and `dirty_bytes_at_end` counts only the
+        kernel's own lines."""
+        cfg = self.cfg
+        M, occ = self.build(program, launch, regs_per_thread=regs_per_thread, smem_per_block=smem_per_block)
+        prefilled = prefill_dirty(M.l2, warm_l2) if warm_l2 is not None else None
+        _announce_compile()
         info = decode(program, cfg)
-        nregs = max(1, len(program.registers))
-
-        gpcs = [GPC(g) for g in range(cfg.chip.gpcs)]
-        sms: list[SM] = []
-        engine: list[GigaThreadEngine] = []
-
-        def block_done(sm, block, start, end):
-            engine[0].block_done(sm, block, start, end)
-
-        l1_bytes = l1_size(cfg, occ)
-        for i in range(cfg.chip.sm_count):
-            gpc = gpcs[i % len(gpcs)]
-            sm = SM(env, i, gpc.index, cfg, info, nregs, L1Cache(cfg, noc, l1_bytes), block_done)
-            gpc.sms.append(sm)
-            sms.append(sm)
-        stage = AddressStage(info, Coalescer(cfg.l1.line_size_bytes, cfg.l1.sector_size_bytes), sms[0].smem)
-        mix = UnitMix(info, len(sms) * cfg.sm.subpartitions)
-        engine.append(GigaThreadEngine(env, sms, block_handles(blocks, stage, mix), occ.active_blocks_per_sm,
-                                       cfg.launch.block_dispatch_cycles))
-        # The model allocates many short-lived objects and keeps no reference cycles alive; collect
-        # the young generation less often while it runs.
-        threshold = gc.get_threshold()
-        gc.set_threshold(max(threshold[0], 50_000), *threshold[1:])
-        done = engine[0].process
-        # (cycles are kept below NEVER, the sub-partitions' "nothing to do": a longer kernel stops there)
-        limit = HORIZON if max_cycles is None else min(max_cycles, HORIZON)
-        until = env.any_of([done, env.timeout(limit)])
-        try:
-            env.run(until=until)
-        finally:
-            gc.set_threshold(*threshold)
-        if not done.triggered:
-            raise limit_error(sms, program, int(env.now), limit, horizon=limit == HORIZON)
-        timing = KernelTiming.collect(cfg, occ, engine[0], sms, slices, dram, mix)
+        stage = AddressStage(info, Coalescer(cfg.l1.line_size_bytes, cfg.l1.sector_size_bytes), BankMap(cfg))
+        feeder = Feeder(blocks, stage, M.code)
+        want = M.sms.refill_below
+        gte = feeder.refill(M.gte, cfg.chip.sm_count * M.gte.blocks_per_sm + want)
+        M = M._replace(st=feeder.st, gte=gte)
+        limit = NEVER if max_cycles is None else max_cycles
+        E = engine.make_events(cfg.chip.sm_count, limit)
+        engine.start(M, E)
+        while True:
+            r = engine.run(M, E)
+            if r == engine.DONE:
+                break
+            if r == engine.REFILL:
+                gte = feeder.refill(M.gte, 2 * want)
+                M = M._replace(st=feeder.st, gte=gte)
+            elif r == engine.LIMIT:
+                raise limit_error(M, program, int(M.sms.now[0]), limit)
+            elif r == engine.ERROR and M.sms.error[0] == E_BARRIER:
+                raise DeadlockError(f"block {int(M.sms.error[1])}: warps wait at a barrier no live warp will reach",
+                                    kernel=program.name)
+            else:
+                raise RuntimeError(f"timing engine stopped unexpectedly (status {r}, error {M.sms.error.tolist()})")
+        timing = KernelTiming.collect(cfg, occ, M)
         if prefilled is not None:
             timing.l2["prefilled_dirty_bytes"] = prefilled
         return timing
+
+
+_compiled = False
+
+
+def _announce_compile() -> None:
+    """Say once, on stderr, that the engine is being compiled, when Numba has no cached machine code
+    for it yet (the first run after installing or upgrading gpusim)."""
+    global _compiled
+    if _compiled:
+        return
+    _compiled = True
+    if getattr(engine.run, "signatures", None):
+        return  # compiled in this process already
+    if not is_cached(engine.run):
+        print("gpusim: compiling the timing engine (first run only; cached afterwards) ...", file=sys.stderr,
+              flush=True)
 
 
 def l1_size(cfg: Config, occ) -> int:

@@ -1,147 +1,177 @@
-"""The L2: a chip-wide sectored, set-associative LRU cache split into slices. Each slice has a data
-port (a FIFO server moving `slice_bandwidth_bytes_per_cycle`), its own sets, and serves reads, writes
-and atomics. A read that misses fetches the missing sectors from DRAM; a write-back L2 keeps written
+"""The L2: a chip-wide sectored, set-associative cache split into slices. Each slice has a data port
+(a FIFO server moving `slice_bandwidth_bytes_per_cycle`), its own sets, and serves reads, writes and
+atomics. A read that misses fetches the missing sectors from DRAM; a write-back L2 keeps written
 sectors dirty and writes them to DRAM when their line is evicted; atomics are performed at the slice.
+The replacement policy is `l2.replacement` (gpusim/timing/policies/).
 
-`prefill_dirty` starts a slice in the steady state of a long kernel whose data overflows the L2: every
-set full of lines no kernel address maps to (negative line numbers), a given fraction of them dirty,
-so that every line the kernel allocates evicts one, and writes it back when it is dirty."""
+`prefill_dirty` starts the L2 in the steady state of a long kernel whose data overflows it: every set
+full of lines no kernel address maps to (negative line numbers), a given fraction of them dirty, so
+that every line the kernel allocates evicts one, and writes it back when it is dirty."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import numpy as np
+
 from gpusim.config import Config
-from gpusim.timing.dram import Dram
-from gpusim.timing.fifo import FifoServer
+from gpusim.config.vocab import REPLACEMENT_POLICIES
+from gpusim.timing import dram as _dram
+from gpusim.timing import tags as _tags
+from gpusim.timing.fifo import Fifos, make_fifos, serve
+from gpusim.timing.jit import njit
+from gpusim.timing.policies import replacement_srrip as srrip
+from gpusim.timing.tags import Tags, make_tags
 
 
-class L2Slice:
-    __slots__ = ("port", "sets", "nsets", "ways", "line_bytes", "sector_bytes", "per_cycle", "hit_latency", "dram",
-                 "write_back", "dirty", "hits", "misses", "writes", "atomics", "slices", "_service")
+class L2(NamedTuple):
+    port: Fifos  # each slice's data port
+    tags: Tags  # rows: slice * nsets + set
+    hits: np.ndarray  # sectors, per slice
+    misses: np.ndarray
+    writes: np.ndarray
+    atomics: np.ndarray  # lane operations
+    service: np.ndarray  # float64: the data port's time to move n sectors
+    slices: int
+    nsets: int
+    line_bytes: int
+    sector_bytes: int
+    hit_latency: int
+    write_back: bool
 
-    def __init__(self, cfg: Config, dram: Dram):
-        self.port = FifoServer()  # the data port
-        l2 = cfg.l2
-        self.slices = l2.slices
-        self.line_bytes = l2.line_size_bytes
-        self.sector_bytes = l2.sector_size_bytes
-        self.ways = l2.ways
-        self.nsets = max(1, l2.size_bytes // (l2.slices * l2.line_size_bytes * l2.ways))
-        # per set: line -> valid sector mask; a set's dict is made on its first use
-        self.sets: list[dict[int, int] | None] = [None] * self.nsets
-        self.dirty: dict[int, int] = {}  # line -> dirty sector mask
-        self.per_cycle = l2.slice_bandwidth_bytes_per_cycle
-        # the data port's time to move n sectors, for every n a request's sector mask can have (requests
-        # come from the L1s, whose masks hold at most an L1 line's sectors)
-        most = max(self.line_bytes // self.sector_bytes, cfg.l1.line_size_bytes // cfg.l1.sector_size_bytes)
-        self._service = [n * self.sector_bytes / self.per_cycle for n in range(most + 1)]
-        self.hit_latency = l2.hit_latency_cycles
-        self.write_back = l2.write_policy == "write_back"
-        self.dram = dram
-        self.hits = self.misses = self.writes = self.atomics = 0  # sectors (atomics: lane operations)
 
-    # the data port's counters
-    busy_cycles = property(lambda self: self.port.busy_cycles)
-    queue_cycles = property(lambda self: self.port.queue_cycles)
-    requests = property(lambda self: self.port.requests)
+def make_l2(cfg: Config) -> L2:
+    l2 = cfg.l2
+    nsets = max(1, l2.size_bytes // (l2.slices * l2.line_size_bytes * l2.ways))
+    # requests come from the L1s, whose masks hold at most an L1 line's sectors
+    most = max(l2.line_size_bytes // l2.sector_size_bytes, cfg.l1.line_size_bytes // cfg.l1.sector_size_bytes)
+    service = np.array([n * l2.sector_size_bytes / l2.slice_bandwidth_bytes_per_cycle for n in range(most + 1)])
+    n = l2.slices
+    z = lambda: np.zeros(n, dtype=np.int64)  # noqa: E731
+    return L2(make_fifos(n), make_tags(n * nsets, l2.ways, REPLACEMENT_POLICIES.index(l2.replacement)),
+              z(), z(), z(), z(), service, n, nsets, l2.line_size_bytes, l2.sector_size_bytes,
+              l2.hit_latency_cycles, l2.write_policy == "write_back")
 
-    def _lookup(self, t: float, line: int, mask: int) -> int:
-        """Touch `line` (LRU) at `t`, allocating it if absent (evicting the set's least recently used
-        line, written back to DRAM when dirty), and mark the sectors of `mask` valid: they are there
-        once the access completes. Returns the sectors of `mask` the line lacked."""
-        i = (line // self.slices) % self.nsets
-        s = self.sets[i]
-        if s is None:
-            s = self.sets[i] = {}
-        valid = s.pop(line, None)
-        if valid is None:
-            if len(s) >= self.ways:
-                victim = next(iter(s))
-                del s[victim]
-                d = self.dirty.pop(victim, 0)
-                if d:
-                    addr = victim * self.line_bytes
-                    self.dram.controller(addr).write(t, d.bit_count() * self.sector_bytes)
-            valid = 0
-        s[line] = valid | mask
-        return mask & ~valid
 
-    def read(self, t: float, line: int, mask: int) -> float:
-        """Read the sectors `mask` of `line`, requested at `t`: the cycle they are back at the SM."""
-        nsec = mask.bit_count()
-        _, start = self.port.serve(t, self._service[nsec])
-        missing = self._lookup(start, line, mask)
-        done = start + self.hit_latency
-        if missing:
-            nmiss = missing.bit_count()
-            self.misses += nmiss
-            self.hits += nsec - nmiss
-            back = self.dram.controller(line * self.line_bytes).read(start, nmiss * self.sector_bytes)
-            if back > done:
-                done = back
-        else:
-            self.hits += nsec
-        return done
+@njit
+def popcount(x):
+    n = 0
+    while x:
+        x &= x - 1
+        n += 1
+    return n
 
-    def write(self, t: float, line: int, mask: int) -> float:
-        """Write the sectors `mask` of `line` (whole sectors); returns the cycle the write is acknowledged."""
-        nsec = mask.bit_count()
-        _, start = self.port.serve(t, self._service[nsec])
-        self._lookup(start, line, mask)
-        self.writes += nsec
-        if self.write_back:
-            dirty = self.dirty
-            dirty[line] = dirty.get(line, 0) | mask
-        else:
-            self.dram.controller(line * self.line_bytes).write(start, nsec * self.sector_bytes)
-        return start + self.hit_latency
 
-    def atomic(self, t: float, line: int, mask: int, operations: int) -> float:
-        """Perform `operations` lane atomics on `line` at the slice, one per cycle, after fetching any
-        missing sectors; returns the cycle the old values are back at the SM."""
-        nsec = mask.bit_count()
-        _, start = self.port.serve(t, max(operations, self._service[nsec]))
-        missing = self._lookup(start, line, mask)
+@njit
+def _lookup(c, d, sl, t, line, mask):
+    """Touch `line` in slice `sl` at `t`, allocating it if absent (the victim written back to DRAM
+    when dirty), and mark the sectors of `mask` valid. Returns the sectors of `mask` it lacked."""
+    tg = c.tags
+    row = sl * c.nsets + (line // c.slices) % c.nsets
+    way = _tags.find(tg, row, line)
+    if way >= 0:
+        _tags.touch(tg, row, way)
+        valid = tg.valid[row, way]
+    else:
+        way, victim, dirty = _tags.allocate(tg, row, line)
+        if victim != _tags.EMPTY and dirty:
+            _dram.write(d, victim * c.line_bytes, t, popcount(dirty) * c.sector_bytes)
+        valid = 0
+    tg.valid[row, way] = valid | mask
+    return mask & ~valid, row, way
+
+
+@njit
+def read(c, d, sl, t, line, mask):
+    """Read the sectors `mask` of `line` at slice `sl`, requested at `t`: the cycle they are back at the SM."""
+    nsec = popcount(mask)
+    start = serve(c.port, sl, t, c.service[nsec])
+    missing, row, way = _lookup(c, d, sl, start, line, mask)
+    done = start + c.hit_latency
+    if missing:
+        nmiss = popcount(missing)
+        c.misses[sl] += nmiss
+        c.hits[sl] += nsec - nmiss
+        back = _dram.read(d, line * c.line_bytes, start, nmiss * c.sector_bytes)
+        if back > done:
+            done = back
+    else:
+        c.hits[sl] += nsec
+    return done
+
+
+@njit
+def write(c, d, sl, t, line, mask):
+    """Write the sectors `mask` of `line` (whole sectors); returns the cycle the write is acknowledged."""
+    nsec = popcount(mask)
+    start = serve(c.port, sl, t, c.service[nsec])
+    missing, row, way = _lookup(c, d, sl, start, line, mask)
+    c.writes[sl] += nsec
+    if c.write_back:
+        c.tags.dirty[row, way] |= mask
+    else:
+        _dram.write(d, line * c.line_bytes, start, nsec * c.sector_bytes)
+    return start + c.hit_latency
+
+
+@njit
+def atomic(c, d, sl, t, line, mask, operations):
+    """Perform `operations` lane atomics on `line` at the slice, one per cycle, after fetching any
+    missing sectors; returns the cycle the old values are back at the SM."""
+    nsec = popcount(mask)
+    service = c.service[nsec]
+    if operations > service:
+        service = float(operations)
+    start = serve(c.port, sl, t, service)
+    missing, row, way = _lookup(c, d, sl, start, line, mask)
+    ready = start
+    if missing:
+        ready = _dram.read(d, line * c.line_bytes, start, popcount(missing) * c.sector_bytes)
+        ready -= c.hit_latency  # the DRAM latency already counts the trip from the SM
+    c.atomics[sl] += operations
+    if c.write_back:
+        c.tags.dirty[row, way] |= mask
+    if start > ready:
         ready = start
-        if missing:
-            ready = self.dram.controller(line * self.line_bytes).read(start, missing.bit_count() * self.sector_bytes)
-            ready -= self.hit_latency  # the DRAM latency already counts the trip from the SM
-        self.atomics += operations
-        if self.write_back:
-            self.dirty[line] = self.dirty.get(line, 0) | mask
-        return max(start, ready) + operations + self.hit_latency
+    return ready + operations + c.hit_latency
 
-    def kernel_dirty_sectors(self) -> int:
-        """Dirty sectors of the kernel's own lines (the foreign lines of `prefill_dirty` excluded)."""
-        return sum(m.bit_count() for line, m in self.dirty.items() if line >= 0)
 
-    def prefill_dirty(self, dirty_fraction: float = 1.0, index: int = 0) -> int:
-        """Fill every set with `ways` lines that belong to no address (negative line numbers, distinct
-        for each slice `index`), all sectors valid, `dirty_fraction` f of the lines dirty (whole lines).
-        The dirty lines are spread so that every set holds f x ways of them (within one) and, for each
-        way, a fraction f of the sets has it dirty, with no pattern in the set number: way w of set t is
-        dirty when frac(w f + p_t) >= 1 - f, the phase p_t = frac((index x nsets + t) x golden ratio).
-        A kernel's first allocations in any subset of the sets (a power-of-two stride, one parity)
-        therefore evict dirty lines at the fraction f. Allocated in way order, so the kernel's first
-        allocations evict them in that order, and their write-backs spread over the memory
-        controllers. Returns the dirty bytes added. Call before the kernel's first access."""
-        if not 0.0 <= dirty_fraction <= 1.0:
-            raise ValueError(f"dirty_fraction {dirty_fraction} is not within [0, 1]")
-        full = (1 << (self.line_bytes // self.sector_bytes)) - 1
-        n = self.nsets
-        f = dirty_fraction
-        golden = (5 ** 0.5 - 1) / 2
-        dirty = 0
-        for w in range(self.ways):
-            for k in range(n):
-                c = w * n + k
-                q = -1 - c  # the line's number divided by the slice count: its set is q % nsets
-                line = q * self.slices + (index + c) % self.slices
-                s = self.sets[q % n]
-                if s is None:
-                    s = self.sets[q % n] = {}
-                s[line] = full
-                phase = ((index * n + q % n) * golden) % 1.0
-                if self.write_back and f > 0 and (w * f + phase) % 1.0 >= 1.0 - f:
-                    self.dirty[line] = full
-                    dirty += 1
-        return dirty * self.line_bytes
+def kernel_dirty_sectors(c: L2) -> int:
+    """Dirty sectors of the kernel's own lines (the foreign lines of `prefill_dirty` excluded)."""
+    own = (c.tags.tag >= 0) & (c.tags.dirty != 0)
+    return int(sum(int(m).bit_count() for m in c.tags.dirty[own].tolist()))
+
+
+def prefill_dirty(c: L2, dirty_fraction: float = 1.0) -> int:
+    """Fill every set of every slice with `ways` lines that belong to no address (negative line
+    numbers), all sectors valid, `dirty_fraction` f of the lines dirty (whole lines). The dirty lines
+    are spread so that every set holds f x ways of them (within one) and, for each way, a fraction f
+    of the sets has it dirty, with no pattern in the set number: way w of set t of slice i is dirty
+    when frac(w f + p) >= 1 - f, the phase p = frac((i x nsets + t) x golden ratio). A kernel's first
+    allocations in any subset of the sets (a power-of-two stride, one parity) therefore evict dirty
+    lines at the fraction f. Allocated in way order, so the kernel's first allocations evict them in
+    that order, and their write-backs spread over the memory controllers. Returns the dirty bytes
+    added. Call before the kernel's first access."""
+    if not 0.0 <= dirty_fraction <= 1.0:
+        raise ValueError(f"dirty_fraction {dirty_fraction} is not within [0, 1]")
+    tg = c.tags
+    n, S, ways = c.nsets, c.slices, tg.ways
+    full = (1 << (c.line_bytes // c.sector_bytes)) - 1
+    f = dirty_fraction
+    golden = (5 ** 0.5 - 1) / 2
+    i, w, k = (a.ravel() for a in np.meshgrid(np.arange(S), np.arange(ways), np.arange(n), indexing="ij"))
+    cnum = w * n + k
+    q = -1 - cnum  # the line's number divided by the slice count: its set is q % nsets
+    row = i * n + q % n
+    tg.tag[row, w] = q * S + (i + cnum) % S
+    tg.valid[row, w] = full
+    # allocated in (slice, way, set) order: the replacement policy sees them filled in that order
+    stamps = tg.clock[0] + 1 + np.arange(row.size)
+    tg.clock[0] += row.size
+    tg.meta[row, w] = stamps if tg.policy != REPLACEMENT_POLICIES.index("srrip") else srrip.LONG
+    if not (c.write_back and f > 0):
+        return 0
+    phase = ((i * n + q % n) * golden) % 1.0
+    dirty = (w * f + phase) % 1.0 >= 1.0 - f
+    tg.dirty[row[dirty], w[dirty]] = full
+    return int(dirty.sum()) * c.line_bytes

@@ -4,21 +4,47 @@ the same word share it (broadcast). The SM's shared-memory pipe serves one wavef
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from gpusim.config import Config
+from gpusim.timing.jit import njit
 
 
-class SharedMemory:
+class SharedMemoryPipes(NamedTuple):
+    """Every SM's shared-memory pipe: when it takes its next wavefront, and its counters."""
+
+    free_at: np.ndarray  # int64 per SM
+    requests: np.ndarray
+    wavefronts: np.ndarray
+    ideal_wavefronts: np.ndarray
+    latency: int
+
+
+def make_shared_memory(cfg: Config, sms: int) -> SharedMemoryPipes:
+    z = lambda: np.zeros(sms, dtype=np.int64)  # noqa: E731
+    return SharedMemoryPipes(z(), z(), z(), z(), cfg.shared_memory.latency_cycles)
+
+
+@njit
+def access(m, sm, t, wavefronts, ideal):
+    """Serve one warp access at cycle `t` on SM `sm`; returns the cycle its data is usable."""
+    start = m.free_at[sm] if m.free_at[sm] > t else t
+    m.free_at[sm] = start + wavefronts
+    m.requests[sm] += 1
+    m.wavefronts[sm] += wavefronts
+    m.ideal_wavefronts[sm] += ideal
+    return start + m.latency + wavefronts - 1
+
+
+class BankMap:
+    """How a warp's shared-memory addresses fall on the banks (the LD/ST address stage uses it)."""
+
     def __init__(self, cfg: Config):
         spec = cfg.shared_memory
         self.banks = spec.banks
         self.bank_width = spec.bank_width_bytes
-        self.latency = spec.latency_cycles
-        self.free_at = 0
-        self.requests = 0
-        self.wavefronts = 0
-        self.ideal_wavefronts = 0
 
     def wavefronts_of(self, rows: np.ndarray, width: int) -> tuple[list[int], list[int]]:
         """Per row of per-lane byte addresses (-1: inactive) accessing `width` bytes each: the wavefronts
@@ -44,12 +70,3 @@ class SharedMemory:
         nbytes = active.sum(axis=1) * width
         ideal = np.maximum(-(-nbytes // (banks * bw)), 1)
         return wave.tolist(), ideal.tolist()
-
-    def access(self, t: int, wavefronts: int, ideal: int) -> int:
-        """Serve one warp access at cycle `t`; returns the cycle its data is usable."""
-        start = self.free_at if self.free_at > t else t
-        self.free_at = start + wavefronts
-        self.requests += 1
-        self.wavefronts += wavefronts
-        self.ideal_wavefronts += ideal
-        return start + self.latency + wavefronts - 1

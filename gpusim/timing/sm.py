@@ -1,398 +1,508 @@
-"""A streaming multiprocessor: sub-partitions with their warp schedulers and execution units, the
-LD/ST path into the L1 data cache and shared memory, and the block barriers. It is one SimPy process
-that sleeps until its next issue opportunity (a result landing, a unit freeing, a block arriving)
-instead of ticking through idle cycles."""
+"""A streaming multiprocessor: its sub-partitions with their warp schedulers and execution units, the
+LD/ST path into the L1 data cache and shared memory, and its resident blocks with their barriers.
+
+The life of one warp instruction, in the order the code does it:
+
+1. The feeder has put the warp's stream in the pool; when its block was launched (`launch`) the warp
+   took a slot, its first instruction's pc and port, and `ready` = the launch cycle.
+2. Its sub-partition's `begin_cycle` at `wake` moves it into the ready lists; the scheduler policy
+   (`policies/scheduler_*.py`) picks it once its unit is free (`take` accounts the cycles it waited
+   as not_selected or its unit's throttle state).
+3. `issue`: its unit is busy for `interval` cycles. An ALU instruction records when its result lands
+   in the scoreboard; a branch holds the warp for its latency; a shared-memory access or shuffle is
+   served by the SM's shared-memory pipe (bank conflicts: wavefronts); a global access goes through
+   the L1 (`l1.py`), the crossbar, an L2 slice and DRAM (`global_access`) once the SM's clock has caught
+   up with the rest of the chip; a barrier parks the warp until its block's last live warp arrives.
+4. `next_instr`: the warp moves to its next instruction, which may issue once its source and
+   destination registers' pending writes have landed (and not before `floor`); the cycles until then
+   go to the state of the register it waits for, and the warp waits until that cycle.
+5. With no instruction left the warp retires (`retire`) once its stores are acknowledged (drain); the
+   block's last warp retiring frees the block's resources and the GigaThread engine places the next
+   block here (`block_done`).
+
+`run_sm` is the SM's loop: it steps the sub-partitions cycle by cycle, skipping cycles in which
+nothing can happen. It runs ahead of the chip's clock as long as it touches nothing shared: before a
+global-memory access it yields until the clock catches up (so every SM reaches the L2 and DRAM in
+time order), and after a block retires it yields to the other SMs (engine.py)."""
 
 from __future__ import annotations
 
-from heapq import heappush
+from typing import NamedTuple
 
-import simpy
+import numpy as np
 
-from gpusim.config import Config
-from gpusim.timing.decode import (
-    ALU,
-    BARRIER,
-    BRANCH,
-    EXIT,
-    GLOBAL_ATOM,
-    GLOBAL_LD,
-    GLOBAL_ST,
-    PORT,
-    SHARED,
-    SHFL,
-    S,
-    TimingInfo,
-)
-from gpusim.timing.l1 import L1Cache
-from gpusim.timing.shared_memory import SharedMemory
-from gpusim.timing.subpartition import NEVER, SubPartition
-from gpusim.timing.warp import INF, Warp
+from gpusim.timing import dispatcher as _gte
+from gpusim.timing import l1 as _l1
+from gpusim.timing import shared_memory as _smem
+from gpusim.timing import subpartition as _sp
+from gpusim.timing.decode import ALU, BARRIER, BRANCH, EXIT, GLOBAL_ATOM, GLOBAL_LD, GLOBAL_ST, PORT, SHARED, SHFL, S
+from gpusim.timing.jit import NEVER, njit
+from gpusim.timing.policies import scheduler
+from gpusim.timing.stream import check_hunger
+from gpusim.timing.warp import HELD, OFF, deps_ready, write_regs
 
 BARRIER_STATE, DRAIN = S["barrier"], S["drain"]
 LDST = PORT["ldst"]
 
-
-class ResidentBlock:
-    """A thread block placed on an SM: its live warps and its barrier."""
-
-    __slots__ = ("id", "live", "waiting", "start", "end")
-
-    def __init__(self, block_id: int, start: int):
-        self.id = block_id
-        self.live = 0
-        self.waiting: list[Warp] = []  # warps at bar.sync
-        self.start = start
-        self.end = start
+# Where an SM's loop resumes (`stage`): at the top of a cycle; after waiting for the chip's clock to
+# reach its global accesses; after yielding to the other SMs; woken from idle by the first block.
+TOP, DEFERRED, YIELDED, WOKEN, FINISHED = 0, 1, 2, 3, 4
+_TAIL, _SETTLE, _NEXT = 5, 6, 7  # (inside the loop: the attention tail, its last step, the next cycle)
+# What `run_sm` returns to the engine.
+R_IDLE, R_YIELD, R_REFILL, R_ERROR = 0, 1, 2, 3
+# Errors (`SMs.error[0]`), reported by gpu.py.
+E_BARRIER, E_STARVED = 1, 2
 
 
-class SM:
-    def __init__(self, env: simpy.Environment, index: int, gpc: int, cfg: Config, info: list[TimingInfo],
-                 nregs: int, l1: L1Cache, on_block_done):
-        self.env = env
-        self.index = index
-        self.gpc = gpc
-        self.info = info
-        self.nregs = nregs
-        sched = cfg.scheduler
-        nsp = cfg.sm.subpartitions
-        self.sps = [SubPartition(i, index * nsp + i, sched.policy, sched.active_warps_two_level, sched.issue_width)
-                    for i in range(nsp)]
-        self.l1 = l1
-        self.smem = SharedMemory(cfg)
-        self.branch_latency = cfg.units["branch"].latency_cycles
-        self.sync_latency = cfg.units["sync"].latency_cycles
-        self.on_block_done = on_block_done  # callback(sm, block_id, end_cycle)
-        self.pending: list[tuple[int, object]] = []  # (start cycle, BlockStream) delivered, not started
-        self.next_start = INF  # the earliest start cycle in `pending`
-        self.blocks: dict[int, ResidentBlock] = {}
-        self.warps_resident = 0
-        self.wake = INF  # a barrier release the sub-partitions do not know of yet
-        self.sleeping_until = INF
-        self.finished = False
-        self.deferred: list[Warp] = []  # global accesses issued ahead of SimPy's clock
-        self.must_yield = False  # a block retired: yield to the other SMs
-        self.attention = False  # `pending`, `deferred`, `wake` or `must_yield` needs the loop's notice
-        self.warp_age = 0
-        self.blocks_run = 0
-        self.warps_run = 0
-        self.max_warps_resident = 0
-        self.warp_cycles = 0  # resident warp-cycles, accounted when warps retire
-        self.process = env.process(self.run())
+class SMs(NamedTuple):
+    t: np.ndarray  # the SM's own clock (it runs ahead of the chip's)
+    nxt: np.ndarray  # where its loop was going next when it yielded
+    stage: np.ndarray
+    attention: np.ndarray  # bool: pending blocks, deferred accesses, a barrier wake or a yield need the loop's notice
+    must_yield: np.ndarray  # bool: a block retired
+    wake: np.ndarray  # a barrier release the sub-partitions do not know of yet (NEVER: none)
+    next_start: np.ndarray  # earliest start of its pending blocks (NEVER: none)
+    pend_start: np.ndarray  # (sms, blocks): blocks placed here, not yet launched
+    pend_id: np.ndarray
+    pend_h0: np.ndarray
+    pend_nw: np.ndarray
+    npend: np.ndarray
+    deferred: np.ndarray  # (sms, warps): warps whose global access waits for the chip's clock
+    ndef: np.ndarray
+    free_slots: np.ndarray  # (sms, warps): free warp slots (a stack)
+    nfree: np.ndarray
+    blk_id: np.ndarray  # per block slot (sm * blocks + b)
+    blk_live: np.ndarray
+    blk_start: np.ndarray
+    blk_end: np.ndarray
+    blk_used: np.ndarray
+    blk_wait: np.ndarray  # (block slots, warps per block): warps at bar.sync, in arrival order
+    blk_nwait: np.ndarray
+    warp_age: np.ndarray
+    warps_resident: np.ndarray
+    max_warps_resident: np.ndarray
+    blocks_run: np.ndarray
+    warps_run: np.ndarray
+    warp_cycles: np.ndarray  # resident warp-cycles, accounted when warps retire
+    now: np.ndarray  # (1,) the chip's clock (the event being handled)
+    error: np.ndarray  # (2,) kind, detail (block id)
+    nsp: int  # sub-partitions per SM
+    blocks: int  # block slots per SM
+    max_warps: int  # warp slots per SM
+    sync_latency: int
+    refill_below: int  # the engine stops for the feeder when fewer blocks are staged
 
-    # -- blocks arriving ---------------------------------------------------------------------------
-    def deliver(self, start: int, block) -> None:
-        """The dispatcher places a block (its stream and the plans of its memory accesses) here; its
-        warps may issue from cycle `start`."""
-        self.pending.append((start, block))
-        if start < self.next_start:
-            self.next_start = start
-        self.attention = True
-        if self.env.active_process is self.process:
-            return  # placed from this SM's own block retirement: its loop sees `pending` next
-        if self.sleeping_until > start and self.process.is_alive and self.process.target is not None:
-            self.sleeping_until = start
-            self.process.interrupt()
 
-    def _launch(self, start: int, handle) -> None:
-        blk = ResidentBlock(handle.block, start)
-        nsp = len(self.sps)
-        for k in range(handle.warps):
-            w = Warp(blk, k, self.nregs, start, self.warp_age)
-            self.warp_age += 1
-            handle.feed.attach(handle.local, k, w)
-            if not w.has_next():
-                continue
-            w.info = w.code[w.pos]
-            w.port = w.info.port
-            blk.live += 1
-            self.sps[(self.warps_run + k) % nsp].add(w, start)
-        self.warps_run += handle.warps
-        self.blocks[blk.id] = blk
-        self.warps_resident += blk.live
-        self.max_warps_resident = max(self.max_warps_resident, self.warps_resident)
-        self.blocks_run += 1
-        if blk.live == 0:
-            self._block_done(blk, start)
+def make_sms(n: int, nsp: int, blocks: int, max_warps: int, wpb: int, sync_latency: int) -> SMs:
+    z = lambda *s: np.zeros((n, *s), dtype=np.int64)  # noqa: E731
+    nb = n * blocks
+    free = np.tile(np.arange(max_warps, dtype=np.int64)[::-1], (n, 1)) + (np.arange(n) * max_warps)[:, None]
+    return SMs(z(), z(), np.full(n, FINISHED, np.int64), np.zeros(n, np.bool_), np.zeros(n, np.bool_),
+               np.full(n, NEVER, np.int64), np.full(n, NEVER, np.int64), z(blocks), z(blocks), z(blocks),
+               z(blocks), z(), z(max_warps), z(), free, np.full(n, max_warps, np.int64),
+               np.zeros(nb, np.int64), np.zeros(nb, np.int64), np.zeros(nb, np.int64), np.zeros(nb, np.int64),
+               np.zeros(nb, np.bool_), np.zeros((nb, max(1, wpb)), np.int64), np.zeros(nb, np.int64),
+               z(), z(), z(), z(), z(), z(), np.zeros(1, np.int64), np.zeros(2, np.int64),
+               nsp, blocks, max_warps, sync_latency, 2 * blocks + 2)
 
-    # -- the process --------------------------------------------------------------------------------
-    def run(self):
-        """Step the sub-partitions cycle by cycle, skipping cycles in which nothing can issue. The SM
-        runs ahead of SimPy's clock as long as it touches nothing shared: before a global-memory access
-        it waits for the clock to catch up (so every SM reaches the L2 and DRAM in time order), and
-        after a block retires it yields to the other SMs."""
-        env = self.env
-        sps = self.sps
-        issue = self.issue
-        t = 0
-        while True:
-            if self.attention and self.next_start <= t:  # (blocks in `pending` keep `attention` set)
-                keep = []
-                for start, block in self.pending:
-                    if start <= t:
-                        # a block the GigaThread engine placed while this SM ran ahead starts now
-                        self._launch(t, block)
-                    else:
-                        keep.append((start, block))
-                self.pending = keep
-                self.next_start = min([start for start, _ in keep], default=INF)
+
+class Machine(NamedTuple):
+    """Every unit's state, as the engine passes it around."""
+
+    code: object
+    W: object  # warps
+    P: object  # sub-partitions
+    sms: SMs
+    l1: object
+    smem: object
+    noc: object
+    l2: object
+    dram: object
+    st: object  # streams
+    gte: object  # the GigaThread engine (dispatcher)
+
+
+# -- blocks ---------------------------------------------------------------------------------------
+
+@njit
+def deliver(M, s, start, block, h0, nw):
+    """The GigaThread engine places `block` (its warps' streams from handle h0) on SM `s`; its warps
+    may issue from cycle `start`."""
+    S_ = M.sms
+    k = S_.npend[s]
+    S_.pend_start[s, k] = start
+    S_.pend_id[s, k] = block
+    S_.pend_h0[s, k] = h0
+    S_.pend_nw[s, k] = nw
+    S_.npend[s] = k + 1
+    if start < S_.next_start[s]:
+        S_.next_start[s] = start
+    S_.attention[s] = True
+
+
+@njit
+def launch(M, s, t, block, h0, nw):
+    S_, W, P, st = M.sms, M.W, M.P, M.st
+    b = s * S_.blocks
+    while S_.blk_used[b]:
+        b += 1
+    S_.blk_used[b] = True
+    S_.blk_id[b] = block
+    S_.blk_live[b] = 0
+    S_.blk_start[b] = t
+    S_.blk_end[b] = t
+    S_.blk_nwait[b] = 0
+    nsp = S_.nsp
+    for k in range(nw):
+        h = h0 + k
+        age = S_.warp_age[s]
+        S_.warp_age[s] = age + 1
+        if st.pos[h] >= st.end[h]:
+            if st.done[h]:
+                continue  # a warp with no instructions never becomes resident
+            S_.error[0] = E_STARVED
+            return
+        S_.nfree[s] -= 1
+        w = S_.free_slots[s, S_.nfree[s]]
+        W.h[w] = h
+        W.age[w] = age
+        W.blk[w] = b
+        W.index[w] = k
+        W.start[w] = t
+        W.drain[w] = t
+        W.mark[w] = t
+        W.ready[w] = t
+        W.sb_ready[w, :] = 0
+        W.sb_reason[w, :] = 0
+        pc = st.pc[st.pos[h]]
+        W.pc[w] = pc
+        W.port[w] = M.code.port[pc]
+        check_hunger(st, h)
+        S_.blk_live[b] += 1
+        _sp.add(P, W, s * nsp + (S_.warps_run[s] + k) % nsp, w, t)
+    S_.warps_run[s] += nw
+    S_.warps_resident[s] += S_.blk_live[b]
+    if S_.warps_resident[s] > S_.max_warps_resident[s]:
+        S_.max_warps_resident[s] = S_.warps_resident[s]
+    S_.blocks_run[s] += 1
+    if S_.blk_live[b] == 0:
+        block_done(M, s, b, t)
+
+
+@njit
+def block_done(M, s, b, end):
+    """Block slot `b`'s last warp has retired (drained by `end`): free it and place the next block here."""
+    S_, q = M.sms, M.gte
+    S_.blk_used[b] = False
+    S_.must_yield[s] = True
+    S_.attention[s] = True
+    _gte.record(q, S_.blk_id[b], s, S_.blk_start[b], end)
+    if _gte.staged(q) > 0:
+        block, h0, nw = _gte.take(q)
+        deliver(M, s, end + q.dispatch_cycles, block, h0, nw)
+        q.outstanding[0] += 1
+    elif q.exhausted[0]:
+        if q.outstanding[0] == 0:
+            q.all_done[0] = True
+    else:
+        S_.error[0] = E_STARVED
+
+
+# -- warps ----------------------------------------------------------------------------------------
+
+@njit
+def retire(M, w, t):
+    S_, W, P = M.sms, M.W, M.P
+    g = W.sp[w]
+    s = g // S_.nsp
+    end = t + 1 if t + 1 > W.drain[w] else W.drain[w]
+    if end > t + 1:
+        P.states[g, DRAIN] += end - t - 1
+    W.ready[w] = NEVER
+    W.where[w] = OFF
+    _sp.remove(P, W, g, w, end)
+    S_.warp_cycles[s] += end - W.start[w]
+    S_.warps_resident[s] -= 1
+    S_.free_slots[s, S_.nfree[s]] = w
+    S_.nfree[s] += 1
+    b = W.blk[w]
+    S_.blk_live[b] -= 1
+    if end > S_.blk_end[b]:
+        S_.blk_end[b] = end
+    if S_.blk_live[b] == 0:
+        block_done(M, s, b, S_.blk_end[b])
+    elif S_.blk_nwait[b] and S_.blk_nwait[b] == S_.blk_live[b]:
+        S_.error[0] = E_BARRIER
+        S_.error[1] = S_.blk_id[b]
+
+
+@njit
+def next_instr(M, w, t, floor, floor_reason):
+    """Point `w` at its next instruction and account the cycles it must wait for it (no earlier than
+    `floor`, in `floor_reason` unless a register holds it longer); with none left it retires."""
+    W, st, code = M.W, M.st, M.code
+    h = W.h[w]
+    pos = st.pos[h]
+    if pos >= st.end[h]:
+        if st.done[h]:
+            retire(M, w, t)
+        else:
+            M.sms.error[0] = E_STARVED
+        return
+    pc = st.pc[pos]
+    W.pc[w] = pc
+    W.port[w] = code.port[pc]
+    check_hunger(st, h)
+    at, why = deps_ready(W, code, w, pc, floor, floor_reason)
+    if at > t + 1:
+        M.P.states[W.sp[w], why] += at - (t + 1)
+    W.ready[w] = at
+    _sp.wait_until(M.P, W, w, at)
+
+
+@njit
+def issue(M, w, t):
+    """Issue `w`'s next instruction at cycle `t` (its sub-partition's scheduler picked it)."""
+    W, P, code = M.W, M.P, M.code
+    pc = W.pc[w]
+    g = W.sp[w]
+    P.free[g, code.port[pc]] = t + code.interval[pc]
+    kind = code.kind[pc]
+    if kind == ALU:
+        write_regs(W, code, w, pc, t + code.latency[pc], code.dep_reason[pc])
+        M.st.pos[W.h[w]] += 1
+        next_instr(M, w, t, t + 1, 0)
+    elif kind == BRANCH or kind == EXIT:
+        M.st.pos[W.h[w]] += 1
+        next_instr(M, w, t, t + code.latency[pc], code.dep_reason[pc])
+    else:
+        _issue_other(M, w, t, pc, g, kind)
+
+
+@njit
+def _issue_other(M, w, t, pc, g, kind):
+    """A global or shared-memory access, a shuffle or a barrier (`issue` has taken its unit)."""
+    W, P, code, st, S_ = M.W, M.P, M.code, M.st, M.sms
+    s = g // S_.nsp
+    if kind == GLOBAL_LD or kind == GLOBAL_ST or kind == GLOBAL_ATOM:
+        if t > S_.now[0]:
+            # reaches the L2 once the chip's clock is at t
+            W.ready[w] = NEVER
+            W.where[w] = HELD
+            S_.deferred[s, S_.ndef[s]] = w
+            S_.ndef[s] += 1
+            S_.attention[s] = True
+        else:
+            global_access(M, w, t)
+        return
+    if kind == SHARED:
+        a = st.acc[st.pos[W.h[w]]]
+        ready = _smem.access(M.smem, s, t, st.a_lo[a], st.a_hi[a])
+        write_regs(W, code, w, pc, ready, code.dep_reason[pc])
+        busy_until = M.smem.free_at[s]
+        if busy_until > P.free[g, LDST]:
+            P.free[g, LDST] = busy_until
+    elif kind == SHFL:
+        ready = _smem.access(M.smem, s, t, 1, 1)
+        write_regs(W, code, w, pc, ready, code.dep_reason[pc])
+    elif kind == BARRIER:
+        h = W.h[w]
+        st.pos[h] += 1
+        check_hunger(st, h)
+        W.ready[w] = NEVER
+        W.where[w] = HELD
+        W.mark[w] = t + 1
+        scheduler.on_long_latency(P, g, w)  # two_level: its block-mates may be outside the active set
+        _arrive(M, w, t)
+        return
+    st.pos[W.h[w]] += 1
+    next_instr(M, w, t, t + 1, 0)
+
+
+@njit
+def global_access(M, w, t):
+    """The L1/L2/DRAM part of a global load, store or atomic `w` issued at cycle `t`."""
+    W, P, code, st = M.W, M.P, M.code, M.st
+    pc = W.pc[w]
+    g = W.sp[w]
+    s = g // M.sms.nsp
+    kind = code.kind[pc]
+    a = st.acc[st.pos[W.h[w]]]
+    lo, hi = st.a_lo[a], st.a_hi[a]
+    if kind == GLOBAL_LD:
+        ready, accepted = _l1.load(M.l1, M.noc, M.l2, M.dram, s, t, st.lines, st.masks, lo, hi)
+        write_regs(W, code, w, pc, ready, code.dep_reason[pc])
+        scheduler.on_long_latency(P, g, w)
+    elif kind == GLOBAL_ST:
+        ack, accepted = _l1.store(M.l1, M.noc, M.l2, M.dram, s, t, st.lines, st.masks, lo, hi)
+        if ack > W.drain[w]:
+            W.drain[w] = ack
+    else:
+        ready, accepted = _l1.atomic(M.l1, M.noc, M.l2, M.dram, s, t, st.lines, st.masks, st.ops, lo, hi)
+        if code.wr_off[pc + 1] > code.wr_off[pc]:
+            write_regs(W, code, w, pc, ready, code.dep_reason[pc])
+            scheduler.on_long_latency(P, g, w)
+        elif ready > W.drain[w]:
+            W.drain[w] = ready
+    if accepted > P.free[g, LDST]:
+        P.free[g, LDST] = accepted
+    st.pos[W.h[w]] += 1
+    next_instr(M, w, t, t + 1, 0)
+
+
+@njit
+def _arrive(M, w, t):
+    S_, W = M.sms, M.W
+    b = W.blk[w]
+    n = S_.blk_nwait[b]
+    S_.blk_wait[b, n] = w
+    n += 1
+    S_.blk_nwait[b] = n
+    if n < S_.blk_live[b]:
+        return
+    release = t + S_.sync_latency
+    for i in range(n):
+        x = S_.blk_wait[b, i]
+        M.P.states[W.sp[x], BARRIER_STATE] += release - W.mark[x]
+        next_instr(M, x, release - 1, release, BARRIER_STATE)
+    S_.blk_nwait[b] = 0
+    s = W.sp[w] // S_.nsp
+    if release < S_.wake[s]:
+        S_.wake[s] = release
+        S_.attention[s] = True
+
+
+# -- the loop -------------------------------------------------------------------------------------
+
+@njit
+def _step(M, g, t):
+    """One cycle of sub-partition `g`: issue up to `issue_width` instructions."""
+    P = M.P
+    if not _sp.begin_cycle(P, M.W, g, t):
+        return
+    for _ in range(P.issue_width):
+        w = scheduler.pick(P, M.W, g, t)
+        if w < 0:
+            break
+        _sp.take(P, M.W, M.code, g, w, t)
+        issue(M, w, t)
+        if not _sp.still_open(P, g, t):
+            break
+    _sp.end_cycle(P, g, t)
+
+
+@njit
+def _launch_pending(M, s, t):
+    """Launch the blocks placed here whose start has come (a block placed by a retirement during these
+    launches is considered too), keep the others."""
+    S_ = M.sms
+    k = 0
+    keep = 0
+    nxt = NEVER
+    while k < S_.npend[s]:
+        start, block, h0, nw = S_.pend_start[s, k], S_.pend_id[s, k], S_.pend_h0[s, k], S_.pend_nw[s, k]
+        if start <= t:
+            # a block the GigaThread engine placed while this SM ran ahead starts now
+            launch(M, s, t, block, h0, nw)
+        else:
+            S_.pend_start[s, keep] = start
+            S_.pend_id[s, keep] = block
+            S_.pend_h0[s, keep] = h0
+            S_.pend_nw[s, keep] = nw
+            keep += 1
+            if start < nxt:
+                nxt = start
+        k += 1
+    S_.npend[s] = keep
+    S_.next_start[s] = nxt
+
+
+@njit
+def needs_feeder(M):
+    """Whether the engine must stop for the feeder: a warp is hungry, or too few blocks are staged."""
+    q = M.gte
+    return M.st.nhungry[0] > 0 or (_gte.staged(q) < M.sms.refill_below and not q.exhausted[0])
+
+
+@njit
+def run_sm(M, s, now):
+    """Run SM `s` from where it stopped until it must wait for the chip's clock (R_YIELD, with its
+    resume cycle in `t`/`nxt`/`stage`), has nothing to do (R_IDLE), or needs the feeder (R_REFILL)."""
+    S_, P = M.sms, M.P
+    stage = S_.stage[s]
+    t = S_.t[s]
+    nxt = S_.nxt[s]
+    nsp = S_.nsp
+    if stage == WOKEN:
+        t = now if now > t + 1 else t + 1
+        stage = TOP
+    while True:
+        if stage == TOP:
+            if needs_feeder(M):
+                S_.t[s] = t
+                S_.stage[s] = TOP
+                return R_REFILL
+            if S_.attention[s] and S_.next_start[s] <= t:
+                _launch_pending(M, s, t)
             nxt = NEVER
-            for sp in sps:
-                nt = sp.next_time
-                if nt <= t:
-                    sp.step(t, issue)
-                    nt = sp.next_time
-                if nt < nxt:
-                    nxt = nt
-            if self.attention:
-                if self.deferred:
-                    while env.now < t:
-                        self.sleeping_until = t
-                        try:
-                            yield env.timeout(t - env.now)
-                        except simpy.Interrupt:
-                            pass
-                    deferred, self.deferred = self.deferred, []
-                    for w in deferred:
-                        self._global(w, t)
-                    for sp in sps:
-                        if sp.next_time < nxt:
-                            nxt = sp.next_time
-                if self.wake != INF:
-                    if self.wake < nxt:
-                        nxt = self.wake
-                    self.wake = INF
-                start = self.next_start
-                if start < nxt:
-                    nxt = start if start > t else t + 1
-                if self.must_yield:
-                    # a block retired (the engine has placed the next one in `pending`): let the other SMs run
-                    self.must_yield = False
-                    self.sleeping_until = t + 1
-                    yield env.timeout(0)  # (same-cycle L2 requests of the SMs keep their order)
-                    start = self.next_start
-                    if start < nxt:
-                        nxt = start if start > t else t + 1
-                self.attention = bool(self.pending)
-            if nxt != NEVER:
-                t = nxt
-                continue
-            self.sleeping_until = INF
-            if self.finished:
-                return
-            try:
-                yield env.event()  # idle until the dispatcher delivers a block
-            except simpy.Interrupt:
-                pass
-            t = max(int(env.now), t + 1)
-
-    # -- issuing -----------------------------------------------------------------------------------
-    def issue(self, w: Warp, t: int) -> None:
-        """Issue `w`'s next instruction at cycle `t`, then find when its following one may issue."""
-        ti = w.info
-        sp = w.sp
-        free = sp.free
-        free[ti.port] = t + ti.interval
-        kind = ti.kind
-        # `is` rather than `==` for the two tests that skip long bodies (kinds are small ints, and
-        # CPython 3.11 cannot specialise a comparison whose jump needs an EXTENDED_ARG: `==` would run
-        # the generic comparison on every issue)
-        if kind is ALU:
-            # The common case, with `_next` inlined (it is most of the simulator's time; inlining
-            # saves about 5% of the interpreter's work): record the result's latency, then wait for
-            # the next instruction.
-            sb = w.scoreboard
-            ready = sb.ready
-            r = ti.write1
-            if r >= 0:
-                ready[r] = t + ti.latency
-                sb.reason[r] = ti.dep_reason
-            elif ti.writes:
-                sb.write(ti.writes, t + ti.latency, ti.dep_reason)
-            pos = w.pos + 1
-            w.pos = pos
-            if pos >= w.n:
-                if not w.has_next():
-                    self._retire(w, t)
-                    return
-                pos = w.pos  # (pulling more of the stream moves the window)
-            ti = w.code[pos]
-            w.info = ti
-            w.port = ti.port
-            at = t1 = t + 1  # (cycle numbers above 256 are new int objects: add once)
-            for r in ti.deps:
-                if ready[r] > at:
-                    at = ready[r]
-                    why = r
-            if at > t1:
-                sp.states[sb.reason[why]] += at - t1
-        elif kind is BRANCH or kind is EXIT:
-            # `_next` inlined as for ALU: the next instruction waits at least until the branch resolves
-            pos = w.pos + 1
-            w.pos = pos
-            if pos >= w.n:
-                if not w.has_next():
-                    self._retire(w, t)
-                    return
-                pos = w.pos
-            at, why = t + ti.latency, ti.dep_reason
-            ti = w.code[pos]
-            w.info = ti
-            w.port = ti.port
-            sb = w.scoreboard
-            ready = sb.ready
-            for r in ti.deps:
-                if ready[r] > at:
-                    at, why = ready[r], sb.reason[r]
-            t1 = t + 1
-            if at > t1:
-                sp.states[why] += at - t1
-        else:
-            self._issue_other(w, t)
-            return
-        # the ALU and branch cases: the next instruction is ready at `at`
-        w.ready = at
-        if at == t1 and sp.fast_greedy:
-            f = free[ti.port]
-            if f <= at:
-                sp.greedy = w
-            else:  # its unit is busy: it waits for it in the heap (see _next)
-                heappush(sp.waiting, (f, w.age, w))
-        else:
-            heappush(sp.waiting, (at, w.age, w))
-
-    def _issue_other(self, w: Warp, t: int) -> None:
-        """Issue a global or shared-memory access, a shuffle or a barrier (`issue` has taken its unit)."""
-        ti = w.info
-        sp = w.sp
-        kind = ti.kind
-        if kind <= GLOBAL_ATOM:  # (GLOBAL_LD, GLOBAL_ST or GLOBAL_ATOM)
-            if t > self.env.now:
-                w.ready = INF
-                self.deferred.append(w)  # reaches the L2 once SimPy's clock is at t
-                self.attention = True
+            for i in range(nsp):
+                g = s * nsp + i
+                if P.next_time[g] <= t:
+                    _step(M, g, t)
+                if P.next_time[g] < nxt:
+                    nxt = P.next_time[g]
+            if S_.error[0]:
+                return R_ERROR
+            if S_.attention[s]:
+                if S_.ndef[s]:
+                    if now < t:
+                        S_.t[s] = t
+                        S_.nxt[s] = nxt
+                        S_.stage[s] = DEFERRED
+                        return R_YIELD
+                    stage = DEFERRED
+                else:
+                    stage = _TAIL  # no deferred accesses
             else:
-                self._global(w, t)
-            return
-        elif kind == SHARED:
-            wave, ideal = w.mem.pop(w.base + w.pos)
-            ready = self.smem.access(t, wave, ideal)
-            if ti.writes:
-                w.scoreboard.write(ti.writes, ready, ti.dep_reason)
-            busy_until = self.smem.free_at
-            if busy_until > sp.free[LDST]:
-                sp.free[LDST] = busy_until
-        elif kind == SHFL:
-            ready = self.smem.access(t, 1, 1)
-            w.scoreboard.write(ti.writes, ready, ti.dep_reason)
-        elif kind == BARRIER:
-            w.pos += 1
-            w.ready = INF
-            w.mark = t + 1
-            sp.scheduler.demote(w, sp.warps)  # two_level: its block-mates may be outside the active set
-            self._arrive(w, t)
-            return
-        w.pos += 1
-        self._next(w, t, t + 1, 0)
-
-    def _global(self, w: Warp, t: int) -> None:
-        """The L1/L2/DRAM part of a global load, store or atomic `w` issued at cycle `t`."""
-        ti = w.info
-        sp = w.sp
-        pipes = sp.pipes
-        kind = ti.kind
-        if kind == GLOBAL_LD:
-            ready, accepted = self.l1.load(t, w.mem.pop(w.base + w.pos))
-            w.scoreboard.write(ti.writes, ready, ti.dep_reason)
-            sp.scheduler.demote(w, sp.warps)
-        elif kind == GLOBAL_ST:
-            ack, accepted = self.l1.store(t, w.mem.pop(w.base + w.pos))
-            if ack > w.drain:
-                w.drain = ack
-        else:
-            lines, ops = w.mem.pop(w.base + w.pos)
-            ready, accepted = self.l1.atomic(t, lines, ops)
-            if ti.writes:
-                w.scoreboard.write(ti.writes, ready, ti.dep_reason)
-                sp.scheduler.demote(w, sp.warps)
-            elif ready > w.drain:
-                w.drain = ready
-        if accepted > pipes.free[LDST]:
-            pipes.free[LDST] = accepted
-        w.pos += 1
-        self._next(w, t, t + 1, 0)
-
-    def _next(self, w: Warp, t: int, floor: int, floor_reason: int, issued: bool = True) -> None:
-        """Point `w` at its next instruction and account the cycles it must wait for it."""
-        if w.pos >= w.n and not w.has_next():
-            self._retire(w, t)
-            return
-        ti = w.code[w.pos]
-        w.info = ti
-        w.port = ti.port
-        sb = w.scoreboard
-        ready = sb.ready
-        at, why = floor, floor_reason
-        for r in ti.deps:
-            if ready[r] > at:
-                at, why = ready[r], sb.reason[r]
-        sp = w.sp
-        t1 = t + 1
-        if at > t1:
-            sp.states[why] += at - t1
-        w.ready = at
-        if at == t1 and issued and sp.fast_greedy:
-            # gto's greedy warp, ready again next cycle, if its unit is free then. If not, it waits in the
-            # heap until the unit frees: a unit's free cycle never moves earlier, and no counter moves for
-            # the warp before then (the ready lists count only the cycles a unit is free; its wait is
-            # accounted from `ready`).
-            f = sp.free[ti.port]
-            if f <= at:
-                sp.greedy = w
-                if at < sp.next_time:
-                    sp.next_time = at
-                return
-            at = f
-        if at < sp.next_time:
-            sp.next_time = at
-        heappush(sp.waiting, (at, w.age, w))
-
-    def _arrive(self, w: Warp, t: int) -> None:
-        blk = w.block
-        blk.waiting.append(w)
-        if len(blk.waiting) < blk.live:
-            return
-        release = t + self.sync_latency
-        for x in blk.waiting:
-            x.sp.states[BARRIER_STATE] += release - x.mark
-            self._next(x, release - 1, release, BARRIER_STATE, False)
-        blk.waiting = []
-        if release < self.wake:
-            self.wake = release
-            self.attention = True
-
-    def _retire(self, w: Warp, t: int) -> None:
-        end = max(t + 1, w.drain)
-        sp = w.sp
-        if end > t + 1:
-            sp.states[DRAIN] += end - t - 1
-        w.ready = INF
-        w.entry = None  # (it refers back to the warp)
-        w.feed.detach(w)
-        sp.remove(w, end)
-        self.warp_cycles += end - w.start
-        self.warps_resident -= 1
-        blk = w.block
-        blk.live -= 1
-        if end > blk.end:
-            blk.end = end
-        if blk.live == 0:
-            self._block_done(blk, blk.end)
-        elif blk.waiting and len(blk.waiting) == blk.live:
-            raise RuntimeError(f"block {blk.id}: warps wait at a barrier no live warp will reach")
-
-    def _block_done(self, blk: ResidentBlock, end: int) -> None:
-        del self.blocks[blk.id]
-        self.must_yield = True
-        self.attention = True
-        self.on_block_done(self, blk.id, blk.start, end)
+                stage = _NEXT
+        if stage == DEFERRED:
+            n = S_.ndef[s]
+            S_.ndef[s] = 0
+            for k in range(n):
+                global_access(M, S_.deferred[s, k], t)
+            for i in range(nsp):
+                if P.next_time[s * nsp + i] < nxt:
+                    nxt = P.next_time[s * nsp + i]
+            if S_.error[0]:
+                return R_ERROR
+            stage = _TAIL
+        if stage == _TAIL:
+            if S_.wake[s] != NEVER:
+                if S_.wake[s] < nxt:
+                    nxt = S_.wake[s]
+                S_.wake[s] = NEVER
+            start = S_.next_start[s]
+            if start < nxt:
+                nxt = start if start > t else t + 1
+            if S_.must_yield[s]:
+                # a block retired (the engine has placed the next one in `pending`): let the other SMs run
+                S_.must_yield[s] = False
+                S_.t[s] = t
+                S_.nxt[s] = nxt
+                S_.stage[s] = YIELDED
+                return R_YIELD
+            stage = _SETTLE
+        if stage == YIELDED:
+            start = S_.next_start[s]
+            if start < nxt:
+                nxt = start if start > t else t + 1
+            stage = _SETTLE
+        if stage == _SETTLE:
+            S_.attention[s] = S_.npend[s] > 0
+        if nxt != NEVER:
+            t = nxt
+            stage = TOP
+            continue
+        S_.t[s] = t
+        S_.stage[s] = WOKEN
+        return R_IDLE

@@ -1,76 +1,65 @@
-"""A resident warp: its instruction stream, where it stands in it, and its scoreboard."""
+"""Resident warps, one slot each (structure of arrays: slot `w` of SM `s` is `s * max_warps + j`):
+where each stands in its instruction stream, when its next instruction may issue, and its
+scoreboard — per register, the cycle its pending write lands and why a warp waiting for it waits
+(a fixed-latency result: `wait`; an MIO result: `short_scoreboard`; an L1TEX result:
+`long_scoreboard`)."""
 
 from __future__ import annotations
 
-from gpusim.timing.decode import TimingInfo
+from typing import NamedTuple
 
-INF = float("inf")
+import numpy as np
 
+from gpusim.timing.jit import njit
 
-class Scoreboard:
-    """Per register: the cycle its pending write lands and why the warp would wait for it (a
-    fixed-latency result: `wait`; an MIO result: `short_scoreboard`; an L1TEX result: `long_scoreboard`).
-    An instruction may issue once every register of its `deps` (sources: RAW; destinations: WAW) is
-    ready; the SM reads the lists directly on its issue path."""
-
-    __slots__ = ("ready", "reason")
-
-    def __init__(self, nregs: int):
-        self.ready = [0] * nregs
-        self.reason = [0] * nregs
-
-    def write(self, regs: tuple[int, ...], at: int, reason: int) -> None:
-        ready, why = self.ready, self.reason
-        for r in regs:
-            ready[r] = at
-            why[r] = reason
+# Where a warp is, as its sub-partition sees it.
+OFF, WAITING, QUEUED, HELD = 0, 1, 2, 3  # not resident; waits for `wake`; ready, in the ready lists; at a
+# barrier or with a global access not yet sent (no event of its own)
 
 
-class Warp:
-    """A resident warp. `code[pos]` is its next instruction (its TimingInfo); `code` holds only the
-    window of its stream pulled from the functional executor so far (`base`: the stream position of
-    `code[0]`), `mem` the plans of its memory accesses by stream position; `complete`: nothing more
-    will be pulled."""
+class Warps(NamedTuple):
+    h: np.ndarray  # its stream's handle (gpusim.timing.stream)
+    pc: np.ndarray  # the pc of its next instruction
+    port: np.ndarray  # that instruction's issue port
+    ready: np.ndarray  # earliest cycle it may issue (NEVER: at a barrier, or a global access in flight)
+    wake: np.ndarray  # WAITING: the cycle it joins the ready lists (its unit may still be busy then)
+    where: np.ndarray  # OFF / WAITING / QUEUED / HELD
+    snap: np.ndarray  # QUEUED: its unit's free-cycle count when it joined
+    age: np.ndarray  # launch order on its SM (the schedulers' "oldest")
+    sp: np.ndarray  # its sub-partition (chip-wide index)
+    blk: np.ndarray  # its block's slot (chip-wide index)
+    index: np.ndarray  # warp index within its block
+    start: np.ndarray  # cycle it became resident
+    drain: np.ndarray  # cycle its last store is acknowledged
+    mark: np.ndarray  # the cycle after it arrived at a barrier
+    sb_ready: np.ndarray  # (slots, registers): cycle the register's pending write lands
+    sb_reason: np.ndarray  # (slots, registers): the warp state of a warp waiting for it
 
-    __slots__ = ("block", "index", "code", "n", "pos", "base", "mem", "complete", "feed", "info", "ready",
-                 "port", "mark", "sp", "scoreboard", "drain", "start", "age", "entry", "snap", "queued", "slot")
 
-    def __init__(self, block, index: int, nregs: int, start: int, age: int):
-        self.block = block  # the ResidentBlock it belongs to
-        self.index = index  # warp index within the block
-        self.code = None  # list of TimingInfo, set by the feed
-        self.n = 0
-        self.pos = 0
-        self.base = 0
-        self.mem: dict = {}
-        self.complete = False
-        self.feed = None
-        self.info: TimingInfo | None = None
-        self.ready = start  # earliest cycle the next instruction may issue (INF: at a barrier)
-        self.port = 0
-        self.mark = start  # the cycle after it arrived at a barrier
-        self.sp = None
-        self.scoreboard = Scoreboard(nregs)
-        self.drain = start  # when the warp's last store is acknowledged
-        self.start = start
-        self.age = age
-        self.entry = (age, self)  # how its sub-partition's ready lists hold it, ordered by age
-        self.snap = 0  # its unit's free-cycle count when the warp became ready
-        self.queued = False  # in its sub-partition's ready lists
-        self.slot = 0  # its index in the feed's batch
+def make_warps(slots: int, nregs: int) -> Warps:
+    z = lambda: np.zeros(slots, dtype=np.int64)  # noqa: E731
+    return Warps(z(), z(), z(), z(), z(), z(), z(), z(), z(), z(), z(), z(), z(), z(),
+                 np.zeros((slots, nregs), np.int64), np.zeros((slots, nregs), np.int64))
 
-    def extend(self, code: list) -> None:
-        """Append newly executed instructions, dropping the ones already issued."""
-        if self.pos:
-            del self.code[:self.pos]
-            self.base += self.pos
-            self.pos = 0
-        self.code += code
-        self.n = len(self.code)
 
-    def has_next(self) -> bool:
-        """Whether another instruction follows, pulling more of the stream if need be."""
-        while self.pos >= self.n:
-            if self.complete or not self.feed.pull():
-                return False
-        return True
+@njit
+def write_regs(W, code, w, pc, at, reason):
+    """Record that the registers `pc` writes land at cycle `at`."""
+    for k in range(code.wr_off[pc], code.wr_off[pc + 1]):
+        r = code.writes[k]
+        W.sb_ready[w, r] = at
+        W.sb_reason[w, r] = reason
+
+
+@njit
+def deps_ready(W, code, w, pc, floor, floor_reason):
+    """The cycle `pc` may issue for warp `w` (no earlier than `floor`), and the state it waits in
+    until then: its sources' pending writes (RAW) and its destinations' (WAW)."""
+    at = floor
+    why = floor_reason
+    for k in range(code.dep_off[pc], code.dep_off[pc + 1]):
+        r = code.deps[k]
+        if W.sb_ready[w, r] > at:
+            at = W.sb_ready[w, r]
+            why = W.sb_reason[w, r]
+    return at, why

@@ -7,41 +7,47 @@ from collections import Counter
 
 from gpusim.errors import SimulationLimitError
 from gpusim.isa import Program
-from gpusim.timing.decode import WARP_STATES
-from gpusim.timing.warp import INF
+from gpusim.config.vocab import WARP_STATES
+from gpusim.timing.jit import NEVER
 
 SHOWN = 8  # warps described one by one; the rest are counted by (pc, state)
 
 
-def stuck_warps(sms: list, program: Program, now: int) -> list[dict]:
+def stuck_warps(M, program: Program, now: int) -> list[dict]:
     """One record per resident warp: SM, block, warp, pc, source line, the state it waits in and until when."""
     out = []
-    for sm in sms:
-        for sp in sm.sps:
-            for w in sp.warps:
-                pc = w.code[w.pos].pc if w.pos < len(w.code) else None
+    S, P, W, st, code = M.sms, M.P, M.W, M.st, M.code
+    for s in range(S.t.size):
+        for g in range(s * S.nsp, (s + 1) * S.nsp):
+            for k in range(int(P.nw[g])):
+                w = int(P.warps[g, k])
+                h = int(W.h[w])
+                pc = int(st.pc[st.pos[h]]) if st.pos[h] < st.end[h] else None
                 ins = program.instructions[pc] if pc is not None else None
-                if w in w.block.waiting:
+                b = int(W.blk[w])
+                ready = int(W.ready[w])
+                if w in S.blk_wait[b, :S.blk_nwait[b]].tolist():
                     state, until = "barrier", None
-                elif w.ready == INF:
+                elif ready == NEVER:
                     state, until = "lg_throttle", None  # a global access waiting for the memory system
-                elif w.ready > now:
-                    regs = [r for r in w.info.deps if w.scoreboard.ready[r] == w.ready]
-                    state = WARP_STATES[w.scoreboard.reason[regs[0]]] if regs else "wait"
-                    until = w.ready
+                elif ready > now:
+                    regs = [r for r in code.deps[code.dep_off[W.pc[w]]:code.dep_off[W.pc[w] + 1]].tolist()
+                            if W.sb_ready[w, r] == ready]
+                    state = WARP_STATES[int(W.sb_reason[w, regs[0]])] if regs else "wait"
+                    until = ready
                 else:
                     state, until = "not_selected", None
-                out.append({"sm": sm.index, "block": w.block.id, "warp": w.index, "pc": pc,
+                out.append({"sm": s, "block": int(S.blk_id[b]), "warp": int(W.index[w]), "pc": pc,
                             "line": ins.line if ins else None, "instruction": ins.text if ins else None,
                             "state": state, "until": until})
     return out
 
 
-def limit_error(sms: list, program: Program, now: int, limit: int, horizon: bool = False) -> SimulationLimitError:
+def limit_error(M, program: Program, now: int, limit: int) -> SimulationLimitError:
     """The error for a kernel stopped at cycle `now` by its limit `limit`, with the stuck warps described.
-    `horizon`: the limit is the longest kernel the timing model simulates, not the caller's max_cycles."""
-    stuck = stuck_warps(sms, program, now)
-    within = f"the {limit:,} cycles the timing model simulates at most" if horizon else f"max_cycles={limit:,}"
+    """
+    stuck = stuck_warps(M, program, now)
+    within = f"max_cycles={limit:,}"
     lines = [f"kernel {program.name} did not finish within {within} (stopped at cycle {now:,}); "
              f"{len(stuck)} warps still resident on {len({s['sm'] for s in stuck})} SMs"]
     for s in stuck[:SHOWN]:
@@ -51,6 +57,5 @@ def limit_error(sms: list, program: Program, now: int, limit: int, horizon: bool
     rest = Counter((s["pc"], s["state"]) for s in stuck[SHOWN:])
     for (pc, state), n in rest.most_common(SHOWN):
         lines.append(f"  ... {n} more warps at pc {pc} in {state}")
-    lines.append("simulate a shorter launch, or sample it (--sample auto) if the workload can be sampled" if horizon
-                 else "raise max_cycles if the kernel is meant to run longer")
+    lines.append("raise max_cycles if the kernel is meant to run longer")
     return SimulationLimitError("\n".join(lines), cycle=now, stuck=stuck)

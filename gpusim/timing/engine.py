@@ -1,0 +1,104 @@
+"""The chip's event loop inside one kernel. Each SM runs ahead on its own clock (sm.py `run_sm`) and
+stops only when it must meet the others: before a global-memory access, until the chip's clock
+reaches the access's cycle (so the L2 slices and DRAM channels see requests in time order), and after
+a block retires, to let the others run. Each stop is an event (cycle, sequence number): the loop
+always resumes the SM with the earliest one, ties in the order they were posted — the order SimPy
+would process the same events in, so the engine reproduces the SimPy model it replaced cycle for
+cycle. The loop leaves to Python (the feeder) when a warp needs more of its stream or too few blocks
+are staged, and resumes where it stopped.
+
+SimPy still runs what is coarse: kernels, copies, streams, events, several GPUs (gpusim/system)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from gpusim.timing import sm as _sm
+from gpusim.timing.jit import NEVER, njit
+
+# What `run` returns.
+DONE, REFILL, LIMIT, ERROR, STALLED = 0, 1, 2, 3, 4
+
+
+class Events(NamedTuple):
+    time: np.ndarray  # per SM: the cycle of its pending event
+    seq: np.ndarray  # per SM: its sequence number (ties: posted first, resumed first)
+    on: np.ndarray  # per SM (bool): it has one
+    counter: np.ndarray  # (1,)
+    current: np.ndarray  # (1,) the SM being run when the engine left for the feeder (-1: none)
+    limit: int
+
+
+def make_events(n: int, limit: int) -> Events:
+    return Events(np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.bool_), np.zeros(1, np.int64),
+                  np.full(1, -1, np.int64), limit)
+
+
+@njit
+def post(E, s, at):
+    E.time[s] = at
+    E.seq[s] = E.counter[0]
+    E.counter[0] += 1
+    E.on[s] = True
+
+
+@njit
+def start(M, E):
+    """Cycle 0: the GigaThread engine fills every SM up to the occupancy limit, breadth first, and
+    each SM that received a block wakes (in SM order)."""
+    q = M.gte
+    n = E.time.size
+    for _ in range(q.blocks_per_sm):
+        for s in range(n):
+            if _sm._gte.staged(q) == 0:
+                break
+            block, h0, nw = _sm._gte.take(q)
+            if not E.on[s]:
+                M.sms.stage[s] = _sm.WOKEN
+                post(E, s, 0)
+            _sm.deliver(M, s, q.dispatch_cycles, block, h0, nw)
+            q.outstanding[0] += 1
+    if q.outstanding[0] == 0:
+        q.all_done[0] = True
+
+
+@njit
+def run(M, E):
+    """Run until the kernel is done (DONE), the feeder is needed (REFILL), the next event is at or past
+    the cycle limit (LIMIT), an SM reports an error (ERROR), or no event is left (STALLED)."""
+    S_ = M.sms
+    while True:
+        if M.gte.all_done[0]:
+            return DONE
+        s = E.current[0]
+        if s < 0:
+            best = -1
+            for i in range(E.time.size):
+                if E.on[i] and (best < 0 or E.time[i] < E.time[best]
+                                or (E.time[i] == E.time[best] and E.seq[i] < E.seq[best])):
+                    best = i
+            if best < 0:
+                return STALLED
+            if E.time[best] >= E.limit:
+                S_.now[0] = E.limit
+                return LIMIT
+            if _sm.needs_feeder(M):
+                return REFILL
+            s = best
+            E.on[s] = False
+            S_.now[0] = E.time[s]
+            E.current[0] = s
+        r = _sm.run_sm(M, s, S_.now[0])
+        if r == _sm.R_REFILL:
+            return REFILL
+        E.current[0] = -1
+        if r == _sm.R_ERROR:
+            return ERROR
+        if r == _sm.R_YIELD:
+            # back when the chip's clock reaches its deferred accesses, or (a yield) at once, after the others
+            post(E, s, S_.t[s] if S_.stage[s] == _sm.DEFERRED else S_.now[0])
+
+
+__all__ = ["DONE", "REFILL", "LIMIT", "ERROR", "STALLED", "NEVER", "Events", "make_events", "start", "run"]

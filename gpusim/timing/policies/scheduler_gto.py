@@ -1,0 +1,20 @@
+"""Greedy then oldest (Rogers et al., "Cache-conscious wavefront scheduling", MICRO 2012): keep
+issuing from the warp issued last while it is eligible; otherwise the oldest eligible warp."""
+
+from gpusim.timing.jit import njit
+from gpusim.timing.policies.eligible import eligible, oldest
+
+
+@njit
+def pick(P, W, g, t):
+    last = P.last[g]
+    if last >= 0 and eligible(P, W, g, last):
+        return last
+    w = oldest(P, W, g)
+    P.last[g] = w
+    return w
+
+
+@njit
+def on_long_latency(P, g, w):
+    pass
