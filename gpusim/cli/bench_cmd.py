@@ -18,7 +18,7 @@ import statistics
 import sys
 import time
 
-from gpusim.cli.common import emit_json
+from gpusim.cli.common import add_executor_args, emit_json, make_executor
 from gpusim.errors import GpusimError
 
 # The timing-model suite (default): the issue's acceptance suite on a100.
@@ -127,6 +127,19 @@ def register(subparsers) -> None:
     p.add_argument("--sample", choices=("auto", "on"), default="auto",
                    help="with --sampling: the sampled runs' mode (default auto; 'on' samples even where auto "
                         "would simulate in full)")
+    mode.add_argument("--tune", action="store_true",
+                      help="tune one --size^3 matmul over --candidates candidates, each simulated (large ones "
+                           "sampled), in parallel: wall time, candidates, the winner and its cycles (docs/compiler.md)")
+    p.add_argument("--size", type=_positive, default=512, metavar="N",
+                   help="with --tune: the matmul's M = K = N (default 512)")
+    p.add_argument("--candidates", type=_positive, default=200, metavar="N",
+                   help="with --tune: candidates the local search scores (default 200)")
+    p.add_argument("--sample-budget", type=_positive, metavar="N",
+                   help="with --tune: at most N warp instructions simulated per sampled candidate (default: the "
+                        "sampler's, a twentieth of the candidate's)")
+    p.add_argument("--cache-dir", help="with --tune: reuse this cache of simulated costs (default: a fresh one, so "
+                                       "every candidate is simulated)")
+    add_executor_args(p, "the candidates (with --tune)")
     mode.add_argument("--long", action="store_true",
                       help=f"run kernels of about {LONG_TARGET / 1e6:.0f} M warp instructions and a tenth of "
                            "that, comparing peak memory (minutes)")
@@ -306,7 +319,35 @@ def run(args: argparse.Namespace) -> int:
         return _run_long(args, out)
     if args.sampling:
         return _run_sampling(args, out)
+    if args.tune:
+        return _run_tune(args, out)
     return _run_timing(args, out)
+
+
+def _run_tune(args: argparse.Namespace, out) -> int:
+    from gpusim.compiler.bench import tune_matmul
+    from gpusim.config import load_config
+
+    cfg = load_config(args.config)
+    executor = make_executor(args)
+    n = args.size
+    print(f"tuning a {n}x{n}x{n} matmul on {cfg.name}: at least {args.candidates} candidates, simulated "
+          f"(sampled above 2,000,000 warp instructions), {getattr(executor, 'jobs', None) or 'Dask'} workers",
+          file=out, flush=True)
+    r = tune_matmul(cfg, n=n, candidates=args.candidates, executor=executor, sample_budget=args.sample_budget,
+                    cache_dir=args.cache_dir)
+    params = " ".join(f"{k}={int(v) if isinstance(v, bool) else v}" for k, v in r["params"].items())
+    bound = f" +- {r['confidence']:.1%} (sampled)" if r["sampled"] else " (simulated whole)"
+    print(f"candidates scored   {r['candidates']:,} ({r['simulations']:,} kernels simulated)", file=out)
+    print(f"wall time           {r['wall_seconds']:,.1f} s ({r['wall_seconds'] / 60:.1f} min)", file=out)
+    print(f"winner              {params}", file=out)
+    print(f"winner's cycles     {r['kernel_cycles']:,.0f}{bound}; {r['cycles']:,.0f} with the launch overhead",
+          file=out)
+    if r["rejected"]:
+        print(f"rejected            {len(r['rejected'])} better candidates differ from the reference evaluator",
+              file=out)
+    emit_json(_header(args, "tune") | r, args.json)
+    return 0
 
 
 def _run_timing(args: argparse.Namespace, out) -> int:

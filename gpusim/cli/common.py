@@ -1,4 +1,5 @@
-"""Helpers shared by the subcommands: writing JSON atomically, parsing `--set k=v`."""
+"""Helpers shared by the subcommands: writing JSON atomically, parsing `--set k=v`, the options saying
+where parallel work runs (`--jobs N`, `--dask`, `--scheduler tcp://HOST:PORT`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,35 @@ from pathlib import Path
 from gpusim.errors import GpusimError
 from gpusim.stats.files import write_atomic
 
-__all__ = ["emit_json", "parse_sets", "write_atomic"]
+__all__ = ["add_executor_args", "emit_json", "make_executor", "parse_sets", "write_atomic"]
+
+
+def add_executor_args(p, what: str) -> None:
+    """`--jobs N`, and `--dask` or `--scheduler tcp://HOST:PORT`: where `what` (e.g. "the points") runs."""
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                       help=f"run {what} on the Dask cluster with this scheduler (not the warp scheduler: "
+                            "that is --warp-scheduler)")
+    where.add_argument("--dask", action="store_true", help=f"run {what} on a Dask LocalCluster of --jobs workers")
+    p.add_argument("--jobs", "-j", type=int, metavar="N",
+                   help="local worker processes (default: one per core; 1 runs in this process)")
+
+
+def make_executor(args):
+    """The executor the options of `add_executor_args` name (a LocalExecutor by default)."""
+    from gpusim.stats.simulate import SCHEDULERS
+    from gpusim.sweep import DaskExecutor, LocalExecutor
+
+    if args.scheduler in SCHEDULERS:
+        raise GpusimError(f"--scheduler is the Dask scheduler's address (tcp://HOST:PORT); for the warp scheduler "
+                          f"policy use --warp-scheduler {args.scheduler}")
+    if args.scheduler is not None and args.jobs is not None:
+        raise GpusimError("--jobs sets local workers; with --scheduler the cluster's workers run the points")
+    if args.scheduler is not None:
+        return DaskExecutor(args.scheduler)
+    if args.dask:
+        return DaskExecutor(workers=args.jobs)
+    return LocalExecutor(args.jobs)
 
 
 def emit_json(obj, dest: str | None) -> None:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 
 import gpusim
-from gpusim.cli.common import emit_json, parse_sets
+from gpusim.analysis.sampling import SAMPLE_MODES
+from gpusim.cli.common import add_executor_args, emit_json, make_executor, parse_sets
 from gpusim.compiler.cost import MODELS, make_cost_model
 from gpusim.compiler.driver import compile_graph, load_model
 from gpusim.compiler.errors import CompilerError
@@ -40,6 +41,12 @@ def register(subparsers) -> None:
                    help="model scoring every candidate of the search (default: --cost); the --top-k best are then "
                         "scored by --cost, which picks")
     p.add_argument("--top-k", type=int, default=3, help="candidates re-scored by --cost (default 3)")
+    p.add_argument("--sample", choices=SAMPLE_MODES, default="auto",
+                   help="the simulated model: sample kernels of more than 2,000,000 warp instructions (auto, "
+                        "default), every kernel that can be (on), or none (off); docs/sampling.md")
+    p.add_argument("--sample-budget", type=int, metavar="N",
+                   help="the simulated model: at most N warp instructions simulated per sampled kernel")
+    add_executor_args(p, "the simulated model's candidates")
     p.add_argument("--cache-dir", help="cache of simulated costs and tuned configurations "
                                        "(default $GPUSIM_CACHE_DIR or ~/.cache/gpusim)")
     p.add_argument("--json", metavar="FILE", help="write the report as JSON to FILE ('-': stdout)")
@@ -54,12 +61,15 @@ def run(args: argparse.Namespace) -> int:
     cfg = gpusim.load_config(args.config)
     graph = load_model(args.model, sizes=parse_sets(args.sets), dtype=args.dtype or "f32",
                        shapes=_shapes(args.shapes))
-    cost = make_cost_model(args.cost, args.cache_dir)
+    executor = make_executor(args)
+    sampling = {"sample": args.sample, "sample_budget": args.sample_budget}
+    cost = make_cost_model(args.cost, args.cache_dir, **sampling)
     tuner = None
     if args.tune:
-        search = cost if args.search_cost in (None, args.cost) else make_cost_model(args.search_cost, args.cache_dir)
+        search = (cost if args.search_cost in (None, args.cost)
+                  else make_cost_model(args.search_cost, args.cache_dir, **sampling))
         tuner = Tuner(cfg, search, strategy=args.search, budget=args.budget, top_k=args.top_k,
-                      measure=None if search is cost else cost, cache_dir=args.cache_dir)
+                      measure=None if search is cost else cost, cache_dir=args.cache_dir, executor=executor)
     report = compile_graph(graph, cfg, cost=cost, tuner=tuner)
     if args.json != "-":
         print(report)

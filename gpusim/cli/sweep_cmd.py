@@ -7,10 +7,10 @@ import argparse
 import sys
 import warnings
 
-from gpusim.cli.common import write_atomic
+from gpusim.cli.common import add_executor_args, make_executor, write_atomic
 from gpusim.errors import GpusimError
 from gpusim.stats.simulate import SCHEDULERS
-from gpusim.sweep import CacheWarning, DaskExecutor, LocalExecutor, ResultCache, parse_values, sweep
+from gpusim.sweep import CacheWarning, ResultCache, parse_values, sweep
 
 
 def register(subparsers) -> None:
@@ -36,13 +36,7 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the input generator (default 0)")
     p.add_argument("--no-verify", dest="verify", action="store_false",
                    help="keep points whose values differ from the numpy reference as ok (verified False)")
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--scheduler", metavar="tcp://HOST:PORT",
-                       help="run the points on the Dask cluster with this scheduler (not the warp scheduler: "
-                            "that is --warp-scheduler)")
-    where.add_argument("--dask", action="store_true", help="run the points on a Dask LocalCluster of --jobs workers")
-    p.add_argument("--jobs", "-j", type=int, metavar="N",
-                   help="local worker processes (default: one per core; 1 runs in this process)")
+    add_executor_args(p, "the points")
     p.add_argument("--cache-dir", metavar="DIR",
                    help="result cache folder (default $GPUSIM_CACHE_DIR or ~/.cache/gpusim)")
     p.add_argument("--no-cache", action="store_true", help="simulate every point; read and write no cache")
@@ -55,11 +49,7 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.json == "-" and args.csv == "-":
         raise GpusimError("--json - and --csv - cannot both write to stdout")
-    if args.scheduler in SCHEDULERS:
-        raise GpusimError(f"--scheduler is the Dask scheduler's address (tcp://HOST:PORT); for the warp scheduler "
-                          f"policy use --warp-scheduler {args.scheduler}")
-    if args.scheduler is not None and args.jobs is not None:
-        raise GpusimError("--jobs sets local workers; with --scheduler the cluster's workers run the points")
+    executor = make_executor(args)
     grid = {name: parse_values(text, f"--{name}") for name, text in (("block", args.block), ("grid", args.grid))
             if text is not None}
     params = {}
@@ -73,12 +63,6 @@ def run(args: argparse.Namespace) -> int:
             grid[name] = values
     overrides = dict(_assignment(item, "--config-override") for item in args.overrides or [])
     policies = parse_values(args.warp_scheduler, "--warp-scheduler") if args.warp_scheduler else None
-    if args.scheduler is not None:
-        executor = DaskExecutor(args.scheduler)
-    elif args.dask:
-        executor = DaskExecutor(workers=args.jobs)
-    else:
-        executor = LocalExecutor(args.jobs)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")
         try:

@@ -6,11 +6,15 @@ declares for the node and config, as a Triton kernel declares its configs) and k
   climb to the best neighbour (one parameter moved to the next value of its list) until none is better,
   within `budget` scored candidates.
 
-Every candidate is scored with `cost`; with a `measure` model as well, the `top_k` best by `cost` are
+Every candidate is scored with `cost`, the candidates of a step together (every point of the grid, every
+neighbour of a climb), so a model that scores in parallel (`SimulatedCost`: a process pool of `jobs`
+workers, or Dask) keeps its workers busy; with a `measure` model as well, the `top_k` best by `cost` are
 scored again by `measure`, which picks among them (a cheap model searches broadly, an expensive one
-decides, as TVM's measured top candidates). The best per (template, what the node computes — operators,
-shapes, dtype —, config hash, models, strategy) is cached on disk, written atomically, so a second
-compilation reuses it."""
+decides, as TVM's measured top candidates). The winner is checked against the reference evaluator (its
+kernel run on the functional executor over seeded inputs; tinygrad's BEAM_VALIDATE): a candidate whose
+values differ is rejected and the next best checked. The best per (template, what the node computes —
+operators, shapes, dtype —, config hash, models, strategy) is cached on disk, written atomically, so a
+second compilation reuses it."""
 
 from __future__ import annotations
 
@@ -25,12 +29,14 @@ import numpy as np
 
 from gpusim.compiler.cost.base import CostModel
 from gpusim.compiler.errors import CompilerError
+from gpusim.compiler.evaluate import evaluate
 from gpusim.compiler.ir import Graph, Node
-from gpusim.compiler.lower import lower_node, region_of, template_of
+from gpusim.compiler.lower import lower_node, region_of, run_kernels, template_of
 from gpusim.compiler.store import Store, digest
 from gpusim.config import Config
 from gpusim.errors import GpusimError
 from gpusim.sweep.cache import code_version
+from gpusim.sweep.executors import DaskExecutor, LocalExecutor
 
 STRATEGIES = ("grid", "local")
 Params = dict[str, Any]
@@ -40,7 +46,8 @@ Params = dict[str, Any]
 class TuneResult:
     """The tuning of one node: the chosen `params` and their `cycles` (by `measure` if given, else by
     `cost`), how many candidates were scored, the `top` candidates by `cost` (params, cycles) and, with
-    a measure model, the same candidates' `measured` cycles; `cached` when read from the cache."""
+    a measure model, the same candidates' `measured` cycles; `rejected`: better candidates whose values
+    differed from the reference evaluator's; `cached` when read from the cache."""
 
     node: str
     template: str
@@ -49,23 +56,28 @@ class TuneResult:
     evaluated: int
     top: tuple[tuple[Params, float], ...]
     measured: tuple[float, ...] = ()
+    rejected: tuple[Params, ...] = ()
     cached: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["top"] = [[p, c] for p, c in self.top]
         d["measured"] = list(self.measured)
+        d["rejected"] = list(self.rejected)
         return d
 
 
 class Tuner:
     """Tunes the kernels of graphs for `cfg` (module docstring). `cache_dir`: where the best
     configurations are cached (default `$GPUSIM_CACHE_DIR`, else ~/.cache/gpusim); `cache=False` tunes
-    afresh every time and stores nothing."""
+    afresh every time and stores nothing. `jobs` (a LocalExecutor of that many processes) or `executor`
+    is where a parallel model (`SimulatedCost`) scores the candidates; default: the model's own.
+    `validate=False` skips the check of the winner against the reference evaluator."""
 
     def __init__(self, cfg: Config, cost: CostModel, *, strategy: str = "local", budget: int = 48,
                  measure: CostModel | None = None, top_k: int = 4, seed: int = 0,
-                 cache_dir: str | os.PathLike | None = None, cache: bool = True):
+                 cache_dir: str | os.PathLike | None = None, cache: bool = True, jobs: int | None = None,
+                 executor: LocalExecutor | DaskExecutor | None = None, validate: bool = True):
         if strategy not in STRATEGIES:
             raise CompilerError(f"unknown search strategy {strategy!r}; the strategies are {', '.join(STRATEGIES)}")
         if budget < 1 or top_k < 1:
@@ -73,6 +85,10 @@ class Tuner:
         self.cfg, self.cost, self.measure = cfg, cost, measure
         self.strategy, self.budget, self.top_k, self.seed = strategy, budget, top_k, seed
         self.store = Store(cache_dir, "tune") if cache else None
+        self.validate = validate
+        if executor is None and jobs is not None:
+            executor = LocalExecutor(jobs)
+        self.options = {} if executor is None else {"executor": executor}
 
     def tune(self, graph: Graph) -> dict[str, TuneResult]:
         """Tune every node of `graph` that becomes a kernel, by node name."""
@@ -85,13 +101,13 @@ class Tuner:
         key = self._key(graph, node)
         if self.store is not None and (entry := self.store.get(key)) is not None:
             return TuneResult(node.name, template.name, entry["params"], entry["cycles"], entry["evaluated"],
-                              tuple((p, c) for p, c in entry["top"]), tuple(entry["measured"]), cached=True)
+                              tuple((p, c) for p, c in entry["top"]), tuple(entry["measured"]),
+                              tuple(entry.get("rejected", ())), cached=True)
         region = region_of(graph, node)
         space = template.space(region, self.cfg)
-        scores = _Scores(lambda p: self._score(self.cost, graph, node, p))
+        scores = _Scores(lambda points: self._scores(self.cost, graph, node, points))
         if self.strategy == "grid":
-            for point in _grid(space):
-                scores[point]
+            scores.many(list(_grid(space)))
         else:
             _local_search(scores, space, template.default(region), self.budget, self.seed)
         ranked = sorted(scores.valid(), key=lambda pc: pc[1])
@@ -99,40 +115,75 @@ class Tuner:
             raise CompilerError(f"node %{node.name}: no {template.name} configuration fits {self.cfg.name}")
         top = tuple(ranked[:self.top_k])
         measured: tuple[float, ...] = ()
-        best, cycles = top[0]
+        order = [(p, c) for p, c in ranked]
         if self.measure is not None:
-            measured = tuple(self._score(self.measure, graph, node, p) for p, _ in top)
-            best, cycles = top[int(np.argmin(measured))][0], min(measured)
-        result = TuneResult(node.name, template.name, best, cycles, scores.count, top, measured)
+            measured = tuple(self._scores(self.measure, graph, node, [p for p, _ in top]))
+            picks = sorted(range(len(top)), key=lambda i: measured[i])
+            order = [(top[i][0], measured[i]) for i in picks if math.isfinite(measured[i])]
+        rejected = []
+        while order and self.validate and not _matches_reference(graph, node, order[0][0], self.cfg, self.seed):
+            rejected.append(order.pop(0)[0])
+        if not order:
+            raise CompilerError(f"node %{node.name}: no {template.name} candidate fits {self.cfg.name} and computes "
+                                f"what the reference evaluator does ({len(rejected)} checked)")
+        best, cycles = order[0]
+        result = TuneResult(node.name, template.name, best, cycles, scores.count, top, measured, tuple(rejected))
         if self.store is not None:
             self.store.put(key, result.to_dict())
         return result
 
-    def _score(self, model: CostModel, graph: Graph, node: Node, params: Params) -> float:
-        try:
-            return model.cost(lower_node(graph, node, params), self.cfg).cycles
-        except GpusimError:  # parameters that do not fit the node or the config
-            return math.inf
+    def _scores(self, model: CostModel, graph: Graph, node: Node, points: list[Params]) -> list[float]:
+        """The cycles of each point by `model`; inf for parameters that do not fit the node or the config."""
+        kernels = {}
+        for i, p in enumerate(points):
+            try:
+                kernels[i] = lower_node(graph, node, p)
+            except GpusimError:
+                pass
+        estimates = dict(zip(kernels, model.costs(list(kernels.values()), self.cfg, **self.options), strict=True))
+        return [math.inf if estimates.get(i) is None else estimates[i].cycles for i in range(len(points))]
 
     def _key(self, graph: Graph, node: Node) -> str:
         return digest({"kernel": lower_node(graph, node).signature, "config": self.cfg.hash(),
                        "cost": self.cost.key, "measure": self.measure.key if self.measure else None,
                        "strategy": self.strategy, "budget": self.budget, "top_k": self.top_k, "seed": self.seed,
+                       "validate": self.validate,
                        "code": code_version()})
 
 
+def _matches_reference(graph: Graph, node: Node, params: Params, cfg: Config, seed: int) -> bool:
+    """Whether `node`'s kernel with `params`, run on the functional executor over seeded inputs in
+    [-1, 1), gives the reference evaluator's values (to 1e-4 of the largest for f32, 1e-2 for f16: a
+    kernel accumulates in f32 and rounds once, the evaluator once per operator)."""
+    sources = {s: graph[s] for s in node.inputs}
+    alone = Graph.from_nodes([s if s.op == "constant" else Node(n, "parameter", (), s.type)
+                              for n, s in sources.items()] + [node], {"y": node.name})
+    rng = np.random.default_rng(seed)
+    inputs = {p.name: rng.uniform(-1, 1, p.shape).astype(p.type.numpy_dtype) for p in alone.parameters()}
+    got = run_kernels(alone, [lower_node(alone, node, params)], inputs, cfg)["y"].astype(np.float64)
+    want = evaluate(alone, inputs)["y"].astype(np.float64)
+    scale = max(float(np.abs(want).max(initial=0.0)), 1e-30)
+    return bool(np.all(np.abs(got - want) <= (1e-2 if node.dtype == "f16" else 1e-4) * scale))
+
+
 class _Scores:
-    """Memoised scores of parameter points; `count` is the number of valid points scored."""
+    """Memoised scores of parameter points, scored a batch at a time by `score(points) -> cycles`;
+    `count` is the number of valid points scored."""
 
     def __init__(self, score):
         self._score, self._memo, self.count = score, {}, 0
 
     def __getitem__(self, point: Params) -> float:
-        key = tuple(sorted(point.items()))
-        if key not in self._memo:
-            self._memo[key] = self._score(point)
-            self.count += math.isfinite(self._memo[key])
-        return self._memo[key]
+        return self.many([point])[0]
+
+    def many(self, points: list[Params]) -> list[float]:
+        """The points' scores, those not scored yet scored together (in one batch)."""
+        keys = [tuple(sorted(p.items())) for p in points]
+        new = {k: p for k, p in zip(keys, points, strict=True) if k not in self._memo}
+        for k, c in zip(new, self._score(list(new.values())) if new else [], strict=True):
+            self._memo[k] = c
+            self.count += math.isfinite(c)
+        return [self._memo[k] for k in keys]
 
     def __len__(self) -> int:
         return len(self._memo)
@@ -169,8 +220,7 @@ def _local_search(scores: _Scores, space: Mapping[str, tuple], default: Params, 
             continue
         while scores.count < budget:
             options = list(_neighbours(point, space))
-            for p in options:
-                scores[p]
+            scores.many(options)
             best = min(options, key=scores.__getitem__, default=point)
             if scores[best] >= scores[point]:
                 break

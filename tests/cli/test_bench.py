@@ -145,3 +145,15 @@ def test_repeat_must_be_a_positive_count(value, capsys):
 def test_repeat_is_for_the_timing_suite_only(capsys):
     assert main(["bench", "--functional", "--repeat", "2"]) == 2
     assert "--repeat applies to the timing suite only" in capsys.readouterr().err
+
+
+def test_tune_reports_the_candidates_and_the_winner(tmp_path, capsys):
+    out = tmp_path / "t.json"
+    assert main(["bench", "--tune", "--size", "32", "--candidates", "3", "--jobs", "2", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "tuning a 32x32x32 matmul on a100" in text and "candidates scored" in text and "winner" in text
+    data = json.loads(out.read_text())
+    assert data["mode"] == data["kind"] == "tune" and data["n"] == 32 and data["workers"] == 2
+    assert data["candidates"] >= 3 and data["simulations"] >= data["candidates"] and data["wall_seconds"] > 0
+    assert data["cycles"] == min(c for _, c in data["top"]) and data["rejected"] == []
+    assert data["kernel_cycles"] < data["cycles"] and data["sampled"] is False

@@ -48,7 +48,7 @@ def test_compile_prints_and_writes_json(tmp_path, capsys):
 def test_compile_tuned_with_a_measure_model(tmp_path, capsys):
     args = ["compile", "attention", "--set", "seq=16", "--set", "d_model=16", "--dtype", "f16", "--tune",
             "--cost", "simulated", "--search-cost", "analytical", "--top-k", "1", "--cache-dir", str(tmp_path),
-            "--json", "-"]
+            "--jobs", "2", "--json", "-"]
     assert main(args) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["tuning"] == "tuned (local search, analytical model, top 1 measured by simulated)"
@@ -93,6 +93,8 @@ def test_compile_an_onnx_model(tmp_path, capsys):
     (["x.py", "--dtype", "f16"], "--dtype applies to the built-in models (mlp2, attention)"),
     (["mlp2", "--shape", "x"], "--shape 'x': expected INPUT=D0,D1,... (integers)"),
     (["mlp2", "--config", "nosuch"], "nosuch"),
+    (["mlp2", "--jobs", "0"], "--jobs 0: must be at least 1"),
+    (["mlp2", "--scheduler", "tcp://h:1", "--jobs", "2"], "--jobs sets local workers; with --scheduler"),
 ])
 def test_compile_errors(capsys, args, message):
     assert main(["compile", *args]) == 2

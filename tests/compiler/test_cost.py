@@ -134,3 +134,51 @@ def test_spearman():
     assert spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
     assert spearman([1, 1, 2, 3], [1, 2, 3, 4]) == pytest.approx(0.9486833)  # ties: average ranks
     assert math.isnan(spearman([1, 1], [1, 2]))
+
+
+def small_matmuls():
+    """Four candidates of a 32x64 @ 64x128 matmul (bias, relu) and one that cannot run on a100."""
+    fused, _ = run_pipeline(models.mlp2(32, 64, 128, 10))
+    points = [{"BM": 8, "BN": 16, "BK": 32, "TM": 1, "TN": 1, "use_shared": False},
+              {"BM": 16, "BN": 16, "BK": 16, "TM": 1, "TN": 1, "use_shared": True},
+              {"BM": 32, "BN": 32, "BK": 8, "TM": 2, "TN": 2, "use_shared": True},
+              {"BM": 16, "BN": 32, "BK": 8, "TM": 1, "TN": 2, "use_shared": False},
+              {"BM": 128, "BN": 128, "BK": 32, "TM": 8, "TN": 2, "use_shared": False}]  # no block fits
+    return [lower_node(fused, fused["2"], p) for p in points]
+
+
+def test_parallel_scores_equal_serial_ones_and_fill_the_cache(tmp_path, a100):
+    from gpusim.sweep import LocalExecutor
+
+    kernels = small_matmuls()
+    serial = SimulatedCost(tmp_path / "serial", jobs=1)
+    parallel = SimulatedCost(tmp_path / "parallel", executor=LocalExecutor(2))
+    one_by_one = serial.costs(kernels, a100)
+    together = parallel.costs(kernels + kernels[:1], a100)  # a repeated kernel is simulated once
+    assert one_by_one[-1] is None and together[-1] == together[0]  # the one that cannot run
+    assert one_by_one == together[:-1] and serial.simulations == parallel.simulations == 4
+    assert [e.cycles for e in one_by_one[:-1]] == [serial.cost(k, a100).cycles for k in kernels[:-1]]
+    assert len(set(e.cycles for e in one_by_one[:-1])) == 4 and not any(e.detail["sampled"] for e in one_by_one[:-1])
+    again = SimulatedCost(tmp_path / "parallel", jobs=2)
+    assert again.costs(kernels, a100) == one_by_one and again.simulations == 0  # read from the keyed cache
+
+
+def test_a_large_kernel_is_sampled(tmp_path, a100):
+    """A matmul with a 64-step K loop: above `sample_above` it is sampled (its loop cut short at a few
+    levels and extrapolated), within the sample's bound of the whole simulation; below, simulated whole."""
+    g = Graph("deep")
+    g.output(g.matmul(g.parameter("a", (32, 512)), g.parameter("b", (512, 32))), "y")
+    k = lower_node(g, g[g.outputs["y"]], {"BM": 16, "BN": 16, "BK": 8, "TM": 2, "TN": 1, "use_shared": True})
+    sampled = SimulatedCost(tmp_path, sample_above=10_000)
+    whole = SimulatedCost(tmp_path)  # the default, "auto": 2,000,000 warp instructions and more
+    assert sampled.sampling(k) == {"budget": None} and whole.sampling(k) is None
+    assert sampled.entry_key(k, a100) != whole.entry_key(k, a100) and sampled.key != whole.key
+    est, full = sampled.cost(k, a100), whole.cost(k, a100)
+    assert est.detail["sampled"] is True and full.detail["sampled"] is False
+    assert est.detail["warp_instructions_simulated"] < est.detail["warp_instructions"] / 4
+    assert est.detail["warp_instructions"] == full.detail["warp_instructions"]  # counted, then extrapolated
+    assert 0.01 <= est.detail["confidence"] < 0.2
+    assert abs(est.kernel_cycles - full.kernel_cycles) <= 2 * est.detail["confidence"] * full.kernel_cycles
+    assert SimulatedCost(tmp_path, sample="off").cost(k, a100) == full
+    with pytest.raises(CompilerError, match="sample mode 'maybe'"):
+        SimulatedCost(sample="maybe")

@@ -124,3 +124,27 @@ def test_fusion_follows_the_cost_model(a100, gtx980):
     assert [c.description for c in changes] == ["%4 = fused.elementwise: gelu, gelu, gelu, gelu, add"]
     _, report = run_pipeline(models.attention(32, 32), should_fuse=cost_based_fusion(AnalyticalCost(), a100))
     assert report.passes[-1].counts == {"fuse-reduction": 1}
+
+
+def test_the_winner_is_checked_against_the_reference_evaluator(a100, monkeypatch):
+    from gpusim.compiler import tune
+
+    graph, name = single(lambda g: g.relu(g.matmul(g.parameter("x", (16, 32)), g.parameter("w", (32, 16)))))
+    node = graph[name]
+    right = Tuner(a100, AnalyticalCost(), budget=8, cache=False).tune_node(graph, node)
+    assert right.rejected == () and tune._matches_reference(graph, node, right.params, a100, 0)
+    wrong = {"params": right.params}  # a template that gets the best candidate wrong: rejected, the next wins
+    monkeypatch.setattr(tune, "_matches_reference", lambda g, n, p, cfg, seed: p != wrong["params"])
+    second = Tuner(a100, AnalyticalCost(), budget=8, cache=False).tune_node(graph, node)
+    assert second.rejected == (right.params,) and second.params == right.top[1][0]
+    assert second.cycles == right.top[1][1]
+    real_run = tune.run_kernels
+    monkeypatch.undo()
+    monkeypatch.setattr(tune, "run_kernels", lambda *a: {"y": real_run(*a)["y"] + 1e-3})  # a value off
+    assert not tune._matches_reference(graph, node, right.params, a100, 0)
+
+
+def test_a_parallel_tuner_picks_what_a_serial_one_does(a100, sim):
+    graph, name = single(lambda g: g.relu(g.add(g.parameter("x", (64, 256)), g.parameter("b", (256,)))))
+    runs = [Tuner(a100, sim, budget=4, cache=False, jobs=jobs).tune_node(graph, graph[name]) for jobs in (1, 2)]
+    assert runs[0] == runs[1] and runs[0].evaluated >= 4

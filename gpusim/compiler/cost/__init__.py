@@ -12,14 +12,15 @@ from gpusim.compiler.errors import CompilerError
 MODELS = ("analytical", "calibrated", "simulated")
 
 
-def make_cost_model(name: str, cache_dir: str | None = None) -> CostModel:
-    """A cost model by name (MODELS); `cache_dir` for the simulated one."""
+def make_cost_model(name: str, cache_dir: str | None = None, **simulated) -> CostModel:
+    """A cost model by name (MODELS); `cache_dir` and `simulated` (SimulatedCost's keyword options:
+    sample, sample_budget, jobs, executor, ...) for the simulated one."""
     if name == "analytical":
         return AnalyticalCost()
     if name == "calibrated":
         return CalibratedCost()
     if name == "simulated":
-        return SimulatedCost(cache_dir)
+        return SimulatedCost(cache_dir, **simulated)
     raise CompilerError(f"unknown cost model {name!r}; the models are {', '.join(MODELS)}")
 
 

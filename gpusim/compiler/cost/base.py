@@ -5,12 +5,13 @@ launch overhead of the config (`launch.kernel_launch_overhead_ns`) is added the 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from gpusim.compiler.lower.kernel import Kernel
 from gpusim.config import Config
+from gpusim.errors import GpusimError
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +45,23 @@ class CostModel(ABC):
         return self.name
 
     def cost(self, kernel: Kernel, cfg: Config) -> Estimate:
-        cycles, terms = self.kernel_cycles(kernel, cfg)
+        """What `kernel` costs on `cfg`; a GpusimError when it cannot run there."""
+        return self.estimate(*self.kernel_cycles(kernel, cfg), cfg)
+
+    def costs(self, kernels: Sequence[Kernel], cfg: Config, **options: Any) -> list[Estimate | None]:
+        """Each kernel's Estimate, None for one that cannot run on `cfg` (a model that can score several
+        kernels at once, in parallel, overrides this; `options` are its own)."""
+        out: list[Estimate | None] = []
+        for k in kernels:
+            try:
+                out.append(self.cost(k, cfg))
+            except GpusimError:
+                out.append(None)
+        return out
+
+    @staticmethod
+    def estimate(cycles: float, terms: Mapping[str, Any], cfg: Config) -> Estimate:
+        """The Estimate of `cycles` of execution on `cfg`: the launch overhead added."""
         overhead = launch_overhead_cycles(cfg)
         total = cycles + overhead
         return Estimate(total, total / (cfg.chip.clock_mhz * 1e6),
