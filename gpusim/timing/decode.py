@@ -11,6 +11,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from gpusim.timing.jit import struct_type
+
 from gpusim.config import Config
 from gpusim.config.vocab import KIND, PORT, PORTS, STATE, WARP_STATES  # noqa: F401 (re-exported)
 from gpusim.isa import Program
@@ -98,6 +100,9 @@ class Code(NamedTuple):
     deps: np.ndarray
     wr_off: np.ndarray
     writes: np.ndarray
+
+
+struct_type(Code)
 
 
 def code_arrays(info: list[TimingInfo]) -> Code:

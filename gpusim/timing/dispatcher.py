@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpusim.timing.jit import NEVER, njit
+from gpusim.timing.jit import NEVER, njit, struct_type
 
 
 class Dispatcher(NamedTuple):
@@ -28,6 +28,9 @@ class Dispatcher(NamedTuple):
     ntimeline: np.ndarray  # (1,)
     dispatch_cycles: int
     blocks_per_sm: int
+
+
+struct_type(Dispatcher)
 
 
 def make_dispatcher(capacity: int, dispatch_cycles: int, blocks_per_sm: int) -> Dispatcher:

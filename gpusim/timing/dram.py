@@ -14,7 +14,7 @@ import numpy as np
 
 from gpusim.config import Config
 from gpusim.timing.fifo import Fifos, make_fifos, serve
-from gpusim.timing.jit import njit
+from gpusim.timing.jit import njit, struct_type
 
 
 class Dram(NamedTuple):
@@ -26,6 +26,9 @@ class Dram(NamedTuple):
     bytes_per_cycle: float  # one controller's sustained share of the bandwidth
     latency: int
     peak_bytes_per_cycle: float
+
+
+struct_type(Dram)
 
 
 def make_dram(cfg: Config) -> Dram:

@@ -16,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from gpusim.timing import sm as _sm
-from gpusim.timing.jit import NEVER, njit
+from gpusim.timing.jit import NEVER, njit, struct_type
 
 # What `run` returns.
 DONE, REFILL, LIMIT, ERROR, STALLED = 0, 1, 2, 3, 4
@@ -29,6 +29,9 @@ class Events(NamedTuple):
     counter: np.ndarray  # (1,)
     current: np.ndarray  # (1,) the SM being run when the engine left for the feeder (-1: none)
     limit: int
+
+
+struct_type(Events)
 
 
 def make_events(n: int, limit: int) -> Events:

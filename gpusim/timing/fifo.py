@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpusim.timing.jit import njit
+from gpusim.timing.jit import njit, struct_type
 
 
 class Fifos(NamedTuple):
@@ -17,6 +17,9 @@ class Fifos(NamedTuple):
     busy_cycles: np.ndarray  # float64: service time summed
     queue_cycles: np.ndarray  # float64: time requests waited for the server, summed
     requests: np.ndarray  # int64
+
+
+struct_type(Fifos)
 
 
 def make_fifos(n: int) -> Fifos:

@@ -22,7 +22,7 @@ from gpusim.timing.dispatcher import make_dispatcher
 from gpusim.timing.dram import make_dram
 from gpusim.timing.feeder import Feeder
 from gpusim.timing.interconnect import make_interconnect
-from gpusim.timing.jit import NEVER, is_cached
+from gpusim.timing.jit import NEVER, is_cached, to_struct
 from gpusim.timing.l1 import make_l1
 from gpusim.timing.l2 import make_l2, prefill_dirty
 from gpusim.timing.ldst import AddressStage
@@ -64,7 +64,7 @@ class GPU:
             noc=make_interconnect(cfg),
             l2=make_l2(cfg),
             dram=make_dram(cfg),
-            st=None,
+            streams=None,
             gte=make_dispatcher(sms * blocks + 4 * blocks + 16, cfg.launch.block_dispatch_cycles, blocks),
         )
         return machine, occ
@@ -90,17 +90,20 @@ class GPU:
         feeder = Feeder(blocks, stage, M.code)
         want = M.sms.refill_below
         gte = feeder.refill(M.gte, cfg.chip.sm_count * M.gte.blocks_per_sm + want)
-        M = M._replace(st=feeder.st, gte=gte)
+        M = M._replace(streams=feeder.st, gte=gte)
         limit = NEVER if max_cycles is None else max_cycles
-        E = engine.make_events(cfg.chip.sm_count, limit)
-        engine.start(M, E)
+        E = to_struct(engine.make_events(cfg.chip.sm_count, limit))
+        Ms = to_struct(M)  # the engine's view: the same arrays, passed by reference
+        engine.start(Ms, E)
         while True:
-            r = engine.run(M, E)
+            r = engine.run(Ms, E)
             if r == engine.DONE:
                 break
             if r == engine.REFILL:
                 gte = feeder.refill(M.gte, 2 * want)
-                M = M._replace(st=feeder.st, gte=gte)
+                if feeder.st is not M.streams or gte is not M.gte:  # arrays moved or grew
+                    M = M._replace(streams=feeder.st, gte=gte)
+                    Ms = to_struct(M)
             elif r == engine.LIMIT:
                 raise limit_error(M, program, int(M.sms.now[0]), limit)
             elif r == engine.ERROR and M.sms.error[0] == E_BARRIER:

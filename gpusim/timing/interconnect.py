@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 from gpusim.config import Config
 from gpusim.timing.fifo import Fifos, make_fifos, serve
-from gpusim.timing.jit import njit
+from gpusim.timing.jit import njit, struct_type
 
 
 class Interconnect(NamedTuple):
@@ -19,6 +19,9 @@ class Interconnect(NamedTuple):
     slices: int
     latency: int
     bytes_per_cycle: float
+
+
+struct_type(Interconnect)
 
 
 def make_interconnect(cfg: Config) -> Interconnect:

@@ -9,6 +9,9 @@ import os
 import numba
 
 njit = numba.njit(cache=True, nogil=True)
+# Small functions on the issue path: inlined into their callers by Numba itself, so that reading a
+# unit's arrays costs no reference counting at every call.
+njit_inline = numba.njit(cache=True, nogil=True, inline="always")
 
 # The cycle the model never reaches: "no event" for a unit or warp. Cycles are 64-bit integers, so no
 # kernel is cut short by the representation (2^62 cycles is about a century at 1.4 GHz).
@@ -21,3 +24,69 @@ def is_cached(dispatcher) -> bool:
         return os.path.exists(dispatcher._cache._cache_file._index_path)
     except AttributeError:  # plain Python (NUMBA_DISABLE_JIT=1), or a Numba without this layout
         return True
+
+
+# -- units' state as references -------------------------------------------------------------------
+# Each unit keeps its state in a NamedTuple of arrays (what Python code reads and the tests build).
+# The compiled engine gets the same arrays wrapped in a StructRef per NamedTuple class: a reference,
+# so a call passes one pointer rather than the hundreds of arrays a machine holds, and a function's
+# type stays small (which keeps Numba's compile time in seconds rather than minutes).
+
+from numba import types as _types  # noqa: E402
+from numba import typeof as _typeof  # noqa: E402
+from numba.core.extending import intrinsic as _intrinsic  # noqa: E402
+from numba.experimental import structref as _structref  # noqa: E402
+
+_TYPES: dict[type, type] = {}
+
+
+def _preprocess_fields(self, fields):
+    return tuple((name, _types.unliteral(typ)) for name, typ in fields)
+
+
+def struct_type(cls: type) -> type:
+    """Register a StructRef type (and its Python proxy) with the fields of NamedTuple class `cls`.
+    Called at import by each unit's module, so the on-disk cache finds the types by name."""
+    sr_type = _TYPES.get(cls)
+    if sr_type is None:
+        g = globals()
+        tname, pname = f"{cls.__name__}Type", f"{cls.__name__}Ref"
+        sr_type = type(tname, (_types.StructRef,), {"preprocess_fields": _preprocess_fields,
+                                                    "__module__": __name__, "__qualname__": tname})
+        _structref.register(sr_type)
+        proxy = type(pname, (_structref.StructRefProxy,), {"__module__": __name__, "__qualname__": pname})
+        _structref.define_boxing(sr_type, proxy)
+        g[tname], g[pname] = sr_type, proxy
+        _TYPES[cls] = sr_type
+    return sr_type
+
+
+@_intrinsic
+def _fill(typingctx, ref, values):
+    """Store the fields of the NamedTuple `values` into the StructRef `ref` (same names, same order)."""
+    def codegen(context, builder, sig, args):
+        ref_ty, tup_ty = sig.args
+        data = _structref._Utils(context, builder, ref_ty).get_data_struct(args[0])
+        for i, name in enumerate(tup_ty.fields):
+            val = builder.extract_value(args[1], i)
+            context.nrt.incref(builder, tup_ty.types[i], val)
+            setattr(data, name, val)
+        return context.get_dummy_value()
+    return _types.void(ref, values), codegen
+
+
+@numba.njit(cache=True)
+def _make(tp, values):
+    ref = _structref.new(tp)
+    _fill(ref, values)
+    return ref
+
+
+def to_struct(state):
+    """The engine's view of a unit's NamedTuple state (nested NamedTuples converted too); the arrays
+    are shared, so the engine's writes are seen through the NamedTuple."""
+    cls = type(state)
+    sr_type = struct_type(cls)
+    values = cls(*(to_struct(v) if type(v) in _TYPES else v for v in state))
+    tp = sr_type([(name, _types.unliteral(_typeof(v))) for name, v in zip(cls._fields, values, strict=True)])
+    return _make(tp, values)

@@ -17,7 +17,7 @@ from gpusim.config.vocab import REPLACEMENT_POLICIES
 from gpusim.timing import interconnect as _noc
 from gpusim.timing import l2 as _l2
 from gpusim.timing import tags as _tags
-from gpusim.timing.jit import njit
+from gpusim.timing.jit import njit, struct_type
 from gpusim.timing.l2 import popcount
 from gpusim.timing.tags import EMPTY, Tags, make_tags
 
@@ -41,6 +41,9 @@ class L1(NamedTuple):
     mshr_entries: int
     caches_loads: bool
     write_allocate: bool
+
+
+struct_type(L1)
 
 
 def make_l1(cfg: Config, sms: int, size_bytes: int) -> L1:

@@ -19,7 +19,7 @@ from gpusim.config.vocab import REPLACEMENT_POLICIES
 from gpusim.timing import dram as _dram
 from gpusim.timing import tags as _tags
 from gpusim.timing.fifo import Fifos, make_fifos, serve
-from gpusim.timing.jit import njit
+from gpusim.timing.jit import njit, struct_type
 from gpusim.timing.policies import replacement_srrip as srrip
 from gpusim.timing.tags import Tags, make_tags
 
@@ -38,6 +38,9 @@ class L2(NamedTuple):
     sector_bytes: int
     hit_latency: int
     write_back: bool
+
+
+struct_type(L2)
 
 
 def make_l2(cfg: Config) -> L2:

@@ -9,7 +9,7 @@ from typing import NamedTuple
 import numpy as np
 
 from gpusim.config import Config
-from gpusim.timing.jit import njit
+from gpusim.timing.jit import njit, struct_type
 
 
 class SharedMemoryPipes(NamedTuple):
@@ -20,6 +20,9 @@ class SharedMemoryPipes(NamedTuple):
     wavefronts: np.ndarray
     ideal_wavefronts: np.ndarray
     latency: int
+
+
+struct_type(SharedMemoryPipes)
 
 
 def make_shared_memory(cfg: Config, sms: int) -> SharedMemoryPipes:

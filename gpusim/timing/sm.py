@@ -36,7 +36,7 @@ from gpusim.timing import l1 as _l1
 from gpusim.timing import shared_memory as _smem
 from gpusim.timing import subpartition as _sp
 from gpusim.timing.decode import ALU, BARRIER, BRANCH, EXIT, GLOBAL_ATOM, GLOBAL_LD, GLOBAL_ST, PORT, SHARED, SHFL, S
-from gpusim.timing.jit import NEVER, njit
+from gpusim.timing.jit import NEVER, njit, struct_type, njit_inline
 from gpusim.timing.policies import scheduler
 from gpusim.timing.stream import check_hunger
 from gpusim.timing.warp import HELD, OFF, deps_ready, write_regs
@@ -93,6 +93,9 @@ class SMs(NamedTuple):
     refill_below: int  # the engine stops for the feeder when fewer blocks are staged
 
 
+struct_type(SMs)
+
+
 def make_sms(n: int, nsp: int, blocks: int, max_warps: int, wpb: int, sync_latency: int) -> SMs:
     z = lambda *s: np.zeros((n, *s), dtype=np.int64)  # noqa: E731
     nb = n * blocks
@@ -118,13 +121,16 @@ class Machine(NamedTuple):
     noc: object
     l2: object
     dram: object
-    st: object  # streams
+    streams: object
     gte: object  # the GigaThread engine (dispatcher)
+
+
+struct_type(Machine)
 
 
 # -- blocks ---------------------------------------------------------------------------------------
 
-@njit
+@njit_inline
 def deliver(M, s, start, block, h0, nw):
     """The GigaThread engine places `block` (its warps' streams from handle h0) on SM `s`; its warps
     may issue from cycle `start`."""
@@ -140,9 +146,9 @@ def deliver(M, s, start, block, h0, nw):
     S_.attention[s] = True
 
 
-@njit
+@njit_inline
 def launch(M, s, t, block, h0, nw):
-    S_, W, P, st = M.sms, M.W, M.P, M.st
+    S_, W, P, st = M.sms, M.W, M.P, M.streams
     b = s * S_.blocks
     while S_.blk_used[b]:
         b += 1
@@ -189,7 +195,7 @@ def launch(M, s, t, block, h0, nw):
         block_done(M, s, b, t)
 
 
-@njit
+@njit_inline
 def block_done(M, s, b, end):
     """Block slot `b`'s last warp has retired (drained by `end`): free it and place the next block here."""
     S_, q = M.sms, M.gte
@@ -210,7 +216,7 @@ def block_done(M, s, b, end):
 
 # -- warps ----------------------------------------------------------------------------------------
 
-@njit
+@njit_inline
 def retire(M, w, t):
     S_, W, P = M.sms, M.W, M.P
     g = W.sp[w]
@@ -236,11 +242,11 @@ def retire(M, w, t):
         S_.error[1] = S_.blk_id[b]
 
 
-@njit
+@njit_inline
 def next_instr(M, w, t, floor, floor_reason):
     """Point `w` at its next instruction and account the cycles it must wait for it (no earlier than
     `floor`, in `floor_reason` unless a register holds it longer); with none left it retires."""
-    W, st, code = M.W, M.st, M.code
+    W, st, code = M.W, M.streams, M.code
     h = W.h[w]
     pos = st.pos[h]
     if pos >= st.end[h]:
@@ -260,7 +266,7 @@ def next_instr(M, w, t, floor, floor_reason):
     _sp.wait_until(M.P, W, w, at)
 
 
-@njit
+@njit_inline
 def issue(M, w, t):
     """Issue `w`'s next instruction at cycle `t` (its sub-partition's scheduler picked it)."""
     W, P, code = M.W, M.P, M.code
@@ -270,19 +276,19 @@ def issue(M, w, t):
     kind = code.kind[pc]
     if kind == ALU:
         write_regs(W, code, w, pc, t + code.latency[pc], code.dep_reason[pc])
-        M.st.pos[W.h[w]] += 1
+        M.streams.pos[W.h[w]] += 1
         next_instr(M, w, t, t + 1, 0)
     elif kind == BRANCH or kind == EXIT:
-        M.st.pos[W.h[w]] += 1
+        M.streams.pos[W.h[w]] += 1
         next_instr(M, w, t, t + code.latency[pc], code.dep_reason[pc])
     else:
         _issue_other(M, w, t, pc, g, kind)
 
 
-@njit
+@njit_inline
 def _issue_other(M, w, t, pc, g, kind):
     """A global or shared-memory access, a shuffle or a barrier (`issue` has taken its unit)."""
-    W, P, code, st, S_ = M.W, M.P, M.code, M.st, M.sms
+    W, P, code, st, S_ = M.W, M.P, M.code, M.streams, M.sms
     s = g // S_.nsp
     if kind == GLOBAL_LD or kind == GLOBAL_ST or kind == GLOBAL_ATOM:
         if t > S_.now[0]:
@@ -319,10 +325,10 @@ def _issue_other(M, w, t, pc, g, kind):
     next_instr(M, w, t, t + 1, 0)
 
 
-@njit
+@njit_inline
 def global_access(M, w, t):
     """The L1/L2/DRAM part of a global load, store or atomic `w` issued at cycle `t`."""
-    W, P, code, st = M.W, M.P, M.code, M.st
+    W, P, code, st = M.W, M.P, M.code, M.streams
     pc = W.pc[w]
     g = W.sp[w]
     s = g // M.sms.nsp
@@ -350,7 +356,7 @@ def global_access(M, w, t):
     next_instr(M, w, t, t + 1, 0)
 
 
-@njit
+@njit_inline
 def _arrive(M, w, t):
     S_, W = M.sms, M.W
     b = W.blk[w]
@@ -374,7 +380,7 @@ def _arrive(M, w, t):
 
 # -- the loop -------------------------------------------------------------------------------------
 
-@njit
+@njit_inline
 def _step(M, g, t):
     """One cycle of sub-partition `g`: issue up to `issue_width` instructions."""
     P = M.P
@@ -391,7 +397,7 @@ def _step(M, g, t):
     _sp.end_cycle(P, g, t)
 
 
-@njit
+@njit_inline
 def _launch_pending(M, s, t):
     """Launch the blocks placed here whose start has come (a block placed by a retirement during these
     launches is considered too), keep the others."""
@@ -417,11 +423,11 @@ def _launch_pending(M, s, t):
     S_.next_start[s] = nxt
 
 
-@njit
+@njit_inline
 def needs_feeder(M):
     """Whether the engine must stop for the feeder: a warp is hungry, or too few blocks are staged."""
     q = M.gte
-    return M.st.nhungry[0] > 0 or (_gte.staged(q) < M.sms.refill_below and not q.exhausted[0])
+    return M.streams.nhungry[0] > 0 or (_gte.staged(q) < M.sms.refill_below and not q.exhausted[0])
 
 
 @njit

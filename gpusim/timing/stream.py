@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpusim.timing.jit import njit
+from gpusim.timing.jit import njit, struct_type, njit_inline
 
 
 class Streams(NamedTuple):
@@ -33,7 +33,10 @@ class Streams(NamedTuple):
     nhungry: np.ndarray
 
 
-@njit
+struct_type(Streams)
+
+
+@njit_inline
 def check_hunger(st, h):
     """List handle `h` as hungry if it holds fewer than two instructions and more will come."""
     if st.end[h] - st.pos[h] < 2 and not st.done[h] and not st.hungry_flag[h]:

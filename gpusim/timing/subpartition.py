@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from gpusim.config.vocab import PORTS, SCHEDULER_POLICIES, STATE, WARP_STATES
-from gpusim.timing.jit import NEVER, njit
+from gpusim.timing.jit import NEVER, njit, struct_type, njit_inline
 from gpusim.timing.warp import QUEUED, WAITING
 
 NPORTS = len(PORTS)
@@ -51,6 +51,9 @@ class SubPartitions(NamedTuple):
     active_set: int  # two_level's active warps
 
 
+struct_type(SubPartitions)
+
+
 def make_subpartitions(cfg, n: int, max_warps: int) -> SubPartitions:
     z = lambda *s: np.zeros((n, *s), dtype=np.int64)  # noqa: E731
     s = cfg.scheduler
@@ -60,7 +63,7 @@ def make_subpartitions(cfg, n: int, max_warps: int) -> SubPartitions:
                          SCHEDULER_POLICIES.index(s.policy), s.issue_width, s.active_warps_two_level)
 
 
-@njit
+@njit_inline
 def wait_until(P, W, w, at):
     """Warp `w` waits until cycle `at`, then joins its sub-partition's ready lists."""
     g = W.sp[w]
@@ -72,7 +75,7 @@ def wait_until(P, W, w, at):
         P.next_time[g] = at
 
 
-@njit
+@njit_inline
 def add(P, W, g, w, t):
     if P.nw[g] == 0:
         P.busy_since[g] = t
@@ -82,7 +85,7 @@ def add(P, W, g, w, t):
     wait_until(P, W, w, W.ready[w])
 
 
-@njit
+@njit_inline
 def remove(P, W, g, w, t):
     n = P.nw[g]
     k = 0
@@ -98,7 +101,7 @@ def remove(P, W, g, w, t):
         P.active_cycles[g] += t - P.busy_since[g]
 
 
-@njit
+@njit_inline
 def begin_cycle(P, W, g, t):
     """Move the warps whose wait is over into the ready lists and open this cycle's ports. Returns
     whether any port is open; if none, `next_time` is set."""
@@ -136,7 +139,7 @@ def begin_cycle(P, W, g, t):
     return True
 
 
-@njit
+@njit_inline
 def take(P, W, code, g, w, t):
     """The scheduler picked `w`: it leaves the ready lists, and its wait since it was ready is split
     between not_selected (its unit free, another warp chosen) and its unit's throttle state."""
@@ -151,7 +154,7 @@ def take(P, W, code, g, w, t):
     P.busy[g, p] += code.interval[W.pc[w]]
 
 
-@njit
+@njit_inline
 def still_open(P, g, t):
     """After an issue: which ports stay open this cycle (another warp may issue on them)."""
     any_open = False
@@ -164,7 +167,7 @@ def still_open(P, g, t):
     return any_open
 
 
-@njit
+@njit_inline
 def end_cycle(P, g, t):
     """The next cycle anything can change here: a waiting warp becoming ready, or a busy unit with
     ready warps freeing (t + 1 if a unit with ready warps is still free)."""

@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpusim.timing.jit import njit
+from gpusim.timing.jit import njit, struct_type
 from gpusim.timing.policies import replacement
 
 EMPTY = np.iinfo(np.int64).min  # no line (line numbers may be negative: the warm L2's foreign lines)
@@ -22,6 +22,9 @@ class Tags(NamedTuple):
     clock: np.ndarray  # (1,) int64: accesses so far (the policies' notion of time)
     ways: int
     policy: int  # index in vocab.REPLACEMENT_POLICIES
+
+
+struct_type(Tags)
 
 
 def make_tags(rows: int, ways: int, policy: int) -> Tags:

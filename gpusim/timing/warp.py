@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpusim.timing.jit import njit
+from gpusim.timing.jit import njit, struct_type, njit_inline
 
 # Where a warp is, as its sub-partition sees it.
 OFF, WAITING, QUEUED, HELD = 0, 1, 2, 3  # not resident; waits for `wake`; ready, in the ready lists; at a
@@ -36,13 +36,16 @@ class Warps(NamedTuple):
     sb_reason: np.ndarray  # (slots, registers): the warp state of a warp waiting for it
 
 
+struct_type(Warps)
+
+
 def make_warps(slots: int, nregs: int) -> Warps:
     z = lambda: np.zeros(slots, dtype=np.int64)  # noqa: E731
     return Warps(z(), z(), z(), z(), z(), z(), z(), z(), z(), z(), z(), z(), z(), z(),
                  np.zeros((slots, nregs), np.int64), np.zeros((slots, nregs), np.int64))
 
 
-@njit
+@njit_inline
 def write_regs(W, code, w, pc, at, reason):
     """Record that the registers `pc` writes land at cycle `at`."""
     for k in range(code.wr_off[pc], code.wr_off[pc + 1]):
@@ -51,7 +54,7 @@ def write_regs(W, code, w, pc, at, reason):
         W.sb_reason[w, r] = reason
 
 
-@njit
+@njit_inline
 def deps_ready(W, code, w, pc, floor, floor_reason):
     """The cycle `pc` may issue for warp `w` (no earlier than `floor`), and the state it waits in
     until then: its sources' pending writes (RAW) and its destinations' (WAW)."""

@@ -16,7 +16,7 @@ SHOWN = 8  # warps described one by one; the rest are counted by (pc, state)
 def stuck_warps(M, program: Program, now: int) -> list[dict]:
     """One record per resident warp: SM, block, warp, pc, source line, the state it waits in and until when."""
     out = []
-    S, P, W, st, code = M.sms, M.P, M.W, M.st, M.code
+    S, P, W, st, code = M.sms, M.P, M.W, M.streams, M.code
     for s in range(S.t.size):
         for g in range(s * S.nsp, (s + 1) * S.nsp):
             for k in range(int(P.nw[g])):
