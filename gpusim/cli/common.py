@@ -4,23 +4,32 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from gpusim.errors import GpusimError
 from gpusim.stats.files import write_atomic
 
-__all__ = ["emit_json", "parse_sets", "write_atomic"]
+__all__ = ["emit_json", "emit_text", "parse_sets", "stdout_taken", "write_atomic"]
+
+
+def emit_text(text: Callable[[], str], dest: str | None) -> None:
+    """`dest` '-' prints `text()` to stdout, a path writes it to the file atomically, None does nothing
+    (and does not call `text`)."""
+    if dest == "-":
+        sys.stdout.write(text())
+    elif dest is not None:
+        write_atomic(dest, text())
 
 
 def emit_json(obj, dest: str | None) -> None:
-    """`dest` '-' prints to stdout, a path writes the file atomically, None does nothing."""
-    if dest is None:
-        return
-    text = json.dumps(obj, indent=2, default=_jsonable) + "\n"
-    if dest == "-":
-        sys.stdout.write(text)
-    else:
-        write_atomic(dest, text)
+    """`obj` as indented JSON, through `emit_text`."""
+    emit_text(lambda: json.dumps(obj, indent=2, default=_jsonable) + "\n", dest)
+
+
+def stdout_taken(*dests: str | None) -> bool:
+    """An output goes to stdout ('-'), so the human-readable report must not."""
+    return "-" in dests
 
 
 def _jsonable(obj):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 
 import gpusim
+from gpusim.cli.args import add_output, integer
 from gpusim.cli.common import emit_json, parse_sets
 from gpusim.compiler.cost import MODELS, make_cost_model
 from gpusim.compiler.driver import compile_graph, load_model
@@ -35,14 +36,15 @@ def register(subparsers) -> None:
     p.add_argument("--tune", action="store_true", help="search each kernel's template parameters")
     p.add_argument("--search", choices=STRATEGIES, default="local",
                    help="search strategy: local (random + local refinement, default) or grid (every point)")
-    p.add_argument("--budget", type=int, default=48, help="candidates a local search scores per kernel (default 48)")
+    p.add_argument("--budget", type=integer(1, 100_000), default=48,
+                   help="candidates a local search scores per kernel (default 48)")
     p.add_argument("--search-cost", choices=MODELS,
                    help="model scoring every candidate of the search (default: --cost); the --top-k best are then "
                         "scored by --cost, which picks")
-    p.add_argument("--top-k", type=int, default=3, help="candidates re-scored by --cost (default 3)")
-    p.add_argument("--cache-dir", help="cache of simulated costs and tuned configurations "
+    p.add_argument("--top-k", type=integer(1, 100_000), default=3, help="candidates re-scored by --cost (default 3)")
+    add_output(p, "--cache-dir", kind="folder", help="cache of simulated costs and tuned configurations "
                                        "(default $GPUSIM_CACHE_DIR or ~/.cache/gpusim)")
-    p.add_argument("--json", metavar="FILE", help="write the report as JSON to FILE ('-': stdout)")
+    add_output(p, "--json", metavar="FILE", help="write the report as JSON to FILE ('-': stdout)")
     p.set_defaults(func=run)
 
 
