@@ -19,6 +19,8 @@ The public API (the CLI is a thin layer over it):
 
 from __future__ import annotations
 
+from importlib import metadata as _metadata
+
 from gpusim.analysis import occupancy
 from gpusim.config import Config, load_config
 from gpusim.errors import (
@@ -37,7 +39,10 @@ from gpusim.isa import assemble, assemble_file, disassemble
 from gpusim.stats import SimResult, simulate
 from gpusim.workloads import list_workloads, load_workload
 
-__version__ = "0.1.0"
+try:  # the installed distribution's version (pyproject.toml), as `gpusim --version` prints it
+    __version__ = _metadata.version("gpusim")
+except _metadata.PackageNotFoundError:  # a source tree on sys.path that was never installed
+    __version__ = "0+unknown"
 
 
 def run_workload(workload, cfg=None, *, seed: int = 0, max_steps_per_warp: int | None = None, **params):

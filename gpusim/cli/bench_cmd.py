@@ -18,8 +18,10 @@ import statistics
 import sys
 import time
 
+from gpusim.cli.args import add_output, integer
 from gpusim.cli.common import add_executor_args, emit_json, make_executor
 from gpusim.errors import GpusimError
+from gpusim.sweep.executors import stop_pool, worker_signals
 
 # The timing-model suite (default): the acceptance suite on a100.
 SUITE = [
@@ -114,8 +116,8 @@ def register(subparsers) -> None:
     p.add_argument("--quick", action="store_true", help="small sizes (seconds; for tests and CI)")
     p.add_argument("--only", metavar="NAME[,NAME]", action="append",
                    help="run only these suite entries (comma-separated or repeated)")
-    p.add_argument("--json", nargs="?", const="-", metavar="FILE", help="write the figures as JSON ('-': stdout)")
-    p.add_argument("--repeat", type=_positive, default=1, metavar="N",
+    add_output(p, "--json", nargs="?", const="-", metavar="FILE", help="write the figures as JSON ('-': stdout)")
+    p.add_argument("--repeat", type=integer(1, 1000), default=1, metavar="N",
                    help="timing suite: measure each workload N times, each in a fresh process, and report its "
                         "fastest run (as timeit does: slower runs measure other load on the machine)")
     mode = p.add_mutually_exclusive_group()
@@ -130,30 +132,20 @@ def register(subparsers) -> None:
     mode.add_argument("--tune", action="store_true",
                       help="tune one --size^3 matmul over --candidates candidates, each simulated (large ones "
                            "sampled), in parallel: wall time, candidates, the winner and its cycles (docs/compiler.md)")
-    p.add_argument("--size", type=_positive, default=512, metavar="N",
+    p.add_argument("--size", type=integer(1, 1 << 16), default=512, metavar="N",
                    help="with --tune: the matmul's M = K = N (default 512)")
-    p.add_argument("--candidates", type=_positive, default=200, metavar="N",
+    p.add_argument("--candidates", type=integer(1, 1_000_000), default=200, metavar="N",
                    help="with --tune: candidates the local search scores (default 200)")
-    p.add_argument("--sample-budget", type=_positive, metavar="N",
+    p.add_argument("--sample-budget", type=integer(1, 2**62), metavar="N",
                    help="with --tune: at most N warp instructions simulated per sampled candidate (default: the "
                         "sampler's, a twentieth of the candidate's)")
-    p.add_argument("--cache-dir", help="with --tune: reuse this cache of simulated costs (default: a fresh one, so "
-                                       "every candidate is simulated)")
+    add_output(p, "--cache-dir", kind="folder", help="with --tune: reuse this cache of simulated costs (default: a "
+                                                     "fresh one, so every candidate is simulated)")
     add_executor_args(p, "the candidates (with --tune)")
     mode.add_argument("--long", action="store_true",
                       help=f"run kernels of about {LONG_TARGET / 1e6:.0f} M warp instructions and a tenth of "
                            "that, comparing peak memory (minutes)")
     p.set_defaults(func=run)
-
-
-def _positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number of runs of at least 1")
-    return n
 
 
 # ---- measurements (each runs in a spawned child process) -----------------------------------------
@@ -265,12 +257,17 @@ def _in_child(func, *args):
     # one core: keep numpy's BLAS (used by some references) from spinning threads beside the simulator
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
+    pool = ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"), initializer=worker_signals)
     try:
-        with ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as pool:
-            return pool.submit(func, *args).result()
+        return pool.submit(func, *args).result()
     except BrokenProcessPool as exc:
         what = f"{args[0]} ({', '.join(f'{k}={v}' for k, v in args[1].items())})" if len(args) > 1 else func.__name__
         raise GpusimError(f"the process measuring {what} died (out of memory?): {exc}") from None
+    except BaseException:  # Ctrl-C or SIGTERM: stop the measurement now
+        stop_pool(pool)
+        raise
+    finally:
+        pool.shutdown()
 
 
 def _fastest(runs: list[dict]) -> dict:

@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
+from gpusim.cli.args import integer
 from gpusim.errors import GpusimError
 from gpusim.stats.files import write_atomic
 
-__all__ = ["add_executor_args", "emit_json", "make_executor", "parse_sets", "write_atomic"]
+__all__ = ["add_executor_args", "emit_json", "emit_text", "make_executor", "parse_sets", "stdout_taken",
+           "write_atomic"]
+
+
+MAX_JOBS = 1024  # worker processes (or Dask workers) a sweep or tuner may start
 
 
 def add_executor_args(p, what: str) -> None:
@@ -20,7 +26,7 @@ def add_executor_args(p, what: str) -> None:
                        help=f"run {what} on the Dask cluster with this scheduler (not the warp scheduler: "
                             "that is --warp-scheduler)")
     where.add_argument("--dask", action="store_true", help=f"run {what} on a Dask LocalCluster of --jobs workers")
-    p.add_argument("--jobs", "-j", type=int, metavar="N",
+    p.add_argument("--jobs", "-j", type=integer(1, MAX_JOBS), metavar="N",
                    help="local worker processes (default: one per core; 1 runs in this process)")
 
 
@@ -41,15 +47,23 @@ def make_executor(args):
     return LocalExecutor(args.jobs)
 
 
-def emit_json(obj, dest: str | None) -> None:
-    """`dest` '-' prints to stdout, a path writes the file atomically, None does nothing."""
-    if dest is None:
-        return
-    text = json.dumps(obj, indent=2, default=_jsonable) + "\n"
+def emit_text(text: Callable[[], str], dest: str | None) -> None:
+    """`dest` '-' prints `text()` to stdout, a path writes it to the file atomically, None does nothing
+    (and does not call `text`)."""
     if dest == "-":
-        sys.stdout.write(text)
-    else:
-        write_atomic(dest, text)
+        sys.stdout.write(text())
+    elif dest is not None:
+        write_atomic(dest, text())
+
+
+def emit_json(obj, dest: str | None) -> None:
+    """`obj` as indented JSON, through `emit_text`."""
+    emit_text(lambda: json.dumps(obj, indent=2, default=_jsonable) + "\n", dest)
+
+
+def stdout_taken(*dests: str | None) -> bool:
+    """An output goes to stdout ('-'), so the human-readable report must not."""
+    return "-" in dests
 
 
 def _jsonable(obj):

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import argparse
 
+from gpusim.cli.args import add_output, integer, number
 from gpusim.cli.common import emit_json
-from gpusim.errors import GpusimError
+
+MAX_SIZE = 1e12  # the largest size --sizes reaches (sizes past --max-simulated are extrapolated)
+MAX_SIMULATED = 2**31  # the largest size simulated in full (a .u32 element count)
 
 
 def register(subparsers) -> None:
@@ -19,30 +22,35 @@ def register(subparsers) -> None:
     p.add_argument("workload", help="a workload with a size parameter n (saxpy, vecadd, stream_copy, ...)")
     p.add_argument("--configs", default="cpu_8core,gtx980,a100", help="comma-separated designs "
                                                                       "(default cpu_8core,gtx980,a100)")
-    p.add_argument("--sizes", default="1e2..1e8", metavar="LOW..HIGH", help="size range (default 1e2..1e8)")
-    p.add_argument("--per-decade", type=int, default=1, metavar="K", help="sizes per decade (default 1)")
+    p.add_argument("--sizes", type=parse_range, default="1e2..1e8", metavar="LOW..HIGH",
+                   help="size range (default 1e2..1e8)")
+    p.add_argument("--per-decade", type=integer(1, 100), default=1, metavar="K", help="sizes per decade (default 1)")
     p.add_argument("--include-transfers", action="store_true",
                    help="count copying the inputs to the GPU and the outputs back over PCIe")
-    p.add_argument("--max-simulated", type=float, default=2**18, metavar="N",
+    p.add_argument("--max-simulated", type=number(1, MAX_SIMULATED), default=2**18, metavar="N",
                    help="largest size simulated in full; larger ones are extrapolated (default 262144)")
-    p.add_argument("--plot", metavar="FILE", help="write the crossover and latency charts (.png or .svg)")
-    p.add_argument("--json", nargs="?", const="-", metavar="FILE", help="write the comparison as JSON ('-': stdout)")
+    add_output(p, "--plot", kind="image", metavar="FILE", help="write the crossover and latency charts (.png or .svg)")
+    add_output(p, "--json", nargs="?", const="-", metavar="FILE", help="write the comparison as JSON ('-': stdout)")
     p.set_defaults(func=run)
 
 
 def parse_range(text: str) -> tuple[float, float]:
-    """`1e2..1e8` -> (100.0, 1e8)."""
+    """`1e2..1e8` -> (100.0, 1e8); an argparse `type`."""
     low, sep, high = text.partition("..")
+    size = number(1, MAX_SIZE)
     try:
-        return float(low), float(high if sep else low)
-    except ValueError:
-        raise GpusimError(f"--sizes {text!r}: expected LOW..HIGH, e.g. 1e2..1e8") from None
+        bounds = size(low), size(high if sep else low)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected LOW..HIGH, e.g. 1e2..1e8: {exc}") from None
+    if bounds[0] > bounds[1]:
+        raise argparse.ArgumentTypeError(f"{text!r}: LOW is above HIGH")
+    return bounds
 
 
 def run(args: argparse.Namespace) -> int:
     from gpusim.analysis.compare import compare, log_sizes
 
-    sizes = log_sizes(*parse_range(args.sizes), per_decade=args.per_decade)
+    sizes = log_sizes(*args.sizes, per_decade=args.per_decade)
     configs = [c.strip() for c in args.configs.split(",") if c.strip()]
     result = compare(args.workload, configs, sizes, include_transfers=args.include_transfers,
                      max_simulated=int(args.max_simulated))

@@ -8,6 +8,7 @@ import argparse
 
 import gpusim
 from gpusim.analysis.sampling import SAMPLE_MODES
+from gpusim.cli.args import add_output, integer
 from gpusim.cli.common import add_executor_args, emit_json, make_executor, parse_sets
 from gpusim.compiler.cost import MODELS, make_cost_model
 from gpusim.compiler.driver import compile_graph, load_model
@@ -36,20 +37,21 @@ def register(subparsers) -> None:
     p.add_argument("--tune", action="store_true", help="search each kernel's template parameters")
     p.add_argument("--search", choices=STRATEGIES, default="local",
                    help="search strategy: local (random + local refinement, default) or grid (every point)")
-    p.add_argument("--budget", type=int, default=48, help="candidates a local search scores per kernel (default 48)")
+    p.add_argument("--budget", type=integer(1, 100_000), default=48,
+                   help="candidates a local search scores per kernel (default 48)")
     p.add_argument("--search-cost", choices=MODELS,
                    help="model scoring every candidate of the search (default: --cost); the --top-k best are then "
                         "scored by --cost, which picks")
-    p.add_argument("--top-k", type=int, default=3, help="candidates re-scored by --cost (default 3)")
+    p.add_argument("--top-k", type=integer(1, 100_000), default=3, help="candidates re-scored by --cost (default 3)")
     p.add_argument("--sample", choices=SAMPLE_MODES, default="auto",
                    help="the simulated model: sample kernels of more than 2,000,000 warp instructions (auto, "
                         "default), every kernel that can be (on), or none (off); docs/sampling.md")
-    p.add_argument("--sample-budget", type=int, metavar="N",
+    p.add_argument("--sample-budget", type=integer(1, 2**62), metavar="N",
                    help="the simulated model: at most N warp instructions simulated per sampled kernel")
     add_executor_args(p, "the simulated model's candidates")
-    p.add_argument("--cache-dir", help="cache of simulated costs and tuned configurations "
+    add_output(p, "--cache-dir", kind="folder", help="cache of simulated costs and tuned configurations "
                                        "(default $GPUSIM_CACHE_DIR or ~/.cache/gpusim)")
-    p.add_argument("--json", metavar="FILE", help="write the report as JSON to FILE ('-': stdout)")
+    add_output(p, "--json", metavar="FILE", help="write the report as JSON to FILE ('-': stdout)")
     p.set_defaults(func=run)
 
 

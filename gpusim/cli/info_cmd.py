@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from gpusim.cli.args import add_output
 from gpusim.cli.common import emit_json, parse_sets
 from gpusim.config import builtin_configs, load_config
 
@@ -16,7 +17,7 @@ def register(subparsers) -> None:
     p.add_argument("--set", action="append", metavar="FIELD=VALUE", dest="sets",
                    help="override a field, e.g. --set chip.sm_count=54 (repeatable)")
     p.add_argument("--list", action="store_true", help="list the built-in configurations and exit")
-    p.add_argument("--json", nargs="?", const="-", metavar="DEST",
+    add_output(p, "--json", nargs="?", const="-", metavar="DEST",
                    help="write {config, derived} as JSON to DEST ('-' or no value: stdout)")
     p.set_defaults(func=run)
 

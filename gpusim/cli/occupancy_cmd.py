@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from gpusim.analysis import occupancy
+from gpusim.cli.args import add_output, integer
 from gpusim.cli.common import emit_json, parse_sets
 from gpusim.config import load_config
 from gpusim.errors import GpusimError
@@ -21,14 +22,14 @@ def register(subparsers) -> None:
                    help="take block size, registers and shared memory from a workload's kernel and launch")
     p.add_argument("--param", action="append", metavar="PARAM=VALUE", dest="params",
                    help="workload size parameter (with --workload)")
-    p.add_argument("--block-size", "-b", type=int, default=None, help="threads per block")
-    p.add_argument("--regs", "-r", type=int, default=0, help="registers per thread (0: no limit)")
-    p.add_argument("--smem", "-s", type=int, default=0, help="shared memory per block, bytes")
-    p.add_argument("--carveout", type=int, default=None, metavar="BYTES",
+    p.add_argument("--block-size", "-b", type=integer(1), default=None, help="threads per block")
+    p.add_argument("--regs", "-r", type=integer(0), default=0, help="registers per thread (0: no limit)")
+    p.add_argument("--smem", "-s", type=integer(0), default=0, help="shared memory per block, bytes")
+    p.add_argument("--carveout", type=integer(0), default=None, metavar="BYTES",
                    help="shared-memory carve-out to assume (default: the largest)")
-    p.add_argument("--json", nargs="?", const="-", metavar="DEST",
+    add_output(p, "--json", nargs="?", const="-", metavar="DEST",
                    help="write the result as JSON to DEST ('-' or no value: stdout)")
-    p.add_argument("--plot", metavar="FILE", default=None,
+    add_output(p, "--plot", kind="image", metavar="FILE", default=None,
                    help="also draw the occupancy calculator's three charts to FILE (.png or .svg)")
     p.set_defaults(func=run)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from gpusim.cli.args import add_output
 from gpusim.cli.common import parse_sets
 from gpusim.config import load_config
 from gpusim.errors import GpusimError
@@ -18,7 +19,8 @@ def register(subparsers) -> None:
     p.add_argument("inputs", nargs="+", metavar="FILE",
                    help="RESULT.json (several for stalls, units, memory, roofline), SWEEP.csv or SWEEP.json")
     p.add_argument("--kind", "-k", required=True, metavar="KIND", help=f"the chart: {KINDS}")
-    p.add_argument("--output", "-o", required=True, metavar="FILE", help="the image to write: .png or .svg")
+    add_output(p, "--output", "-o", kind="image", required=True, metavar="FILE",
+               help="the image to write: .png or .svg")
     p.add_argument("--metric", "-m", default="cycles",
                    help="sweep charts: the column to draw (default cycles; e.g. achieved_gflops)")
     p.add_argument("--intensity", default="dram", metavar="dram|moved",

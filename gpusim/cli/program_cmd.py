@@ -8,7 +8,8 @@ import argparse
 import dataclasses
 import json
 
-from gpusim.cli.common import emit_json, parse_sets, write_atomic
+from gpusim.cli.args import add_output, integer, integers
+from gpusim.cli.common import emit_json, emit_text, parse_sets, stdout_taken
 from gpusim.config import load_config
 from gpusim.errors import GpusimError
 
@@ -23,17 +24,19 @@ def register(subparsers) -> None:
                                           f"overlap; or `{TRANSFORMER}`: a Megatron-style tensor-parallel layer "
                                           "on 1, 2, 4, 8 GPUs of each --config, split into compute, "
                                           "communication and overlap.")
-    p.add_argument("program", help=f"program YAML file, or {TRANSFORMER}")
+    p.add_argument("program", help=f"program YAML file, a shipped program's name (see `gpusim list`), or "
+                                   f"{TRANSFORMER}")
     p.add_argument("--config", "-c", default=None,
                    help=f"config (default a100); for {TRANSFORMER} comma-separated systems "
                         "(default dgx_a100,a100x8_pcie)")
-    p.add_argument("--gpus", default="1,2,4,8", help=f"{TRANSFORMER}: GPU counts (default 1,2,4,8)")
+    p.add_argument("--gpus", type=integers(1, 1024), default="1,2,4,8",
+                   help=f"{TRANSFORMER}: GPU counts (default 1,2,4,8)")
     p.add_argument("--set", action="append", metavar="FIELD=VALUE", dest="sets",
                    help=f"{TRANSFORMER}: tokens, hidden or ffn_hidden (default 2048, 512, 2048)")
-    p.add_argument("--chunks", type=int, default=1,
+    p.add_argument("--chunks", type=integer(1), default=1,
                    help=f"{TRANSFORMER}: token chunks on alternate streams, to overlap all-reduce with compute")
-    p.add_argument("--json", nargs="?", const="-", metavar="FILE", help="write the report as JSON ('-': stdout)")
-    p.add_argument("--trace", metavar="FILE", help="write a Chrome/Perfetto trace (for "
+    add_output(p, "--json", nargs="?", const="-", metavar="FILE", help="write the report as JSON ('-': stdout)")
+    add_output(p, "--trace", metavar="FILE", help="write a Chrome/Perfetto trace ('-': stdout; for "
                                                    f"{TRANSFORMER}: of the first config at the most GPUs)")
     p.set_defaults(func=run)
 
@@ -47,16 +50,15 @@ def run(args: argparse.Namespace) -> int:
 
         try:
             shape = LayerShape(**parse_sets(args.sets))
-            gpus = [int(g) for g in args.gpus.split(",")]
         except (TypeError, ValueError) as exc:
             fields = ", ".join(f.name for f in dataclasses.fields(LayerShape))
-            raise GpusimError(f"{TRANSFORMER}: {exc} (--set takes {fields}; --gpus a comma list of integers)") from None
+            raise GpusimError(f"{TRANSFORMER}: {exc} (--set takes {fields})") from None
         systems = [load_config(c.strip()) for c in (args.config or "dgx_a100,a100x8_pcie").split(",")]
-        study = sharding_study(systems, gpus, shape, args.chunks)
+        study = sharding_study(systems, args.gpus, shape, args.chunks)
         emit_json(study.to_dict(), args.json)
         report = None
         if args.trace:
-            report = run_program(layer_program(systems[0], shape, max(gpus), args.chunks)[0], systems[0])
+            report = run_program(layer_program(systems[0], shape, max(args.gpus), args.chunks)[0], systems[0])
         text = study.table()
     else:
         if args.sets or args.chunks != 1:
@@ -65,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         emit_json(report.to_dict(), args.json)
         text = report.table()
     if args.trace:
-        write_atomic(args.trace, json.dumps(trace_dict(report), separators=(",", ":")) + "\n")
-    if args.json != "-":
+        emit_text(lambda: json.dumps(trace_dict(report), separators=(",", ":")) + "\n", args.trace)
+    if not stdout_taken(args.json, args.trace):
         print(text)
     return 0

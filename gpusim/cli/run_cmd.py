@@ -9,7 +9,8 @@ import sys
 import time
 
 import gpusim
-from gpusim.cli.common import emit_json, parse_sets, write_atomic
+from gpusim.cli.args import add_output, integer
+from gpusim.cli.common import emit_json, emit_text, parse_sets, stdout_taken
 from gpusim.errors import GpusimError
 from gpusim.stats import simulate, trace_json
 
@@ -31,26 +32,26 @@ def register(subparsers) -> None:
                    help="warp scheduler policy (default: the config's scheduler.policy)")
     p.add_argument("--functional", action="store_true",
                    help="functional execution only (values, instruction counts), no timing model")
-    p.add_argument("--seed", type=int, default=0, help="seed of the input generator (default 0)")
-    p.add_argument("--max-steps", type=int, default=None, metavar="N",
+    p.add_argument("--seed", type=integer(0), default=0, help="seed of the input generator (default 0)")
+    p.add_argument("--max-steps", type=integer(1), default=None, metavar="N",
                    help="fault when a warp issues more than N instructions (default 1,000,000)")
-    p.add_argument("--max-cycles", type=int, default=None, metavar="N",
+    p.add_argument("--max-cycles", type=integer(1), default=None, metavar="N",
                    help="stop the timing model at cycle N and say which warps are still running, and on what")
     p.add_argument("--sample", choices=("auto", "on", "off"), default="off",
                    help="sampled simulation of large kernels (docs/sampling.md): auto simulates the first waves "
                         "of blocks with loops cut short and extrapolates, printing the estimate and its error "
                         "bound, or simulates in full where that gains little; on samples whenever it can; "
                         "off (default) simulates every instruction")
-    p.add_argument("--sample-budget", type=int, default=None, metavar="N",
+    p.add_argument("--sample-budget", type=integer(1), default=None, metavar="N",
                    help="with --sample: simulate up to about N warp instructions in detail (default: a twentieth "
                         "of the kernel's, at most 6,000,000, about half a minute); more cuts loops later, which "
                         "is more accurate")
-    p.add_argument("--json", nargs="?", const="-", metavar="FILE",
+    add_output(p, "--json", nargs="?", const="-", metavar="FILE",
                    help="write the full result as JSON to FILE ('-' or no value: stdout)")
-    p.add_argument("--csv", metavar="FILE",
+    add_output(p, "--csv", metavar="FILE",
                    help="write the metrics as tidy long-format CSV to FILE ('-': stdout; see docs/stats.md)")
-    p.add_argument("--trace", metavar="FILE",
-                   help="write the block timeline as a Chrome/Perfetto trace (JSON) to FILE")
+    add_output(p, "--trace", metavar="FILE",
+                   help="write the block timeline as a Chrome/Perfetto trace (JSON) to FILE ('-': stdout)")
     p.set_defaults(func=run)
 
 
@@ -70,8 +71,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_timing(args: argparse.Namespace) -> int:
-    if args.json == "-" and args.csv == "-":
-        raise GpusimError("--json - and --csv - cannot both write to stdout")
     if args.sample != "off":
         return run_sampled(args)
     if args.sample_budget is not None:
@@ -80,16 +79,7 @@ def run_timing(args: argparse.Namespace) -> int:
     result = simulate(wl, args.config, seed=args.seed, scheduler=args.scheduler,
                       overrides=parse_sets(args.config_sets) or None, max_steps_per_warp=args.max_steps,
                       max_cycles=args.max_cycles, verify=False, **parse_sets(args.sets))
-    if args.json is not None:
-        emit_json(result.to_dict(), args.json)
-    if args.csv == "-":
-        sys.stdout.write(result.to_csv())
-    elif args.csv is not None:
-        write_atomic(args.csv, result.to_csv())
-    if args.trace is not None:
-        write_atomic(args.trace, trace_json(result))
-    if "-" not in (args.json, args.csv):
-        print(result.summary_table())
+    _emit(args, result.to_dict(), result, result.summary_table)
     if not result.verified:
         print(result.run.message(), file=sys.stderr)
         return 1
@@ -103,25 +93,24 @@ def run_sampled(args: argparse.Namespace) -> int:
     from gpusim.analysis.sampling import simulate_sampled
 
     budget = {} if args.sample_budget is None else {"max_sample_warp_instructions": args.sample_budget}
-    if args.sample_budget is not None and args.sample_budget < 1:
-        raise GpusimError(f"--sample-budget {args.sample_budget}: must be at least 1")
     r = simulate_sampled(args.workload, args.config, sample=args.sample, seed=args.seed, scheduler=args.scheduler,
                          overrides=parse_sets(args.config_sets) or None, max_steps_per_warp=args.max_steps,
                          max_cycles=args.max_cycles, **budget, **parse_sets(args.sets))
-    if args.json is not None:
-        emit_json(r.to_dict(), args.json)
-    if args.csv == "-":
-        sys.stdout.write(r.detail.to_csv())
-    elif args.csv is not None:
-        write_atomic(args.csv, r.detail.to_csv())
-    if args.trace is not None:
-        write_atomic(args.trace, trace_json(r.detail))
-    if "-" not in (args.json, args.csv):
-        print(r.summary_table())
+    _emit(args, r.to_dict(), r.detail, r.summary_table)
     if r.full is not None and not r.full.verified:
         print(r.full.run.message(), file=sys.stderr)
         return 1
     return 0
+
+
+def _emit(args: argparse.Namespace, doc: dict, detail, summary) -> None:
+    """--json (`doc`), --csv and --trace (of `detail`, the run simulated in detail), and `summary()` on
+    stdout unless an output took it."""
+    emit_json(doc, args.json)
+    emit_text(detail.to_csv, args.csv)
+    emit_text(lambda: trace_json(detail), args.trace)
+    if not stdout_taken(args.json, args.csv, args.trace):
+        print(summary())
 
 
 def run_functional(args: argparse.Namespace) -> int:

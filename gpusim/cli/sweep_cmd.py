@@ -7,7 +7,8 @@ import argparse
 import sys
 import warnings
 
-from gpusim.cli.common import add_executor_args, make_executor, write_atomic
+from gpusim.cli.args import add_output, integer
+from gpusim.cli.common import add_executor_args, emit_text, make_executor, stdout_taken
 from gpusim.errors import GpusimError
 from gpusim.stats.simulate import SCHEDULERS
 from gpusim.sweep import CacheWarning, ResultCache, parse_values, sweep
@@ -33,22 +34,20 @@ def register(subparsers) -> None:
                         "(repeatable)")
     p.add_argument("--warp-scheduler", metavar="POLICY[,POLICY...]",
                    help=f"warp scheduler policies ({', '.join(SCHEDULERS)}; default: the config's)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the input generator (default 0)")
+    p.add_argument("--seed", type=integer(0), default=0, help="seed of the input generator (default 0)")
     p.add_argument("--no-verify", dest="verify", action="store_false",
                    help="keep points whose values differ from the numpy reference as ok (verified False)")
     add_executor_args(p, "the points")
-    p.add_argument("--cache-dir", metavar="DIR",
+    add_output(p, "--cache-dir", kind="folder", metavar="DIR",
                    help="result cache folder (default $GPUSIM_CACHE_DIR or ~/.cache/gpusim)")
     p.add_argument("--no-cache", action="store_true", help="simulate every point; read and write no cache")
-    p.add_argument("--csv", metavar="FILE", help="write the table as CSV to FILE ('-': stdout)")
-    p.add_argument("--json", metavar="FILE", help="write the table as JSON to FILE ('-': stdout)")
+    add_output(p, "--csv", metavar="FILE", help="write the table as CSV to FILE ('-': stdout)")
+    add_output(p, "--json", metavar="FILE", help="write the table as JSON to FILE ('-': stdout)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.json == "-" and args.csv == "-":
-        raise GpusimError("--json - and --csv - cannot both write to stdout")
     executor = make_executor(args)
     grid = {name: parse_values(text, f"--{name}") for name, text in (("block", args.block), ("grid", args.grid))
             if text is not None}
@@ -70,18 +69,15 @@ def run(args: argparse.Namespace) -> int:
                            warp_schedulers=policies, seed=args.seed, verify=args.verify, executor=executor,
                            cache=None if args.no_cache else ResultCache(args.cache_dir),
                            progress=not args.quiet and sys.stderr.isatty())
-        except KeyboardInterrupt:
-            print("gpusim sweep: interrupted; the points that finished are cached: run the same command again to "
-                  "resume", file=sys.stderr)
-            return 130
+        except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: gpusim.cli.main prints the note and exits
+            if not args.no_cache:
+                exc.add_note("the points that finished are cached: run the same command again to resume")
+            raise
         finally:
             _report(caught)
-    for dest, text in ((args.csv, result.to_csv), (args.json, result.to_json)):
-        if dest == "-":
-            sys.stdout.write(text())
-        elif dest is not None:
-            write_atomic(dest, text())
-    if "-" not in (args.csv, args.json):
+    emit_text(result.to_csv, args.csv)
+    emit_text(result.to_json, args.json)
+    if not stdout_taken(args.csv, args.json):
         cached = sum(bool(r["cached"]) for r in result.rows)
         print(result.table())
         print()

@@ -20,6 +20,7 @@ from gpusim.config.schema import (
     UnitSpec,
     UnitTable,
 )
+from gpusim.data import data_dir
 from gpusim.errors import ConfigError
 
 OVERRIDE_FILE = "<overrides>"
@@ -30,9 +31,9 @@ Where = dict[str, tuple[str, int | None]]
 
 def config_dirs() -> list[Path]:
     """Folders searched for built-in names: `$GPUSIM_CONFIG_PATH` (os.pathsep-separated) first, then
-    the repository's `configs/`."""
+    the shipped configs (`gpusim/data/configs/`, package data)."""
     dirs = [Path(p) for p in os.environ.get("GPUSIM_CONFIG_PATH", "").split(os.pathsep) if p]
-    dirs.append(Path(__file__).resolve().parents[2] / "configs")
+    dirs.append(data_dir("configs"))
     return dirs
 
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 import heapq
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from gpusim.stats.files import write_atomic
 
 
 def _timing(result):
@@ -86,14 +87,5 @@ def trace_json(result) -> str:
 
 def write_trace(result, path: str | os.PathLike) -> Path:
     """Write the trace to `path` atomically (a temporary file in the same folder, then a rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(trace_json(result))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    write_atomic(path, trace_json(result))
+    return Path(path)

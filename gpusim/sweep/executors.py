@@ -20,9 +20,20 @@ from gpusim.sweep.worker import failure
 Outcomes = Iterator[tuple[int, Any]]
 
 
-def _ignore_sigint() -> None:
-    """Pool workers leave Ctrl-C to the parent, which stops the sweep and keeps what is cached."""
+def worker_signals() -> None:
+    """A pool worker's initializer: workers leave Ctrl-C to the parent, which stops the sweep and keeps
+    what is cached, and die quietly of SIGTERM (the parent's Python handler, which a forked worker
+    inherits, would raise in the worker and print a traceback)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def stop_pool(pool: cf.ProcessPoolExecutor) -> None:
+    """Stop `pool` now: cancel what has not started and terminate the workers running the rest."""
+    workers = list((pool._processes or {}).values())  # no public handle on them before Python 3.14
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in workers:
+        proc.terminate()
 
 
 class LocalExecutor:
@@ -39,16 +50,13 @@ class LocalExecutor:
             for i, task in enumerate(tasks):
                 yield i, fn(task)
             return
-        pool = cf.ProcessPoolExecutor(max_workers=min(self.jobs, len(tasks)), initializer=_ignore_sigint)
+        pool = cf.ProcessPoolExecutor(max_workers=min(self.jobs, len(tasks)), initializer=worker_signals)
         try:
             futures = {pool.submit(fn, task): i for i, task in enumerate(tasks)}
             for fut in cf.as_completed(futures):
                 yield futures[fut], _outcome(fut)
         except BaseException:  # Ctrl-C, or the caller stopped early: stop now, not after the running points
-            workers = list((pool._processes or {}).values())  # no public handle on them before Python 3.14
-            pool.shutdown(wait=False, cancel_futures=True)
-            for proc in workers:
-                proc.terminate()
+            stop_pool(pool)
             raise
         pool.shutdown()
 
@@ -72,14 +80,29 @@ class DaskExecutor:
                 except OSError as exc:  # refused, unreachable or timed out
                     raise GpusimError(f"cannot reach the Dask scheduler at {self.address}: {exc}") from None
             else:
-                cluster = stack.enter_context(distributed.LocalCluster(
-                    n_workers=self.workers or os.cpu_count() or 1, threads_per_worker=1,
-                    processes=self.processes, dashboard_address=":0", silence_logs=logging.ERROR))
+                with _sigint_ignored():  # the workers inherit it: Ctrl-C in a terminal stops the parent alone
+                    cluster = stack.enter_context(distributed.LocalCluster(
+                        n_workers=self.workers or os.cpu_count() or 1, threads_per_worker=1,
+                        processes=self.processes, dashboard_address=":0", silence_logs=logging.ERROR))
                 client = stack.enter_context(distributed.Client(cluster))
             futures = {client.submit(fn, task, pure=False): i for i, task in enumerate(tasks)}
             stack.callback(client.cancel, list(futures))
             for fut in distributed.as_completed(futures):
                 yield futures[fut], _outcome(fut)
+
+
+@contextlib.contextmanager
+def _sigint_ignored():
+    """Ignore SIGINT while processes are started, so that they begin with it ignored."""
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread: signals are not ours to change
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _outcome(fut) -> Any:
@@ -98,4 +121,4 @@ def _distributed():
     return dask.distributed
 
 
-__all__ = ["DaskExecutor", "LocalExecutor"]
+__all__ = ["DaskExecutor", "LocalExecutor", "stop_pool", "worker_signals"]

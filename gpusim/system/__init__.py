@@ -22,6 +22,8 @@ from gpusim.system.program import (
     Op,
     Program,
     ProgramError,
+    builtin_programs,
+    find_program,
     load_program,
     parse_bytes,
 )
@@ -32,4 +34,5 @@ from gpusim.system.trace import trace_dict, trace_events
 
 __all__ = ["COLLECTIVES", "Collective", "CollectiveResult", "CopyD2H", "CopyH2D", "CopyP2P", "EventRecord",
            "EventWait", "Kernel", "Op", "OpRecord", "Program", "ProgramError", "ProgramReport", "Topology",
-           "load_program", "parse_bytes", "run_program", "simulate_collective", "trace_dict", "trace_events"]
+           "builtin_programs", "find_program", "load_program", "parse_bytes", "run_program", "simulate_collective",
+           "trace_dict", "trace_events"]

@@ -21,12 +21,14 @@ ops:
   - {op: copy_d2h, stream: a, bytes: 32 MiB}
 ```
 
-Sizes are integers of bytes or strings with a unit: `64 MiB`, `1.5 GB`, `4096 B`.
+Sizes are integers of bytes or strings with a unit: `64 MiB`, `1.5 GB`, `4096 B`. The shipped programs
+(`gpusim/data/configs/programs/`, `builtin_programs()`) load by name: `load_program("two_streams")`.
 """
 
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -36,6 +38,7 @@ from typing import Any, ClassVar
 import yaml
 
 from gpusim.config.schema import Config
+from gpusim.data import data_dir
 from gpusim.errors import ConfigError
 from gpusim.system.collectives import KINDS as COLLECTIVES
 
@@ -206,10 +209,28 @@ _REQUIRED = {"copy_h2d": ("bytes",), "copy_d2h": ("bytes",), "copy_p2p": ("bytes
              "event_record": ("event",), "event_wait": ("event",), **{c: ("bytes",) for c in COLLECTIVES}}
 
 
-def load_program(path: str | Path) -> Program:
-    """Read a program from YAML (`description:` and `ops:`, module docstring); every problem is a
-    ProgramError naming the file, line and operation field."""
-    path = Path(path)
+def builtin_programs() -> list[str]:
+    """Names of the shipped programs, sorted."""
+    return sorted(p.stem for p in data_dir("configs/programs").glob("*.yaml"))
+
+
+def find_program(name_or_path: str | os.PathLike) -> Path:
+    """A path as it is; a bare name that is no file (`two_streams`): the shipped program of that name."""
+    text = os.fspath(name_or_path)
+    path = Path(text)
+    if path.exists() or text.endswith((".yaml", ".yml")) or os.sep in text or "/" in text:
+        return path
+    shipped = data_dir("configs/programs") / f"{text}.yaml"
+    if not shipped.is_file():
+        raise ProgramError(f"no such file, and no shipped program of that name (shipped: "
+                           f"{', '.join(builtin_programs())})", file=text)
+    return shipped
+
+
+def load_program(path: str | os.PathLike) -> Program:
+    """Read a program from YAML (`description:` and `ops:`, module docstring) given its path or a shipped
+    program's name; every problem is a ProgramError naming the file, line and operation field."""
+    path = find_program(path)
     file = str(path)
     try:
         node = yaml.compose(path.read_text(), Loader=yaml.SafeLoader)

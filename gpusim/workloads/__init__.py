@@ -1,5 +1,5 @@
 """Workloads: a kernel, its size parameters and launch shape, and a numpy reference to verify it against.
-Each is a folder under `workloads/` (micro-benchmarks under `workloads/micro/`); see docs/workloads.md.
+Each is a folder under `gpusim/data/workloads/` (micro-benchmarks under `micro/`); see docs/workloads.md.
 
     >>> from gpusim.workloads import load_workload, list_workloads
     >>> run = load_workload("saxpy").run({"n": 1000}, "a100")

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from gpusim.data import data_dir
 from gpusim.errors import GpusimError, WorkloadError
 from gpusim.functional.launch import Launch
 from gpusim.isa import Program, assemble_file
@@ -39,10 +40,10 @@ DEFAULT_TOLERANCE = {"rtol": 1.0e-5, "atol": 1.0e-8}  # np.allclose's own defaul
 
 def workload_dirs() -> list[Path]:
     """Folders searched for built-in names, in order: `$GPUSIM_WORKLOAD_PATH` (os.pathsep-separated)
-    first, then the repository's `workloads/` and `workloads/micro/`. A folder `<dir>/<name>/` holding
-    a workload.yaml is the workload `<name>`; each `<dir>/micro/` is searched too."""
+    first, then the shipped `gpusim/data/workloads/` (package data). A folder `<dir>/<name>/` holding a
+    workload.yaml is the workload `<name>`; each `<dir>/micro/` is searched too."""
     dirs = [Path(p) for p in os.environ.get("GPUSIM_WORKLOAD_PATH", "").split(os.pathsep) if p]
-    dirs.append(Path(__file__).resolve().parents[2] / "workloads")
+    dirs.append(data_dir("workloads"))
     out: list[Path] = []
     for d in dirs:
         for cand in (d, d / "micro"):

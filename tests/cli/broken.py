@@ -6,11 +6,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from gpusim.data import data_dir
+
 
 def broken_vecadd(tmp_path: Path, index: int, value: float) -> Path:
     """vecadd in `tmp_path`, with inputs of ones and a reference that expects `value` at `index`."""
     wl = tmp_path / "vecadd"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "workloads" / "vecadd", wl)
+    shutil.copytree(data_dir("workloads") / "vecadd", wl)
     (wl / "reference.py").write_text(
         "import numpy as np\n\n"
         "def inputs(p, rng):\n"

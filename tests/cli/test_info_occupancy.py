@@ -62,7 +62,7 @@ def test_info_json(capsys):
 
 
 def test_info_json_to_file_and_set(capsys, tmp_path):
-    dest = tmp_path / "out" / "info.json"
+    dest = tmp_path / "info.json"
     status, out, _ = run(capsys, "info", "-c", "a100", "--set", "chip.sm_count=54", "--json", str(dest))
     assert status == 0 and "3456" in out  # the text report still prints
     assert json.loads(dest.read_text())["derived"]["total_fp32_cores"] == 3456
@@ -123,5 +123,7 @@ def test_occupancy_carveout(capsys):
 
 
 def test_occupancy_bad_argument_is_an_error(capsys):
-    status, _, err = run(capsys, "occupancy", "-c", "a100", "-b", "0")
-    assert status == 2 and "block size must be at least 1" in err
+    with pytest.raises(SystemExit) as e:
+        cli_main.main(["occupancy", "-c", "a100", "-b", "0"])
+    assert e.value.code == 2
+    assert "gpusim occupancy: error: argument --block-size/-b: 0 is below the minimum 1" in capsys.readouterr().err

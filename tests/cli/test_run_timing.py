@@ -60,7 +60,7 @@ def test_csv_to_stdout_is_pure_csv(capsys):
 
 def test_both_to_stdout_is_an_error(capsys):
     assert main(["run", "saxpy", "--set", "n=64", "--csv", "-", "--json", "-"]) == 2
-    assert capsys.readouterr().err.strip() == "gpusim run: error: --json - and --csv - cannot both write to stdout"
+    assert capsys.readouterr().err.strip() == "gpusim run: error: argument --csv: --json writes to stdout ('-') already"
 
 
 def test_config_set_reaches_the_timing_model(capsys):

@@ -5,9 +5,10 @@ from pathlib import Path
 import pytest
 
 from gpusim.config import load_config
+from gpusim.data import data_dir
 from gpusim.errors import ConfigError
 
-A100 = Path(__file__).resolve().parents[2] / "configs" / "a100.yaml"
+A100 = data_dir("configs") / "a100.yaml"
 
 
 def variant(tmp_path, old: str, new: str, name: str = "bad.yaml") -> tuple[str, int]:

@@ -1,9 +1,9 @@
 """Assembler: decoding, typing, errors with file:line:col, disassembly round trip, CFG/IPDOM."""
 
-from pathlib import Path
 
 import pytest
 
+from gpusim.data import data_dir
 from gpusim.errors import AssemblyError
 from gpusim.isa import OPCODES, Unit, assemble, assemble_file, disassemble
 from gpusim.isa.program import EXIT_PC
@@ -162,7 +162,7 @@ def test_disassemble_round_trip():
 
 
 def test_shipped_kernels_round_trip():
-    root = Path(__file__).resolve().parents[2] / "workloads"
+    root = data_dir("workloads")
     kernels = sorted(root.rglob("*.sasm"))
     for path in kernels:
         p = assemble_file(path)

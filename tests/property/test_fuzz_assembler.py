@@ -9,6 +9,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gpusim.data import data_dir
 from gpusim.errors import AssemblyError
 from gpusim.isa import OPCODES, assemble, assemble_file
 from gpusim.isa.program import SPECIAL_REGISTERS
@@ -17,7 +18,7 @@ from .mutate import as_bytes, mutated
 from .profiles import budget
 from .sasm_gen import kernels
 
-SHIPPED = tuple(p.read_text() for p in sorted((Path(__file__).resolve().parents[2] / "workloads").rglob("*.sasm")))
+SHIPPED = tuple(p.read_text() for p in sorted(data_dir("workloads").rglob("*.sasm")))
 TOKENS = (*OPCODES, *SPECIAL_REGISTERS, ".kernel", ".entry", ".param", ".reg", ".shared", ".align", ".maxnreg",
           ".u32", ".f32", ".pred", ".u64", ".b8", ".global", ".wide", ".rn", "%r", "%r<9>", "%p", "%", "@", "@!",
           "!", "[", "]", "[%", "+", "-", ",", ";", ":", "L:", "//", "\n", "\t", "\r", "\x0c", "\u2028", "\x00",

@@ -14,12 +14,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpusim.config import load_config
+from gpusim.data import data_dir
 from gpusim.errors import ConfigError
 
 from .mutate import AWKWARD_NUMBERS, as_bytes, mutated
 from .profiles import budget
 
-CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+CONFIGS = data_dir("configs")
 BUILTIN = tuple(sorted(p.stem for p in CONFIGS.glob("*.yaml")))
 TEXTS = tuple((CONFIGS / f"{name}.yaml").read_text() for name in BUILTIN)
 TOKENS = (": ", ":", "- ", "-", "[", "]", "{", "}", ",", "&a ", "*a", "&a [*a]", "!!python/object:os.system ",

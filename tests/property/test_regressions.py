@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from gpusim.config import load_config
+from gpusim.data import data_dir
 from gpusim.errors import AssemblyError, ConfigError
 from gpusim.functional import GlobalMemory, Launch, execute
 from gpusim.isa import assemble, assemble_file, disassemble
@@ -189,7 +189,7 @@ def test_yaml_the_loader_once_crashed_on(tmp_path, text, line, field, reason):
 
 
 def test_huge_integer_for_a_number_field_names_the_field(tmp_path):  # was OverflowError from float()
-    a100 = (Path(__file__).resolve().parents[2] / "configs" / "a100.yaml").read_text()
+    a100 = (data_dir("configs") / "a100.yaml").read_text()
     path = tmp_path / "huge.yaml"
     path.write_text(re.sub(r"clock_mhz: \d+", "clock_mhz: 0x" + "f" * 300, a100))
     with pytest.raises(ConfigError) as info:

@@ -2,13 +2,13 @@
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
 from gpusim.cli.main import main
+from gpusim.data import data_dir
 
-PROGRAMS = Path(__file__).resolve().parents[2] / "configs" / "programs"
+PROGRAMS = data_dir("configs/programs")
 
 
 def run(capsys, *argv):
@@ -30,8 +30,9 @@ def test_compare_table_json_and_plot(capsys, tmp_path):
 
 
 def test_compare_bad_sizes(capsys):
-    status, _, err = run(capsys, "compare", "saxpy", "--sizes", "lots")
-    assert status == 2 and "--sizes 'lots': expected LOW..HIGH" in err
+    with pytest.raises(SystemExit) as e:
+        main(["compare", "saxpy", "--sizes", "lots"])
+    assert e.value.code == 2 and "argument --sizes: 'lots': expected LOW..HIGH" in capsys.readouterr().err
 
 
 def test_program_file(capsys, tmp_path):

@@ -1,4 +1,4 @@
-"""Host-device copies over PCIe, derived by hand from configs/a100.yaml: PCIe 4.0 x16 at 31.5 GB/s per
+"""Host-device copies over PCIe, derived by hand from gpusim/data/configs/a100.yaml: PCIe 4.0 x16 at 31.5 GB/s per
 direction x efficiency 0.83 = 26.145 GB/s, 1 us latency; pageable copies through 2 MiB staging buffers
 filled by a 10 GB/s memcpy."""
 

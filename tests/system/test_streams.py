@@ -1,5 +1,5 @@
 """Streams: ordered within one, overlapping across them where engines allow; events; the report and the
-trace. Times derived by hand from configs/a100.yaml with 2 copy engines (h: a 64 MiB pinned copy,
+trace. Times derived by hand from gpusim/data/configs/a100.yaml with 2 copy engines (h: a 64 MiB pinned copy,
 1 us + 64 MiB / 26.145 GB/s; k: a 2,000,000-cycle kernel at 1410 MHz)."""
 
 import json

@@ -1,7 +1,7 @@
 """Acceptance 2: pointer_chase measures the configured L1-hit, L2-hit and DRAM latencies (a100) as
 the footprint crosses the L1 and L2 sizes.
 
-The chain (workloads/micro/pointer_chase/reference.py) is chain[i] = (i + stride/4) mod (footprint/4):
+The chain (gpusim/data/workloads/micro/pointer_chase/reference.py) is chain[i] = (i + stride/4) mod (footprint/4):
 from index 0 the walk visits every stride-th element in address order and wraps, so one pass is
 footprint/stride steps, each on a new 128-byte line at stride 128. Cold, every step of the first pass
 goes to DRAM. A second pass hits in L1 if the footprint fits in it (a100: 128 KB, 4-way LRU), else

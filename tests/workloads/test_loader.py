@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from gpusim.data import data_dir
 from gpusim.errors import AssemblyError, WorkloadError
 from gpusim.workloads import list_workloads, load_workload
 from gpusim.workloads.expr import ExprError, evaluate
@@ -119,7 +120,7 @@ def test_unknown_workload_lists_known():
 
 def test_micro_benchmarks_load_by_bare_name():
     assert "stream_copy" in list_workloads()
-    assert load_workload("stream_copy").folder == REPO / "workloads" / "micro" / "stream_copy"
+    assert load_workload("stream_copy").folder == data_dir("workloads") / "micro" / "stream_copy"
 
 
 def test_search_path(tmp_path, monkeypatch):
@@ -278,7 +279,7 @@ def test_docs_table_lists_every_shipped_workload():
 
 def test_copy_of_a_shipped_folder_loads_under_its_new_name(tmp_path):
     dst = tmp_path / "vecadd2"
-    shutil.copytree(REPO / "workloads" / "vecadd", dst)
+    shutil.copytree(data_dir("workloads") / "vecadd", dst)
     text = (dst / "workload.yaml").read_text().replace("name: vecadd", "name: vecadd2")
     (dst / "workload.yaml").write_text(text)
     assert load_workload(dst).run({"n": 300}).ok

@@ -1,0 +1,178 @@
+"""What every subcommand's arguments share: numeric flags checked against their range while argparse
+parses them (`integer`, `number`), and output paths declared with `add_output` and checked by
+`output_problem` before any work starts. Each problem is one argparse-style line naming the flag:
+`gpusim run: error: argument --max-cycles: -5 is below the minimum 1`,
+`gpusim run: error: argument --json: out/: is a folder`; the exit status is 2."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["MAX_COUNT", "Output", "add_output", "integer", "integers", "number", "output_problem"]
+
+MAX_COUNT = 2**63 - 1  # the largest count or seed any flag takes: a signed 64-bit integer
+IMAGE_SUFFIXES = (".png", ".svg")  # gpusim.plot.io.FORMATS, without importing matplotlib
+OUTPUTS = "_outputs"  # the parsed namespace's attribute listing the subcommand's output flags
+_SHOWN = 40  # characters of a bad value quoted in a message
+
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= _SHOWN else text[:_SHOWN] + "...")
+
+
+def _in_range(value, text: str, lo, hi):
+    if value < lo:
+        raise argparse.ArgumentTypeError(f"{text} is below the minimum {lo:g}")
+    if value > hi:
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is above the maximum {hi:g}")
+    return value
+
+
+def integer(lo: int, hi: int = MAX_COUNT) -> Callable[[str], int]:
+    """An argparse `type`: a decimal integer from `lo` to `hi`."""
+
+    def parse(text: str) -> int:
+        digits = text.strip().lstrip("+-")
+        if len(digits) > 30 and digits.isdigit():  # past int64 (and int()'s 4300-digit limit)
+            raise argparse.ArgumentTypeError(f"{_shown(text)} is out of range ({lo} to {hi})")
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{_shown(text)} is not an integer") from None
+        return _in_range(value, text.strip(), lo, hi)
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def integers(lo: int, hi: int = MAX_COUNT) -> Callable[[str], list[int]]:
+    """An argparse `type`: a comma-separated list of integers from `lo` to `hi` (`1,2,4,8`)."""
+    one = integer(lo, hi)
+
+    def parse(text: str) -> list[int]:
+        return [one(item) for item in text.split(",")]
+
+    parse.__name__ = "integers"
+    return parse
+
+
+def number(lo: float, hi: float) -> Callable[[str], float]:
+    """An argparse `type`: a finite number (`1e6`, `262144`) from `lo` to `hi`."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{_shown(text)} is not a number") from None
+        if math.isnan(value):
+            raise argparse.ArgumentTypeError(f"{_shown(text)} is not a number")
+        return _in_range(value, text.strip(), lo, hi)
+
+    parse.__name__ = "number"
+    return parse
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """An output flag: where its value lands in the namespace, its name(s) for messages, and what it
+    names: a file, an image (.png/.svg) or a folder (created when missing)."""
+
+    dest: str
+    flag: str
+    kind: str = "file"
+
+
+def add_output(parser: argparse.ArgumentParser, *flags: str, kind: str = "file", **kwargs) -> argparse.Action:
+    """`parser.add_argument(*flags, **kwargs)` for an output path, recorded so that `output_problem`
+    checks it before the subcommand runs."""
+    action = parser.add_argument(*flags, **kwargs)
+    declared = parser.get_default(OUTPUTS) or ()
+    parser.set_defaults(**{OUTPUTS: (*declared, Output(action.dest, "/".join(action.option_strings), kind))})
+    return action
+
+
+def output_problem(args: argparse.Namespace) -> str | None:
+    """The first problem with the parsed output paths, as `argument FLAG: PATH: what is wrong`, or
+    None. '-' (stdout) is fine for a file, once."""
+    stdout: list[str] = []
+    seen: dict[str, str] = {}
+    for out in getattr(args, OUTPUTS, ()):
+        value = getattr(args, out.dest, None)
+        if value is None:
+            continue
+        if value == "-" and out.kind == "file":
+            if stdout:
+                return f"argument {out.flag}: {stdout[0]} writes to stdout ('-') already"
+            stdout.append(out.flag)
+            continue
+        problem = _folder_problem(value) if out.kind == "folder" else _file_problem(value, out.kind == "image")
+        if problem is None and out.kind != "folder":
+            key = os.path.realpath(value)
+            problem = f"{seen[key]} writes this file already" if key in seen else None
+            seen[key] = out.flag
+        if problem is not None:
+            return f"argument {out.flag}: {value}: {problem}"
+    return None
+
+
+def _file_problem(path: str, image: bool) -> str | None:
+    """Why `path` cannot be written as gpusim.stats.files.write_atomic writes it (a temporary file
+    beside it, then a rename), or None."""
+    if not path:
+        return "an empty path"
+    if image and os.path.splitext(path)[1].lower() not in IMAGE_SUFFIXES:
+        return "unknown image format; name the file .png or .svg"
+    if os.path.isdir(path):
+        return "is a folder"
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        return _missing_folder(folder)
+    if os.path.lexists(path):
+        if not os.path.isfile(path):
+            return "exists and is not a regular file"
+        if not os.access(path, os.W_OK):
+            return "the file is read-only"
+    return _probe(folder, f".{os.path.basename(path)}.")
+
+
+def _folder_problem(path: str) -> str | None:
+    """Why `path` cannot be (or become) a folder gpusim writes files in, or None."""
+    if not path:
+        return "an empty path"
+    path = os.path.expanduser(path)
+    if os.path.isdir(path):
+        return _probe(path, ".gpusim-")
+    if os.path.lexists(path):
+        return "is a file, not a folder"
+    ancestor = _existing_ancestor(path)
+    return _probe(ancestor, ".gpusim-") if os.path.isdir(ancestor) else f"{ancestor} is a file, not a folder"
+
+
+def _missing_folder(folder: str) -> str:
+    ancestor = _existing_ancestor(folder)
+    if os.path.isdir(ancestor):
+        return f"the folder {folder} does not exist"
+    return f"{ancestor} is a file, not a folder"
+
+
+def _existing_ancestor(path: str) -> str:
+    """The longest prefix of `path` that exists (at worst the root or the working directory)."""
+    while path and not os.path.lexists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    return path or "."
+
+
+def _probe(folder: str, prefix: str) -> str | None:
+    """Create and delete a file in `folder` the way write_atomic would: its error, or None."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=prefix, dir=folder)
+    except OSError as exc:
+        return f"cannot write in {folder}: {exc.strerror or exc}"
+    os.close(fd)
+    os.unlink(tmp)
+    return None
