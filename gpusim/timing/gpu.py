@@ -92,8 +92,9 @@ class GPU:
         gte = feeder.refill(M.gte, cfg.chip.sm_count * M.gte.blocks_per_sm + want)
         M = M._replace(streams=feeder.st, gte=gte)
         limit = NEVER if max_cycles is None else max_cycles
-        E = to_struct(engine.make_events(cfg.chip.sm_count, limit))
-        Ms = to_struct(M)  # the engine's view: the same arrays, passed by reference
+        events = engine.make_events(cfg.chip.sm_count, limit)
+        E = to_struct(events)  # (its arrays live as long as `events`)
+        Ms = to_struct(M)  # the engine's view: the same arrays (kept alive by M), passed by reference
         engine.start(Ms, E)
         while True:
             r = engine.run(Ms, E)

@@ -63,13 +63,23 @@ def struct_type(cls: type) -> type:
 
 @_intrinsic
 def _fill(typingctx, ref, values):
-    """Store the fields of the NamedTuple `values` into the StructRef `ref` (same names, same order)."""
+    """Store the fields of the NamedTuple `values` into the StructRef `ref` (same names, same order).
+    Arrays are stored without their reference-count handle (the NamedTuple the caller keeps holds
+    them alive), so the engine's reads of a unit's arrays cost no atomic reference counting."""
     def codegen(context, builder, sig, args):
+        from llvmlite import ir
+
         ref_ty, tup_ty = sig.args
         data = _structref._Utils(context, builder, ref_ty).get_data_struct(args[0])
         for i, name in enumerate(tup_ty.fields):
+            ty = tup_ty.types[i]
             val = builder.extract_value(args[1], i)
-            context.nrt.incref(builder, tup_ty.types[i], val)
+            if isinstance(ty, _types.Array):
+                arr = context.make_array(ty)(context, builder, value=val)
+                arr.meminfo = ir.Constant(arr.meminfo.type, None)
+                val = arr._getvalue()
+            else:
+                context.nrt.incref(builder, ty, val)
             setattr(data, name, val)
         return context.get_dummy_value()
     return _types.void(ref, values), codegen
@@ -84,7 +94,8 @@ def _make(tp, values):
 
 def to_struct(state):
     """The engine's view of a unit's NamedTuple state (nested NamedTuples converted too); the arrays
-    are shared, so the engine's writes are seen through the NamedTuple."""
+    are shared, so the engine's writes are seen through the NamedTuple. The caller must keep `state`
+    alive while the engine uses the result (the result does not own the arrays)."""
     cls = type(state)
     sr_type = struct_type(cls)
     values = cls(*(to_struct(v) if type(v) in _TYPES else v for v in state))

@@ -1,5 +1,5 @@
 """Acceptance 9: the coalescer (per-lane addresses -> 128-byte lines and their 32-byte sectors) and
-SharedMemory.wavefronts_of (bank conflicts) as units."""
+BankMap.wavefronts_of (bank conflicts) as units."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from gpusim.timing.coalescer import Coalescer
-from gpusim.timing.shared_memory import SharedMemory
+from gpusim.timing.shared_memory import BankMap
 from tests.timing.helpers import config
 
 LANES = np.arange(32, dtype=np.int64)
@@ -83,7 +83,7 @@ def test_lanes_per_address():
 # --- shared memory: 32 banks x 4 bytes ----------------------------------------------------------------
 @pytest.fixture(scope="module")
 def smem():
-    sm = SharedMemory(config("a100"))
+    sm = BankMap(config("a100"))
     assert (sm.banks, sm.bank_width) == (32, 4)
     return sm
 
@@ -139,8 +139,11 @@ def test_shared_batch_rows_independent(smem):
 
 def test_shared_access_serialises_wavefronts(smem):
     # a fresh unit: two back-to-back accesses of 32 and 1 wavefronts at cycle 0
-    sm = SharedMemory(config("a100"))
-    lat = sm.latency
-    assert sm.access(0, 32, 1) == lat + 31
-    assert sm.access(0, 1, 1) == 32 + lat  # waits for the 32 wavefronts ahead of it
-    assert (sm.requests, sm.wavefronts, sm.ideal_wavefronts) == (2, 33, 2)
+    from gpusim.timing.shared_memory import access, make_shared_memory
+
+    m = make_shared_memory(config("a100"), sms=2)
+    lat = m.latency
+    assert access(m, 1, 0, 32, 1) == lat + 31
+    assert access(m, 1, 0, 1, 1) == 32 + lat  # waits for the 32 wavefronts ahead of it
+    assert (m.requests[1], m.wavefronts[1], m.ideal_wavefronts[1]) == (2, 33, 2)
+    assert m.requests[0] == 0  # the other SM's pipe is its own

@@ -1,4 +1,4 @@
-"""The warm-L2 start (`GPU.run(..., warm_l2=f)`, `L2Slice.prefill_dirty`): the L2 begins full of lines
+"""The warm-L2 start (`GPU.run(..., warm_l2=f)`, `l2.prefill_dirty`): the L2 begins full of lines
 no kernel address maps to, a fraction f of them dirty, as in the steady state of a long kernel whose
 data overflows the L2 (docs/sampling.md).
 
@@ -18,8 +18,7 @@ import pytest
 
 import gpusim
 from gpusim.timing import GPU
-from gpusim.timing.dram import Dram
-from gpusim.timing.l2 import L2Slice
+from gpusim.timing.l2 import make_l2, prefill_dirty
 from tests.timing.helpers import config
 
 STORE = """
@@ -61,18 +60,33 @@ def test_each_allocation_evicts_a_prefilled_line(warm, written_lines):
         assert t.l2["prefilled_dirty_bytes"] == round(warm * cfg.l2.size_bytes)
 
 
+def _sets(c, sl):
+    """Slice `sl`'s sets: the lines of each, in allocation order (the order they will be evicted in)."""
+    tg = c.tags
+    rows = range(sl * c.nsets, (sl + 1) * c.nsets)
+    return [[int(tg.tag[r, w]) for w in np.argsort(tg.meta[r], kind="stable")] for r in rows]
+
+
+def _dirty(c, sl):
+    tg = c.tags
+    rows = slice(sl * c.nsets, (sl + 1) * c.nsets)
+    return {int(line) for line in tg.tag[rows][tg.dirty[rows] != 0].tolist()}
+
+
 def test_prefill_fills_every_set_with_foreign_lines_at_the_fraction():
     cfg = config("a100")
-    sl = L2Slice(cfg, Dram(cfg))
-    added = sl.prefill_dirty(0.25, index=3)
-    lines = [line for s in sl.sets for line in s]
-    assert all(len(s) == sl.ways for s in sl.sets)
-    assert all(line < 0 for line in lines) and len(set(lines)) == sl.ways * sl.nsets
-    assert all((line // sl.slices) % sl.nsets == i for i, s in enumerate(sl.sets) for line in s)
-    assert len(sl.dirty) == sl.ways * sl.nsets // 4  # one line in four, whole lines
-    assert added == len(sl.dirty) * sl.line_bytes
+    c = make_l2(cfg)
+    added = prefill_dirty(c, 0.25)
+    sl = 3
+    sets = _sets(c, sl)
+    lines = [line for s in sets for line in s]
+    assert all(len(s) == c.tags.ways for s in sets)
+    assert all(line < 0 for line in lines) and len(set(lines)) == c.tags.ways * c.nsets
+    assert all((line // c.slices) % c.nsets == i for i, s in enumerate(sets) for line in s)
+    assert len(_dirty(c, sl)) == c.tags.ways * c.nsets // 4  # one line in four, whole lines
+    assert added == sum(len(_dirty(c, i)) for i in range(c.slices)) * c.line_bytes
     with pytest.raises(ValueError):
-        sl.prefill_dirty(1.5)
+        prefill_dirty(c, 1.5)
 
 
 @pytest.mark.parametrize("fraction", [0.25, 0.5, 1 / 3, 0.7])
@@ -81,10 +95,12 @@ def test_prefill_spreads_the_dirty_lines_over_every_set_and_way(fraction):
     a fraction f of the sets, of the even and of the odd ones alike: a kernel whose first allocations
     fall on some of the sets (transpose_shared's writes: 60 % on even sets) evicts dirty lines at f."""
     cfg = config("a100")
-    sl = L2Slice(cfg, Dram(cfg))
-    sl.prefill_dirty(fraction, index=5)
-    per_set = [sum(line in sl.dirty for line in s) for s in sl.sets]
-    assert min(per_set) >= int(fraction * sl.ways) and max(per_set) <= int(fraction * sl.ways) + 1
-    first = np.array([next(iter(s)) in sl.dirty for s in sl.sets], dtype=float)
+    c = make_l2(cfg)
+    prefill_dirty(c, fraction)
+    sets, dirty = _sets(c, 5), _dirty(c, 5)
+    ways = c.tags.ways
+    per_set = [sum(line in dirty for line in s) for s in sets]
+    assert min(per_set) >= int(fraction * ways) and max(per_set) <= int(fraction * ways) + 1
+    first = np.array([s[0] in dirty for s in sets], dtype=float)
     for part in (first[0::2], first[1::2], first[0::4]):
         assert part.mean() == pytest.approx(fraction, abs=0.05)
