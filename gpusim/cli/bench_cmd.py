@@ -41,7 +41,7 @@ QUICK = [
 # (reduce_sum 37,828 -> 37,796: the GigaThread engine places a block as soon as one retires).
 PINNED_CYCLES = {"saxpy": 8_821, "matmul_tiled": 21_955, "reduce_sum": 37_796, "transpose_shared": 20_300}
 # Target of the timing model: the suite's median simulated warp-instructions per wall second.
-TARGET_WARP_IPS = 200_000
+TARGET_WARP_IPS = 2_000_000
 
 # `--functional`: the functional executor alone. vecadd at 2^24 is its target (>= 20 M thread-instr/s).
 FUNCTIONAL_SUITE = [
@@ -117,6 +117,9 @@ def register(subparsers) -> None:
     p.add_argument("--only", metavar="NAME[,NAME]", action="append",
                    help="run only these suite entries (comma-separated or repeated)")
     add_output(p, "--json", nargs="?", const="-", metavar="FILE", help="write the figures as JSON ('-': stdout)")
+    p.add_argument("--cold", action="store_true",
+                   help="timing suite: first measure the engine's compile time from an empty Numba cache (about a "
+                        "minute), as a first run after installing sees it")
     p.add_argument("--repeat", type=integer(1, 1000), default=1, metavar="N",
                    help="timing suite: measure each workload N times, each in a fresh process, and report its "
                         "fastest run (as timeit does: slower runs measure other load on the machine)")
@@ -181,8 +184,12 @@ def measure_timing(name: str, params: dict, config: str) -> dict:
     """Run one workload through the functional executor and the timing model (`simulate`) and return
     its figures; the rates are per wall second of the whole simulation."""
     from gpusim.stats.simulate import simulate
+    from gpusim.timing import warm_up
 
+    load = warm_up()  # the engine's machine code from Numba's cache (compiled if there is none)
+    cpu0 = time.process_time()
     r = simulate(name, config, verify=False, **params)
+    cpu = time.process_time() - cpu0
     peak = _peak_rss_mib()
     run, timing, wall = r.run, r.timing, r.wall_seconds
     warp = int(timing.warp_instructions)
@@ -192,7 +199,8 @@ def measure_timing(name: str, params: dict, config: str) -> dict:
         "warp_instructions": warp, "thread_instructions": int(run.result.stats.thread_instructions),
         "cycles": cycles, "wall_seconds": wall, "exec_seconds": run.exec_seconds or wall,
         "warp_instructions_per_second": warp / wall, "cycles_per_second": cycles / wall,
-        "peak_rss_mib": peak,
+        "cpu_seconds": cpu, "warp_instructions_per_cpu_second": warp / cpu if cpu > 0 else None,
+        "engine_load_seconds": load, "peak_rss_mib": peak,
     }
     try:  # the workload's own arrays, to tell the simulator's memory from the data's
         import numpy as np
@@ -238,6 +246,14 @@ def measure_sampled(name: str, params: dict, config: str, sample: str) -> dict:
             "warp_instructions_simulated": r.warp_instructions_simulated,
             "warp_instructions_estimated": r.warp_instructions_estimated,
             "runs": [x.to_dict() for x in r.runs], "peak_rss_mib": _peak_rss_mib()}
+
+
+def measure_compile(cache_dir: str) -> float:
+    """Seconds to compile the timing engine from nothing (an empty Numba cache in `cache_dir`)."""
+    os.environ["NUMBA_CACHE_DIR"] = cache_dir  # before Numba is imported in this fresh process
+    from gpusim.timing import warm_up
+
+    return warm_up()
 
 
 def count_warp_instructions(name: str, params: dict, config: str) -> int:
@@ -350,6 +366,12 @@ def _run_tune(args: argparse.Namespace, out) -> int:
 def _run_timing(args: argparse.Namespace, out) -> int:
     suite = _select(QUICK if args.quick else SUITE, args.only, "quick" if args.quick else "bench")
     doc = _header(args, "timing")
+    if args.cold:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="gpusim-numba-") as tmp:
+            doc["engine_compile_seconds"] = _in_child(measure_compile, tmp)
+        print(f"engine compiled from an empty cache in {doc['engine_compile_seconds']:.1f} s", file=out, flush=True)
     pins = PINNED_CYCLES if args.config == "a100" and not args.quick else {}
     print(f"{'workload':<18}{'warp instr':>13}{'cycles':>12}{'wall s':>9}{'warp-instr/s':>14}"
           f"{'cycles/s':>11}{'peak MiB':>10}  ok  pinned", file=out, flush=True)
@@ -363,12 +385,16 @@ def _run_timing(args: argparse.Namespace, out) -> int:
               f"{r['warp_instructions_per_second']:>14,.0f}{r['cycles_per_second']:>11,.0f}"
               f"{r['peak_rss_mib']:>10.0f}  {'yes' if r['verified'] else 'NO ':<4}{pin}", file=out, flush=True)
     median = statistics.median(r["warp_instructions_per_second"] for r in rows)
+    per_cpu = statistics.median(r["warp_instructions_per_cpu_second"] or 0 for r in rows)
+    load = max(r["engine_load_seconds"] for r in rows)
     met = median >= TARGET_WARP_IPS
     each = f" (the fastest of {args.repeat} runs of each)" if args.repeat > 1 else ""
-    print(f"median {median:,.0f} warp-instr/s{each}; target {TARGET_WARP_IPS:,}/s: {'met' if met else 'not met'}",
+    print(f"median {median:,.0f} warp-instr/s{each} ({per_cpu:,.0f} per CPU second); target {TARGET_WARP_IPS:,}/s: "
+          f"{'met' if met else 'not met'}; engine loaded from the cache in at most {load:.2f} s (not timed)",
           file=out, flush=True)
     doc.update(repeat=args.repeat, target_warp_instructions_per_second=TARGET_WARP_IPS,
-               median_warp_instructions_per_second=median, target_met=met, results=rows)
+               median_warp_instructions_per_second=median, median_warp_instructions_per_cpu_second=per_cpu,
+               target_met=met, results=rows)
     emit_json(doc, args.json)
     moved = [r["workload"] for r in rows if r["pinned_cycles"] not in (None, r["cycles"])]
     if moved:

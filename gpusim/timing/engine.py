@@ -78,9 +78,9 @@ def run(M, E):
         s = E.current[0]
         if s < 0:
             best = -1
-            for i in range(E.time.size):
-                if E.on[i] and (best < 0 or E.time[i] < E.time[best]
-                                or (E.time[i] == E.time[best] and E.seq[i] < E.seq[best])):
+            time, seq, on = E.time, E.seq, E.on
+            for i in range(time.size):
+                if on[i] and (best < 0 or time[i] < time[best] or (time[i] == time[best] and seq[i] < seq[best])):
                     best = i
             if best < 0:
                 return STALLED

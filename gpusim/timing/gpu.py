@@ -6,6 +6,7 @@ own file, and the compiled event loop (engine.py) drives them."""
 
 from __future__ import annotations
 
+import gc
 import math
 import sys
 from collections.abc import Iterable
@@ -96,26 +97,40 @@ class GPU:
         E = to_struct(events)  # (its arrays live as long as `events`)
         Ms = to_struct(M)  # the engine's view: the same arrays (kept alive by M), passed by reference
         engine.start(Ms, E)
-        while True:
-            r = engine.run(Ms, E)
-            if r == engine.DONE:
-                break
-            if r == engine.REFILL:
-                gte = feeder.refill(M.gte, 2 * want)
-                if feeder.st is not M.streams or gte is not M.gte:  # arrays moved or grew
-                    M = M._replace(streams=feeder.st, gte=gte)
-                    Ms = to_struct(M)
-            elif r == engine.LIMIT:
-                raise limit_error(M, program, int(M.sms.now[0]), limit)
-            elif r == engine.ERROR and M.sms.error[0] == E_BARRIER:
-                raise DeadlockError(f"block {int(M.sms.error[1])}: warps wait at a barrier no live warp will reach",
-                                    kernel=program.name)
-            else:
-                raise RuntimeError(f"timing engine stopped unexpectedly (status {r}, error {M.sms.error.tolist()})")
+        # the functional executor and the feeder allocate many short-lived objects and keep no
+        # reference cycles alive: collect the young generation less often while the kernel runs
+        threshold = gc.get_threshold()
+        gc.set_threshold(max(threshold[0], 50_000), *threshold[1:])
+        try:
+            M = _drive(program, feeder, M, Ms, E, limit, want)
+        finally:
+            gc.set_threshold(*threshold)
         timing = KernelTiming.collect(cfg, occ, M)
         if prefilled is not None:
             timing.l2["prefilled_dirty_bytes"] = prefilled
         return timing
+
+
+
+def _drive(program, feeder, M, Ms, E, limit, want):
+    """Run the engine to the kernel's end, stopping for the feeder whenever it asks; returns the
+    machine (its stream pool may have been replaced on the way)."""
+    while True:
+        r = engine.run(Ms, E)
+        if r == engine.DONE:
+            return M
+        if r == engine.REFILL:
+            gte = feeder.refill(M.gte, 2 * want)
+            if feeder.st is not M.streams or gte is not M.gte:  # arrays moved or grew
+                M = M._replace(streams=feeder.st, gte=gte)
+                Ms = to_struct(M)
+        elif r == engine.LIMIT:
+            raise limit_error(M, program, int(M.sms.now[0]), limit)
+        elif r == engine.ERROR and M.sms.error[0] == E_BARRIER:
+            raise DeadlockError(f"block {int(M.sms.error[1])}: warps wait at a barrier no live warp will reach",
+                                kernel=program.name)
+        else:
+            raise RuntimeError(f"timing engine stopped unexpectedly (status {r}, error {M.sms.error.tolist()})")
 
 
 _compiled = False

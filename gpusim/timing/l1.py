@@ -65,10 +65,11 @@ def make_l1(cfg: Config, sms: int, size_bytes: int) -> L1:
 @njit
 def _slot(c, sm, line):
     """The table slot of `line` (or the free slot where it would go)."""
-    cap = c.pend_line.shape[1]
+    lines = c.pend_line
+    cap = lines.shape[1]
     i = (line * 0x5851F42D4C957F2D >> 17) & (cap - 1)
     while True:
-        k = c.pend_line[sm, i]
+        k = lines[sm, i]
         if k == line or k == EMPTY:
             return i
         i = (i + 1) & (cap - 1)

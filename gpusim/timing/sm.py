@@ -451,12 +451,13 @@ def run_sm(M, s, now):
             if S_.attention[s] and S_.next_start[s] <= t:
                 _launch_pending(M, s, t)
             nxt = NEVER
+            next_time = P.next_time
             for i in range(nsp):
                 g = s * nsp + i
-                if P.next_time[g] <= t:
+                if next_time[g] <= t:
                     _step(M, g, t)
-                if P.next_time[g] < nxt:
-                    nxt = P.next_time[g]
+                if next_time[g] < nxt:
+                    nxt = next_time[g]
             if S_.error[0]:
                 return R_ERROR
             if S_.attention[s]:

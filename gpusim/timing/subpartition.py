@@ -88,11 +88,12 @@ def add(P, W, g, w, t):
 @njit_inline
 def remove(P, W, g, w, t):
     n = P.nw[g]
+    warps = P.warps
     k = 0
-    while P.warps[g, k] != w:
+    while warps[g, k] != w:
         k += 1
     while k < n - 1:
-        P.warps[g, k] = P.warps[g, k + 1]
+        warps[g, k] = warps[g, k + 1]
         k += 1
     P.nw[g] = n - 1
     if P.last[g] == w:
@@ -106,31 +107,33 @@ def begin_cycle(P, W, g, t):
     """Move the warps whose wait is over into the ready lists and open this cycle's ports. Returns
     whether any port is open; if none, `next_time` is set."""
     lowest = NEVER
+    warps, where, wake, port, snap = P.warps, W.where, W.wake, W.port, W.snap
+    queued, seen, free, open_ = P.queued, P.seen, P.free, P.open
     for k in range(P.nw[g]):
-        w = P.warps[g, k]
-        if W.where[w] == WAITING:
-            if W.wake[w] <= t:
-                W.where[w] = QUEUED
-                p = W.port[w]
-                W.snap[w] = P.seen[g, p]
-                P.queued[g, p] += 1
-            elif W.wake[w] < lowest:
-                lowest = W.wake[w]
+        w = warps[g, k]
+        if where[w] == WAITING:
+            if wake[w] <= t:
+                where[w] = QUEUED
+                p = port[w]
+                snap[w] = seen[g, p]
+                queued[g, p] += 1
+            elif wake[w] < lowest:
+                lowest = wake[w]
     P.min_wake[g] = lowest
     n_eligible = 0
     busy_until = NEVER  # the earliest a busy unit with ready warps frees
     any_open = False
     for p in range(NPORTS):
-        P.open[g, p] = False
-        if P.queued[g, p]:
-            f = P.free[g, p]
+        open_[g, p] = False
+        if queued[g, p]:
+            f = free[g, p]
             if f > t:
                 if f < busy_until:
                     busy_until = f
             else:
-                P.seen[g, p] += 1
-                n_eligible += P.queued[g, p]
-                P.open[g, p] = True
+                seen[g, p] += 1
+                n_eligible += queued[g, p]
+                open_[g, p] = True
                 any_open = True
     if not any_open:
         P.next_time[g] = lowest if lowest < busy_until else busy_until
@@ -158,12 +161,13 @@ def take(P, W, code, g, w, t):
 def still_open(P, g, t):
     """After an issue: which ports stay open this cycle (another warp may issue on them)."""
     any_open = False
+    open_, free, queued = P.open, P.free, P.queued
     for p in range(NPORTS):
-        if P.open[g, p]:
-            if P.free[g, p] <= t and P.queued[g, p]:
+        if open_[g, p]:
+            if free[g, p] <= t and queued[g, p]:
                 any_open = True
             else:
-                P.open[g, p] = False
+                open_[g, p] = False
     return any_open
 
 
@@ -172,9 +176,10 @@ def end_cycle(P, g, t):
     """The next cycle anything can change here: a waiting warp becoming ready, or a busy unit with
     ready warps freeing (t + 1 if a unit with ready warps is still free)."""
     nxt = P.min_wake[g]
+    queued, free = P.queued, P.free
     for p in range(NPORTS):
-        if P.queued[g, p]:
-            f = P.free[g, p]
+        if queued[g, p]:
+            f = free[g, p]
             if f <= t:
                 P.next_time[g] = t + 1
                 return

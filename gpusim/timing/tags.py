@@ -37,7 +37,7 @@ def make_tags(rows: int, ways: int, policy: int) -> Tags:
 def find(c, row, line):
     """The way holding `line` in set `row`, or -1."""
     tag = c.tag
-    for w in range(c.ways):
+    for w in range(tag.shape[1]):
         if tag[row, w] == line:
             return w
     return -1
@@ -54,8 +54,9 @@ def allocate(c, row, line):
     """Place `line` (absent) in set `row`: into an empty way, else in the policy's victim's way.
     Returns (way, evicted line or EMPTY, the evicted line's dirty sectors)."""
     way = -1
-    for w in range(c.ways):
-        if c.tag[row, w] == EMPTY:
+    tag = c.tag
+    for w in range(tag.shape[1]):
+        if tag[row, w] == EMPTY:
             way = w
             break
     old = EMPTY

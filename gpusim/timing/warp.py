@@ -48,10 +48,11 @@ def make_warps(slots: int, nregs: int) -> Warps:
 @njit_inline
 def write_regs(W, code, w, pc, at, reason):
     """Record that the registers `pc` writes land at cycle `at`."""
+    writes, ready, why = code.writes, W.sb_ready, W.sb_reason
     for k in range(code.wr_off[pc], code.wr_off[pc + 1]):
-        r = code.writes[k]
-        W.sb_ready[w, r] = at
-        W.sb_reason[w, r] = reason
+        r = writes[k]
+        ready[w, r] = at
+        why[w, r] = reason
 
 
 @njit_inline
@@ -60,9 +61,10 @@ def deps_ready(W, code, w, pc, floor, floor_reason):
     until then: its sources' pending writes (RAW) and its destinations' (WAW)."""
     at = floor
     why = floor_reason
+    deps, ready = code.deps, W.sb_ready
     for k in range(code.dep_off[pc], code.dep_off[pc + 1]):
-        r = code.deps[k]
-        if W.sb_ready[w, r] > at:
-            at = W.sb_ready[w, r]
+        r = deps[k]
+        if ready[w, r] > at:
+            at = ready[w, r]
             why = W.sb_reason[w, r]
     return at, why

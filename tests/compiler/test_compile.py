@@ -93,13 +93,19 @@ def test_compile_an_onnx_model(tmp_path, capsys):
     (["x.py", "--dtype", "f16"], "--dtype applies to the built-in models (mlp2, attention)"),
     (["mlp2", "--shape", "x"], "--shape 'x': expected INPUT=D0,D1,... (integers)"),
     (["mlp2", "--config", "nosuch"], "nosuch"),
-    (["mlp2", "--jobs", "0"], "--jobs 0: must be at least 1"),
     (["mlp2", "--scheduler", "tcp://h:1", "--jobs", "2"], "--jobs sets local workers; with --scheduler"),
 ])
 def test_compile_errors(capsys, args, message):
     assert main(["compile", *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("gpusim compile: error: ") and message in err
+
+
+def test_compile_jobs_out_of_range(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["compile", "mlp2", "--jobs", "0"])
+    assert info.value.code == 2
+    assert "argument --jobs/-j: 0 is below the minimum 1" in capsys.readouterr().err
 
 
 def test_load_model_errors(tmp_path):

@@ -133,8 +133,10 @@ def test_nan_and_infinity(tmp_path):
 
 def test_bad_choice(tmp_path):
     path, line = variant(tmp_path, "policy:", "policy: fifo")
+    from gpusim.config.vocab import SCHEDULER_POLICIES
+
     assert str(error(path)) == (f"{path}:{line}: scheduler.policy: 'fifo' is not one of "
-                                f"'lrr', 'gto', 'two_level'")
+                                + ", ".join(repr(p) for p in SCHEDULER_POLICIES))
 
 
 def test_impossible_sm_count(tmp_path):

@@ -13,8 +13,11 @@ def eligible(P, W, g, w):
 @njit
 def oldest(P, W, g):
     best = -1
+    best_age = 0
+    warps, open_, where, port, age = P.warps, P.open, W.where, W.port, W.age
     for k in range(P.nw[g]):
-        x = P.warps[g, k]
-        if eligible(P, W, g, x) and (best < 0 or W.age[x] < W.age[best]):
+        x = warps[g, k]
+        if where[x] == QUEUED and open_[g, port[x]] and (best < 0 or age[x] < best_age):
             best = x
+            best_age = age[x]
     return best

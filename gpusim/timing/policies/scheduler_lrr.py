@@ -11,9 +11,10 @@ def pick(P, W, g, t):
     last = P.last[g]
     if last >= 0:
         after = W.age[last]
+        warps, age = P.warps, W.age
         for k in range(P.nw[g]):
-            x = P.warps[g, k]
-            if W.age[x] > after and eligible(P, W, g, x) and (w < 0 or W.age[x] < W.age[w]):
+            x = warps[g, k]
+            if age[x] > after and eligible(P, W, g, x) and (w < 0 or age[x] < age[w]):
                 w = x
     if w < 0:
         w = oldest(P, W, g)

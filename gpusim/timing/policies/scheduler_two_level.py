@@ -15,13 +15,14 @@ def pick(P, W, g, t):
     last = P.last[g]
     last_age = W.age[last] if last >= 0 else -1
     n = min(P.nw[g], P.active_set)
+    warps, age = P.warps, W.age
     for k in range(n):
-        x = P.warps[g, k]
+        x = warps[g, k]
         if eligible(P, W, g, x):
-            a = W.age[x]
-            if first < 0 or a < W.age[first]:
+            a = age[x]
+            if first < 0 or a < age[first]:
                 first = x
-            if last >= 0 and a > last_age and (after < 0 or a < W.age[after]):
+            if last >= 0 and a > last_age and (after < 0 or a < age[after]):
                 after = x
     if first < 0:
         return -1
