@@ -11,6 +11,7 @@ import time
 import gpusim
 from gpusim.cli.args import add_output, integer
 from gpusim.cli.common import emit_json, emit_text, parse_sets, stdout_taken
+from gpusim.config.vocab import SCHEDULER_POLICIES
 from gpusim.errors import GpusimError
 from gpusim.stats import simulate, trace_json
 
@@ -28,7 +29,7 @@ def register(subparsers) -> None:
                    help="workload size parameter, e.g. --set n=4096 (repeatable)")
     p.add_argument("--config-set", action="append", metavar="FIELD=VALUE", dest="config_sets",
                    help="override a config field, e.g. --config-set chip.sm_count=54")
-    p.add_argument("--scheduler", choices=("lrr", "gto", "two_level"),
+    p.add_argument("--scheduler", choices=SCHEDULER_POLICIES,
                    help="warp scheduler policy (default: the config's scheduler.policy)")
     p.add_argument("--functional", action="store_true",
                    help="functional execution only (values, instruction counts), no timing model")

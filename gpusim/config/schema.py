@@ -135,7 +135,8 @@ class L1Spec:
     ways: int = spec("associativity; sets = size / (line * ways)", "ways", (1, 1024))
     mshr_entries: int = spec("outstanding misses (distinct lines) the L1 can track", "entries", (1, 65536))
     hit_latency_cycles: int = spec("load-to-use latency of an L1 hit", "cycles", (1, 10000))
-    write_policy: str = spec("what a store does to the L1", choices=("write_through", "write_back"))
+    write_policy: str = spec("what a store does to the L1; informational: the timing model's L1 writes every "
+                             "store through to the L2 (as NVIDIA's L1s do)", choices=("write_through", "write_back"))
     write_allocate: bool = spec("whether a store miss allocates a line")
     caches_global_loads: bool = spec("whether global loads are cached in L1 by default (false on GM204: "
                                      "global loads go to L2 unless compiled with -dlcm=ca)")
@@ -187,7 +188,7 @@ class InterconnectSpec:
 
 @dataclass(frozen=True, slots=True)
 class DramSpec:
-    """Device memory. Read by `timing/dram.py` (channels as SimPy resources) and the roofline."""
+    """Device memory. Read by `timing/dram.py` (each controller's channel a FIFO server) and the roofline."""
 
     technology: str = spec("memory technology; informational (GDDR5, HBM2, DDR5, ...)")
     controllers: int = spec("memory controllers (channels) addresses are interleaved over", "count",
@@ -198,7 +199,9 @@ class DramSpec:
                                  "within 1%", "GB/s", (0.001, 100000))
     latency_cycles: int = spec("unloaded load-to-use latency of a DRAM access (L2 miss), in SM cycles",
                                "cycles", (1, 100000))
-    queue_depth: int = spec("requests one controller can hold before back-pressure", "requests",
+    queue_depth: int = spec("requests one controller can hold; informational: a FIFO channel's start times do not "
+                            "depend on it (bounding the queue delays acceptance only), kept for an address-aware DRAM "
+                            "model", "requests",
                             (1, 65536))
     efficiency: float = spec("fraction of the peak a controller sustains on streaming traffic (refresh, "
                              "row switches, read/write turnaround); scales its service rate", "fraction",
@@ -213,7 +216,7 @@ class DramSpec:
 
 @dataclass(frozen=True, slots=True)
 class SchedulerSpec:
-    """Warp schedulers, one per sub-partition. Read by `timing/scheduler.py`."""
+    """Warp schedulers, one per sub-partition. Read by `timing/subpartition.py` and `timing/policies/`."""
 
     policy: str = spec("warp selection policy (gpusim/timing/policies/scheduler_*.py): "
                        + "; ".join(f"{k}: {v}" for k, v in SCHEDULER_POLICY_DOCS.items()), choices=SCHEDULER_POLICIES)

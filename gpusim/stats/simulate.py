@@ -11,6 +11,7 @@ from functools import partial
 from typing import Any
 
 from gpusim.config import Config, load_config
+from gpusim.config.vocab import SCHEDULER_POLICIES
 from gpusim.errors import ConfigError
 from gpusim.functional.executor import Executor
 from gpusim.functional.stats import ExecStats
@@ -18,7 +19,7 @@ from gpusim.stats.report import SimResult
 from gpusim.timing import GPU, KernelTiming
 from gpusim.workloads import load_workload
 
-SCHEDULERS = ("lrr", "gto", "two_level")
+SCHEDULERS = SCHEDULER_POLICIES  # (gpusim.config.vocab)
 
 
 @dataclass(frozen=True)
@@ -74,8 +75,8 @@ def simulate(workload, cfg: Config | str | os.PathLike = "a100", *, seed: int = 
     """Simulate a workload (a name, a folder or a loaded Workload) on `cfg` (a Config, a built-in name
     or a YAML path) with size parameters `params`: values computed and compared with the numpy
     reference, cycles from the timing model, and the metrics and bottleneck verdict (a SimResult).
-    `scheduler` ("lrr", "gto" or "two_level") overrides `scheduler.policy`; `overrides` are dotted
-    config overrides (`{"chip.sm_count": 54}`). Guards: a warp that issues more than `max_steps_per_warp`
+    `scheduler` (a name in `gpusim.config.vocab.SCHEDULER_POLICIES`) overrides `scheduler.policy`;
+    `overrides` are dotted config overrides (`{"chip.sm_count": 54}`). Guards: a warp that issues more than `max_steps_per_warp`
     instructions raises KernelFault (a runaway loop), a kernel still running at cycle `max_cycles`
     raises SimulationLimitError naming the warps still resident and what they wait on. With `verify`, a
     wrong result raises VerificationError; without, check `result.verified` (`result.run.message()` says

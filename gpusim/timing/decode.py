@@ -11,13 +11,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpusim.timing.jit import struct_type
-
 from gpusim.config import Config
 from gpusim.config.vocab import KIND, PORT, PORTS, STATE, WARP_STATES  # noqa: F401 (re-exported)
 from gpusim.isa import Program
 from gpusim.isa.opcodes import Unit
 from gpusim.isa.types import TYPES
+from gpusim.timing.jit import struct_type
 
 ALU, GLOBAL_LD, GLOBAL_ST, GLOBAL_ATOM, SHARED, SHFL, BRANCH, BARRIER, EXIT = (
     KIND[k] for k in ("alu", "global_ld", "global_st", "global_atom", "shared", "shfl", "branch", "barrier", "exit"))

@@ -28,6 +28,7 @@ class Dispatcher(NamedTuple):
     ntimeline: np.ndarray  # (1,)
     dispatch_cycles: int
     blocks_per_sm: int
+    capacity: int  # of the staged ring
 
 
 struct_type(Dispatcher)
@@ -37,7 +38,7 @@ def make_dispatcher(capacity: int, dispatch_cycles: int, blocks_per_sm: int) -> 
     one = lambda: np.zeros(1, dtype=np.int64)  # noqa: E731
     return Dispatcher(np.zeros(capacity, np.int64), np.zeros(capacity, np.int64), np.zeros(capacity, np.int64),
                       one(), one(), np.zeros(1, np.bool_), one(), np.zeros(1, np.bool_), one(),
-                      np.zeros((1024, 4), np.int64), one(), dispatch_cycles, blocks_per_sm)
+                      np.zeros((1024, 4), np.int64), one(), dispatch_cycles, blocks_per_sm, capacity)
 
 
 @njit
@@ -48,7 +49,7 @@ def staged(q):
 @njit
 def take(q):
     """The next staged block: (id, first handle, warps)."""
-    i = q.head[0] % q.staged_id.size
+    i = q.head[0] % q.capacity
     q.head[0] += 1
     return q.staged_id[i], q.staged_h0[i], q.staged_nw[i]
 

@@ -29,6 +29,7 @@ class Events(NamedTuple):
     counter: np.ndarray  # (1,)
     current: np.ndarray  # (1,) the SM being run when the engine left for the feeder (-1: none)
     limit: int
+    n: int  # SMs
 
 
 struct_type(Events)
@@ -36,7 +37,7 @@ struct_type(Events)
 
 def make_events(n: int, limit: int) -> Events:
     return Events(np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.bool_), np.zeros(1, np.int64),
-                  np.full(1, -1, np.int64), limit)
+                  np.full(1, -1, np.int64), limit, n)
 
 
 @njit
@@ -52,7 +53,7 @@ def start(M, E):
     """Cycle 0: the GigaThread engine fills every SM up to the occupancy limit, breadth first, and
     each SM that received a block wakes (in SM order)."""
     q = M.gte
-    n = E.time.size
+    n = E.n
     for _ in range(q.blocks_per_sm):
         for s in range(n):
             if _sm._gte.staged(q) == 0:
@@ -79,7 +80,7 @@ def run(M, E):
         if s < 0:
             best = -1
             time, seq, on = E.time, E.seq, E.on
-            for i in range(time.size):
+            for i in range(E.n):
                 if on[i] and (best < 0 or time[i] < time[best] or (time[i] == time[best] and seq[i] < seq[best])):
                     best = i
             if best < 0:

@@ -4,9 +4,29 @@ NUMBA_DISABLE_JIT=1 the same functions run as ordinary Python, for a debugger or
 
 from __future__ import annotations
 
+import hashlib
 import os
+from pathlib import Path
 
 import numba
+
+
+def _engine_cache_dir() -> str:
+    """Where Numba caches the engine's machine code: a folder named by a hash of the engine's whole
+    source (every file of gpusim/timing and the vocabulary) and Numba's version. Numba checks only a
+    cached function's own file for changes, and the engine's functions are compiled together, so an
+    edit to one unit's file must start a fresh cache."""
+    here = Path(__file__).resolve().parent
+    h = hashlib.sha256(numba.__version__.encode())
+    for p in sorted([*here.rglob("*.py"), here.parent / "config" / "vocab.py"]):
+        h.update(p.name.encode())
+        h.update(p.read_bytes())
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "gpusim", f"numba-{h.hexdigest()[:16]}")
+
+
+if not os.environ.get("NUMBA_CACHE_DIR"):  # (a folder the user chose is used as it is)
+    numba.config.CACHE_DIR = _engine_cache_dir()
 
 njit = numba.njit(cache=True, nogil=True)
 # Small functions on the issue path: inlined into their callers by Numba itself, so that reading a
@@ -32,8 +52,8 @@ def is_cached(dispatcher) -> bool:
 # so a call passes one pointer rather than the hundreds of arrays a machine holds, and a function's
 # type stays small (which keeps Numba's compile time in seconds rather than minutes).
 
-from numba import types as _types  # noqa: E402
 from numba import typeof as _typeof  # noqa: E402
+from numba import types as _types  # noqa: E402
 from numba.core.extending import intrinsic as _intrinsic  # noqa: E402
 from numba.experimental import structref as _structref  # noqa: E402
 
@@ -64,8 +84,9 @@ def struct_type(cls: type) -> type:
 @_intrinsic
 def _fill(typingctx, ref, values):
     """Store the fields of the NamedTuple `values` into the StructRef `ref` (same names, same order).
-    Arrays are stored without their reference-count handle (the NamedTuple the caller keeps holds
-    them alive), so the engine's reads of a unit's arrays cost no atomic reference counting."""
+    A one-dimensional array is stored as a bare pointer to its first element (`_field_type`), a
+    larger one without its reference-count handle: the NamedTuple the caller keeps holds them alive,
+    and the engine's reads of a unit's arrays cost no reference counting."""
     def codegen(context, builder, sig, args):
         from llvmlite import ir
 
@@ -76,13 +97,25 @@ def _fill(typingctx, ref, values):
             val = builder.extract_value(args[1], i)
             if isinstance(ty, _types.Array):
                 arr = context.make_array(ty)(context, builder, value=val)
-                arr.meminfo = ir.Constant(arr.meminfo.type, None)
-                val = arr._getvalue()
+                if isinstance(ref_ty.field_dict[name], _types.CPointer):
+                    val = arr.data
+                else:
+                    arr.meminfo = ir.Constant(arr.meminfo.type, None)
+                    val = arr._getvalue()
             else:
                 context.nrt.incref(builder, ty, val)
             setattr(data, name, val)
         return context.get_dummy_value()
     return _types.void(ref, values), codegen
+
+
+def _field_type(value):
+    """How the engine sees a field: a contiguous one-dimensional array as a pointer to its elements
+    (indexing it is all the engine does), anything else as itself."""
+    ty = _types.unliteral(_typeof(value))
+    if isinstance(ty, _types.Array) and ty.ndim == 1 and ty.layout == "C" and ty.dtype != _types.boolean:
+        return _types.CPointer(ty.dtype)
+    return ty
 
 
 @numba.njit(cache=True)
@@ -96,8 +129,10 @@ def to_struct(state):
     """The engine's view of a unit's NamedTuple state (nested NamedTuples converted too); the arrays
     are shared, so the engine's writes are seen through the NamedTuple. The caller must keep `state`
     alive while the engine uses the result (the result does not own the arrays)."""
+    if numba.config.DISABLE_JIT:
+        return state  # plain Python reads the NamedTuple's arrays directly
     cls = type(state)
     sr_type = struct_type(cls)
     values = cls(*(to_struct(v) if type(v) in _TYPES else v for v in state))
-    tp = sr_type([(name, _types.unliteral(_typeof(v))) for name, v in zip(cls._fields, values, strict=True)])
+    tp = sr_type([(name, _field_type(v)) for name, v in zip(cls._fields, values, strict=True)])
     return _make(tp, values)

@@ -67,7 +67,7 @@ def _slot(c, sm, line):
     """The table slot of `line` (or the free slot where it would go)."""
     lines = c.pend_line
     cap = lines.shape[1]
-    i = (line * 0x5851F42D4C957F2D >> 17) & (cap - 1)
+    i = (line ^ (line >> 11) ^ (line >> 23)) & (cap - 1)
     while True:
         k = lines[sm, i]
         if k == line or k == EMPTY:

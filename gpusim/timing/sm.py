@@ -36,7 +36,7 @@ from gpusim.timing import l1 as _l1
 from gpusim.timing import shared_memory as _smem
 from gpusim.timing import subpartition as _sp
 from gpusim.timing.decode import ALU, BARRIER, BRANCH, EXIT, GLOBAL_ATOM, GLOBAL_LD, GLOBAL_ST, PORT, SHARED, SHFL, S
-from gpusim.timing.jit import NEVER, njit, struct_type, njit_inline
+from gpusim.timing.jit import NEVER, njit, njit_inline, struct_type
 from gpusim.timing.policies import scheduler
 from gpusim.timing.stream import check_hunger
 from gpusim.timing.warp import HELD, OFF, deps_ready, write_regs

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpusim.timing.jit import njit, struct_type, njit_inline
+from gpusim.timing.jit import njit_inline, struct_type
 
 
 class Streams(NamedTuple):

@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from gpusim.config.vocab import PORTS, SCHEDULER_POLICIES, STATE, WARP_STATES
-from gpusim.timing.jit import NEVER, njit, struct_type, njit_inline
+from gpusim.timing.jit import NEVER, njit_inline, struct_type
 from gpusim.timing.warp import QUEUED, WAITING
 
 NPORTS = len(PORTS)

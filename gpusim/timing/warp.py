@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpusim.timing.jit import njit, struct_type, njit_inline
+from gpusim.timing.jit import njit_inline, struct_type
 
 # Where a warp is, as its sub-partition sees it.
 OFF, WAITING, QUEUED, HELD = 0, 1, 2, 3  # not resident; waits for `wake`; ready, in the ready lists; at a

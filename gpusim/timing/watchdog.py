@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections import Counter
 
+from gpusim.config.vocab import WARP_STATES
 from gpusim.errors import SimulationLimitError
 from gpusim.isa import Program
-from gpusim.config.vocab import WARP_STATES
 from gpusim.timing.jit import NEVER
 
 SHOWN = 8  # warps described one by one; the rest are counted by (pc, state)

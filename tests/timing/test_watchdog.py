@@ -41,8 +41,8 @@ def test_cli_reports_the_limit(capsys):
 
 
 def test_cycles_are_64_bit_integers_no_kernel_is_cut_short():
-    # A pointer chase whose every step (an L2 access: L1 not caching) takes 100,000 cycles runs past 2^31 cycles (the old engine
-    # stopped every kernel at 2^30 - 2); the engine's "no event" is 2^62.
+    # A pointer chase whose every step (an L2 access: L1 not caching) takes 100,000 cycles runs past
+    # 2^31 cycles (the old engine stopped every kernel at 2^30 - 2); the engine's "no event" is 2^62.
     from gpusim.timing.jit import NEVER
 
     assert NEVER == 1 << 62
