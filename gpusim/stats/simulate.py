@@ -72,15 +72,14 @@ def simulate(workload, cfg: Config | str | os.PathLike = "a100", *, seed: int = 
              scheduler: str | None = None, overrides: dict[str, Any] | None = None,
              max_steps_per_warp: int | None = None, max_cycles: int | None = None, verify: bool = True,
              **params) -> SimResult:
-    """Simulate a workload (a name, a folder or a loaded Workload) on `cfg` (a Config, a built-in name
-    or a YAML path) with size parameters `params`: values computed and compared with the numpy
-    reference, cycles from the timing model, and the metrics and bottleneck verdict (a SimResult).
-    `scheduler` (a name in `gpusim.config.vocab.SCHEDULER_POLICIES`) overrides `scheduler.policy`;
-    `overrides` are dotted config overrides (`{"chip.sm_count": 54}`). Guards: a warp that issues more
-    than `max_steps_per_warp` instructions raises KernelFault (a runaway loop), a kernel still running
-    at cycle `max_cycles` raises SimulationLimitError naming the warps still resident and what they wait
-    on. With `verify`, a wrong result raises VerificationError; without, check `result.verified` (`result.run.message()` says
-    where it differs)."""
+    """Simulate a workload (a name, a folder or a loaded Workload) on `cfg` (a Config, a built-in name or a YAML path)
+    with size parameters `params`: values computed and compared with the numpy reference, cycles from the timing
+    model, and the metrics and bottleneck verdict (a SimResult). `scheduler` (a name in
+    `gpusim.config.vocab.SCHEDULER_POLICIES`) overrides `scheduler.policy`; `overrides` are dotted config overrides
+    (`{"chip.sm_count": 54}`). Guards: a warp that issues more than `max_steps_per_warp` instructions raises
+    KernelFault (a runaway loop), a kernel still running at cycle `max_cycles` raises SimulationLimitError naming
+    the warps still resident and what they wait on. With `verify`, a wrong result raises VerificationError; without,
+    check `result.verified` (`result.run.message()` says where it differs)."""
     wl = workload if hasattr(workload, "program") else load_workload(workload)
     cfg = configure(cfg, scheduler, overrides)
     t0 = time.perf_counter()
