@@ -69,6 +69,10 @@ def struct_type(cls: type) -> type:
     Called at import by each unit's module, so the on-disk cache finds the types by name."""
     sr_type = _TYPES.get(cls)
     if sr_type is None:
+        if not cls.__module__.startswith("gpusim."):
+            # (the cached constructor's index names every type it was built for: a type that is not
+            # registered when gpusim is imported would make the index unreadable for every later run)
+            raise TypeError(f"{cls.__qualname__}: only gpusim's own units have engine views")
         g = globals()
         tname, pname = f"{cls.__name__}Type", f"{cls.__name__}Ref"
         sr_type = type(tname, (_types.StructRef,), {"preprocess_fields": _preprocess_fields,
