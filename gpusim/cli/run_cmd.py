@@ -11,6 +11,7 @@ import time
 import gpusim
 from gpusim.cli.common import emit_json, parse_sets, write_atomic
 from gpusim.errors import GpusimError
+from gpusim.functional.executor import DEFAULT_MAX_STEPS_PER_WARP
 from gpusim.stats import simulate, trace_json
 
 
@@ -33,7 +34,8 @@ def register(subparsers) -> None:
                    help="functional execution only (values, instruction counts), no timing model")
     p.add_argument("--seed", type=int, default=0, help="seed of the input generator (default 0)")
     p.add_argument("--max-steps", type=int, default=None, metavar="N",
-                   help="fault when a warp issues more than N instructions (default 1,000,000)")
+                   help="fault when a warp issues more than N instructions (the runaway-loop guard; "
+                        f"default {DEFAULT_MAX_STEPS_PER_WARP:,})")
     p.add_argument("--max-cycles", type=int, default=None, metavar="N",
                    help="stop the timing model at cycle N and say which warps are still running, and on what")
     p.add_argument("--sample", choices=("auto", "on", "off"), default="off",

@@ -25,7 +25,7 @@ class SimulatedCost(CostModel):
     name = "simulated"
 
     def __init__(self, cache_dir: str | os.PathLike | None = None, *, seed: int = 0):
-        self.store = Store(cache_dir, "cost")
+        self.store = Store(cache_dir, "cost", ("cycles", "detail"))
         self.seed = seed
         self.simulations = 0
 
