@@ -311,7 +311,7 @@ def simulate_sampled(workload, cfg: Config | str = "a100", *, sample: str = "aut
         if sample == "auto":
             return full(dependent)
 
-    pl = wl.prepare(p, seed=seed)
+    pl = wl.prepare(p, seed=seed, cfg=cfg)
     pl.snapshot()
     kernel = _representative(pl, cfg, max_steps_per_warp)
     more.update(representative=kernel.rows, loop_trips=kernel.trips,

@@ -100,6 +100,9 @@ SAMPLING_QUICK = [
 SAMPLING_TARGET_ERROR_PCT = 5.0
 SAMPLING_TARGET_SPEEDUP = 10.0
 
+# the suites' longest warps (pointer_chase at 100,000 steps: 700,011 instructions) run past the default
+# runaway-loop guard (DEFAULT_MAX_STEPS_PER_WARP) on purpose
+BENCH_MAX_STEPS_PER_WARP = 1 << 21
 LONG_TARGET = 10_000_000  # warp instructions
 LONG_TARGET_QUICK = 2_000_000
 LONG_RSS_LIMIT_MIB = 2048
@@ -165,7 +168,7 @@ def measure(name: str, params: dict, config: str) -> dict:
     cfg = gpusim.load_config(config)
     wl = gpusim.load_workload(name)
     t0 = time.perf_counter()
-    run = wl.run(params, cfg)
+    run = wl.run(params, cfg, max_steps_per_warp=BENCH_MAX_STEPS_PER_WARP)
     wall = time.perf_counter() - t0
     st = run.result.stats
     exec_s = getattr(run, "exec_seconds", None) or wall
@@ -188,7 +191,7 @@ def measure_timing(name: str, params: dict, config: str) -> dict:
 
     load = warm_up()  # the engine's machine code from Numba's cache (compiled if there is none)
     cpu0 = time.process_time()
-    r = simulate(name, config, verify=False, **params)
+    r = simulate(name, config, verify=False, max_steps_per_warp=BENCH_MAX_STEPS_PER_WARP, **params)
     cpu = time.process_time() - cpu0
     peak = _peak_rss_mib()
     run, timing, wall = r.run, r.timing, r.wall_seconds
@@ -224,7 +227,7 @@ def measure_full(name: str, params: dict, config: str) -> dict:
     from gpusim.stats.simulate import simulate
 
     c0 = time.process_time()
-    r = simulate(name, config, verify=False, **params)
+    r = simulate(name, config, verify=False, max_steps_per_warp=BENCH_MAX_STEPS_PER_WARP, **params)
     return {"workload": name, "params": dict(r.run.params), "verified": bool(r.run.ok), "cycles": int(r.cycles),
             "warp_instructions": int(r.timing.warp_instructions), "wall_seconds": r.wall_seconds,
             "cpu_seconds": time.process_time() - c0, "peak_rss_mib": _peak_rss_mib()}
@@ -237,7 +240,7 @@ def measure_sampled(name: str, params: dict, config: str, sample: str) -> dict:
 
     c0 = time.process_time()
     try:
-        r = simulate_sampled(name, config, sample=sample, **params)
+        r = simulate_sampled(name, config, sample=sample, max_steps_per_warp=BENCH_MAX_STEPS_PER_WARP, **params)
     except GpusimError as e:
         return {"workload": name, "params": dict(params), "decision": "error", "reason": str(e)}
     return {"workload": name, "params": dict(r.params), "decision": r.mode, "reason": r.reason,

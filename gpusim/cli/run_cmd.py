@@ -13,6 +13,7 @@ from gpusim.cli.args import add_output, integer
 from gpusim.cli.common import emit_json, emit_text, parse_sets, stdout_taken
 from gpusim.config.vocab import SCHEDULER_POLICIES
 from gpusim.errors import GpusimError
+from gpusim.functional.executor import DEFAULT_MAX_STEPS_PER_WARP
 from gpusim.stats import simulate, trace_json
 
 
@@ -35,7 +36,8 @@ def register(subparsers) -> None:
                    help="functional execution only (values, instruction counts), no timing model")
     p.add_argument("--seed", type=integer(0), default=0, help="seed of the input generator (default 0)")
     p.add_argument("--max-steps", type=integer(1), default=None, metavar="N",
-                   help="fault when a warp issues more than N instructions (default 1,000,000)")
+                   help="fault when a warp issues more than N instructions (the runaway-loop guard; "
+                        f"default {DEFAULT_MAX_STEPS_PER_WARP:,})")
     p.add_argument("--max-cycles", type=integer(1), default=None, metavar="N",
                    help="stop the timing model at cycle N and say which warps are still running, and on what")
     p.add_argument("--sample", choices=("auto", "on", "off"), default="off",

@@ -14,9 +14,9 @@ class GraphError(CompilerError):
     """A graph is malformed: `node %name (op): what is wrong` (a cycle, a dangling input, an unknown
     operator, a shape or dtype mismatch)."""
 
-    def __init__(self, message: str, *, node: str | None = None, op: str | None = None):
+    def __init__(self, message: str, node: str | None = None, op: str | None = None):
         self.node, self.op, self.reason = node, op, message
         where = f"node %{node}" if node is not None else ""
         if op is not None:
             where = f"{where} ({op})" if where else f"({op})"
-        super().__init__(f"{where}: {message}" if where else message)
+        self._located(f"{where}: {message}" if where else message, message, node, op)

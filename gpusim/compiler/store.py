@@ -21,9 +21,11 @@ def digest(obj: Any) -> str:
 class Store(ResultCache):
     """Entries under `folder` (default `$GPUSIM_CACHE_DIR`, else ~/.cache/gpusim)/compiler/`namespace`/."""
 
-    def __init__(self, folder: str | os.PathLike | None, namespace: str):
+    def __init__(self, folder: str | os.PathLike | None, namespace: str, required: tuple[str, ...] = ()):
         super().__init__(folder)
         self.namespace = namespace
+        self.required = required  # the fields an entry's reader needs (ResultCache.get)
+        self.redo = "computing it again"
 
     def path(self, key: str) -> Path:
         return self.folder / "compiler" / self.namespace / f"{key}.json"

@@ -84,7 +84,7 @@ class Tuner:
             raise CompilerError(f"budget ({budget}) and top_k ({top_k}) must be at least 1")
         self.cfg, self.cost, self.measure = cfg, cost, measure
         self.strategy, self.budget, self.top_k, self.seed = strategy, budget, top_k, seed
-        self.store = Store(cache_dir, "tune") if cache else None
+        self.store = Store(cache_dir, "tune", ("params", "cycles", "evaluated", "top", "measured")) if cache else None
         self.validate = validate
         if executor is None and jobs is not None:
             executor = LocalExecutor(jobs)

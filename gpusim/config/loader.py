@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import typing
 from pathlib import Path
 from typing import Any
@@ -151,9 +152,31 @@ MAX_DEPTH = 64  # nesting of mappings and sequences in a file (a configuration n
 MAX_VALUES = 100_000  # values in a file once aliases are expanded (a configuration has about 200)
 
 
+# Plain scalars are resolved as people write numbers (YAML 1.2's core schema), not as YAML 1.1 does:
+# `1e9` and `1.41e3` are numbers (1.1 needs a dot: strings), a date is text, and only true/false are
+# booleans. What YAML 1.1 would read otherwise is refused where it stands (`_YAML11_ODDITIES`).
+_INT = r"[-+]?(?:0|[1-9][0-9_]*)|0x[0-9a-fA-F_]+|0b[01_]+"
+_FLOAT = (r"[-+]?(?:\.[0-9]+|(?:0|[1-9][0-9_]*)(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?"
+          r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")
+_YAML11_ODDITIES = (
+    (re.compile(r"(?:yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF)"),
+     "{v!r} is a YAML 1.1 boolean ({b}): write true or false, or quote it for text"),
+    (re.compile(r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?"),
+     "{v!r} is a YAML 1.1 base-60 number ({s}): write the number, or quote it for text"),
+    (re.compile(r"[-+]?0[0-9_]+"),
+     "{v!r} has a leading zero, which YAML 1.1 reads as octal: write it without the zero (or 0x...), "
+     "or quote it for text"),
+)
+
+
 class _Loader(yaml.SafeLoader):
     """SafeLoader composing at most MAX_DEPTH levels, so that deep nesting is a YAML error with a
-    line rather than a RecursionError."""
+    line rather than a RecursionError; plain scalars resolve as `_INT`, `_FLOAT`, true/false and null."""
+
+    yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers
+                if tag.rsplit(":", 1)[-1] not in ("bool", "int", "float", "timestamp")]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
 
     def __init__(self, stream):
         super().__init__(stream)
@@ -168,6 +191,31 @@ class _Loader(yaml.SafeLoader):
             return super().compose_node(parent, index)
         finally:
             self.depth -= 1
+
+
+_Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                              list("tTfF"))
+_Loader.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(f"^(?:{_INT})$"), list("-+0123456789"))
+_Loader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(f"^(?:{_FLOAT})$"), list("-+.0123456789"))
+
+
+def _yaml11_oddity(node: yaml.ScalarNode) -> str | None:
+    """What is wrong with a plain scalar that YAML 1.1 would read as something else than it reads here."""
+    if node.style is not None or node.tag != "tag:yaml.org,2002:str":
+        return None
+    v = node.value
+    for rx, msg in _YAML11_ODDITIES:
+        if rx.fullmatch(v):
+            b = v.lower() in ("yes", "on")
+            s60 = None
+            if ":" in v:
+                sign = -1 if v.startswith("-") else 1
+                total = 0.0
+                for part in v.lstrip("+-").replace("_", "").split(":"):
+                    total = total * 60 + float(part)
+                s60 = sign * (int(total) if total.is_integer() else total)
+            return msg.format(v=v, b=str(b).lower(), s=s60)
+    return None
 
 
 class _Expansion:
@@ -214,6 +262,9 @@ def _to_plain(node: yaml.Node, path: str, file: str, where: Where, exp: _Expansi
 
 
 def _scalar(node: yaml.ScalarNode, path: str, file: str) -> Any:
+    odd = _yaml11_oddity(node)
+    if odd is not None:
+        raise ConfigError(odd, file=file, line=node.start_mark.line + 1, field=path or None)
     try:
         return yaml.constructor.SafeConstructor().construct_object(node, deep=True)
     except Exception as exc:  # PyYAML's constructors raise what they meet (ValueError for !!int x or
@@ -342,6 +393,8 @@ _TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "tru
 
 
 def _check_scalar(tp: type, meta: Any, value: Any, path: str, where: Where, at: str | None = None) -> Any:
+    if tp is int and isinstance(value, float) and value.is_integer() and abs(value) <= 2**53:
+        value = int(value)  # 4e9 bytes, 1.41e3 MHz: a whole number written as people write it
     ok = {
         bool: isinstance(value, bool),
         int: isinstance(value, int) and not isinstance(value, bool),

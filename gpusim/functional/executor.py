@@ -24,12 +24,15 @@ from gpusim.functional.stream import BatchRecorder, BlockStream, StreamChunk
 from gpusim.isa.program import SPECIAL_REGISTERS, Instruction, Operand, Program
 from gpusim.isa.types import TYPES
 
-WARP = 32
+WARP = 32  # the warp size when no config is given; else the config's sm.warp_size
 RUN, WAIT, DONE = 0, 1, 2
-DEFAULT_MAX_STEPS_PER_WARP = 1_000_000
+# The runaway-loop guard: a warp that issues more instructions than this faults. 2^17 is 3.5x the
+# longest warp of any shipped workload at its default and test sizes (ffma_peak, gemm_tiled: ~37,000),
+# and a loop that never ends reaches it within ~15 s on one core in either mode for a grid that fits
+# one batch (docs/robustness.md). A count, not a time: the same kernel always stops at the same place.
+DEFAULT_MAX_STEPS_PER_WARP = 1 << 17
 DEFAULT_BATCH_LANES = 1 << 16
 DEFAULT_CHUNK = 1 << 15  # warp instructions per chunk when the timing model pulls streams
-_LANE = np.arange(WARP)
 
 
 @dataclass
@@ -78,21 +81,23 @@ class _Batch:
         self.ex, prog, launch = ex, ex.program, ex.launch
         self.first_block, self.nblocks = first_block, nblocks
         T = launch.threads_per_block
-        self.wpb = -(-T // WARP)
+        WS = self.ws = ex.warp_size
+        self.lane_ids = np.arange(WS)
+        self.wpb = -(-T // WS)
         W = self.W = nblocks * self.wpb
-        L = W * WARP
+        L = W * WS
         lane = np.arange(L, dtype=np.int64)
-        warp = lane // WARP
+        warp = lane // WS
         self.lane_block = warp // self.wpb  # block index within the batch
-        tlin = (warp % self.wpb) * WARP + (lane % WARP)
-        self.exists = (tlin < T).reshape(W, WARP)
+        tlin = (warp % self.wpb) * WS + (lane % WS)
+        self.exists = (tlin < T).reshape(W, WS)
         self.full_lanes = int(self.exists.sum())
         self.all_exist = self.full_lanes == L
         self.live = self.exists.copy()
         self.stack = SimtStack(W, self.exists)
         self.state = np.zeros(W, dtype=np.int8)
         self.bar_pc = np.full(W, -1, dtype=np.int64)
-        self.full = self.all_exist  # every warp runs all 32 lanes
+        self.full = self.all_exist  # every warp runs all its lanes
         # registers, then special registers, as one list of lane arrays
         self.R: list[np.ndarray] = [np.zeros(L, dtype=TYPES[r.type].dtype) for r in prog.registers]
         bx, by, _ = launch.block
@@ -104,7 +109,7 @@ class _Batch:
         specials = {
             "%tid.x": tlin % bx, "%tid.y": (tlin // bx) % by, "%tid.z": tlin // (bx * by),
             "%ctaid.x": gid % gx, "%ctaid.y": (gid // gx) % gy, "%ctaid.z": gid // (gx * gy),
-            "%laneid": lane % WARP, "%warpid": warp % self.wpb,
+            "%laneid": lane % WS, "%warpid": warp % self.wpb,
         }
         for name in SPECIAL_REGISTERS:
             if name in ex.used_specials:
@@ -114,26 +119,28 @@ class _Batch:
                     arr = np.full(L, launch.block["xyz".index(name[-1])], dtype=np.uint32)
                 elif name.startswith("%nctaid"):
                     arr = np.full(L, launch.grid["xyz".index(name[-1])], dtype=np.uint32)
-                else:  # %nwarpid
+                elif name == "%nwarpid":
                     arr = np.full(L, self.wpb, dtype=np.uint32)
+                else:  # WARP_SZ
+                    arr = np.full(L, WS, dtype=np.uint32)
                 self.R.append(arr)
             else:
                 self.R.append(None)
         self.smem_size = prog.shared_bytes
         self.smem_stride = -(-max(self.smem_size, 8) // 8) * 8
         self.smem = np.zeros(nblocks * self.smem_stride, dtype=np.uint8)
-        self.rec = BatchRecorder(W) if ex.record else None
+        self.rec = BatchRecorder(W, WS) if ex.record else None
         if ex.loop_cap is not None:  # iterations of each loop's current instance, per warp
             self.loop_count = np.zeros((W, len(ex.loop_headers)), dtype=np.int64)
 
     # lane -> (block, thread) for error messages
     def where(self, lane: int) -> tuple[tuple, tuple]:
         launch = self.ex.launch
-        w, l = divmod(int(lane), WARP)
+        w, l = divmod(int(lane), self.ws)
         gid = self.first_block + w // self.wpb
         if self.ex.block_ids is not None:
             gid = int(self.ex.block_ids[gid])
-        t = (w % self.wpb) * WARP + l
+        t = (w % self.wpb) * self.ws + l
         bx, by, _ = launch.block
         gx, gy, _ = launch.grid
         return (gid % gx, (gid // gx) % gy, gid // (gx * gy)), (t % bx, (t // bx) % by, t // (bx * by))
@@ -183,6 +190,7 @@ class Executor:
                  block_ids=None, loop_cap: int | dict[int, int] | None = None):
         launch.validate(cfg, program.shared_bytes)
         self.program, self.launch, self.memory, self.cfg = program, launch, memory, cfg
+        self.warp_size = int(cfg.sm.warp_size) if cfg is not None else WARP
         self.params = _param_bytes(program, params)
         self.max_steps = max_steps_per_warp or DEFAULT_MAX_STEPS_PER_WARP
         self.record = record
@@ -214,12 +222,12 @@ class Executor:
                 raise LaunchError(f"loop_cap {min(caps.values())}: must be at least 0", field="loop_cap")
             self.loop_cap = {h: int(caps.get(h, 1 << 62)) for h in self.loop_headers}
             self.block_warp_instructions = np.zeros(self.num_blocks, dtype=np.int64)  # in execution order
-        self.stats = ExecStats()
+        self.stats = ExecStats(warp_size=self.warp_size)
         self.stats.blocks = self.num_blocks
-        self.stats.warps = self.num_blocks * launch.warps_per_block(WARP)
+        self.stats.warps = self.num_blocks * launch.warps_per_block(self.warp_size)
         self.stats.threads = self.num_blocks * launch.threads_per_block
         self.used_specials = {o.name for i in program.instructions for o in i.srcs if o.kind == "special"}
-        lanes_per_block = launch.warps_per_block(WARP) * WARP
+        lanes_per_block = launch.warps_per_block(self.warp_size) * self.warp_size
         self.blocks_per_batch = max(1, (batch_lanes or DEFAULT_BATCH_LANES) // lanes_per_block)
         self.nregs = len(program.registers)
 
@@ -293,7 +301,7 @@ class Executor:
                     b.rec.positions = None
             else:
                 mask = st.active[G]
-                lanes = (G[:, None] * WARP + _LANE)[mask]
+                lanes = (G[:, None] * b.ws + b.lane_ids)[mask]
                 nlanes = lanes.size
                 if b.rec is not None:
                     b.rec.positions = np.flatnonzero(mask)
@@ -324,13 +332,14 @@ class Executor:
               cls=KernelFault):
         block, thread = b.where(lane)
         raise cls(msg, kernel=self.program.name, pc=ins.pc, line=ins.line, source=ins.text,
-                  block=block, thread=thread, address=address)
+                  block=block, thread=thread, address=address, file=self.program.source)
 
     def _runaway(self, b: _Batch, ins: Instruction):
         w = int(np.flatnonzero(b.state == RUN)[0]) if (b.state == RUN).any() else 0
-        lane = w * WARP + int(np.argmax(b.stack.active[w]))
-        self.fault(b, ins, lane, f"step limit exceeded: a warp issued more than {self.max_steps} "
-                   "instructions (runaway loop?); raise max_steps_per_warp if the kernel is meant to run longer")
+        lane = w * b.ws + int(np.argmax(b.stack.active[w]))
+        self.fault(b, ins, lane, f"step limit exceeded: a warp issued more than {self.max_steps:,} instructions "
+                   "(max_steps_per_warp, the runaway-loop guard: a loop that never ends?); if the kernel is meant "
+                   "to run longer, raise it: gpusim run --max-steps N, or max_steps_per_warp=N")
 
     def _deadlock(self, b: _Batch):
         """No warp of the batch can run, yet some wait at a barrier: name the block and why."""
@@ -350,7 +359,7 @@ class Executor:
         else:
             msg = (f"deadlock: barrier reached by {arrived} of {total} threads of the block; "
                    f"{exited} exited without reaching it")
-        self.fault(b, ins, w * WARP + int(np.argmax(b.exists[w])), msg, cls=DeadlockError)
+        self.fault(b, ins, w * b.ws + int(np.argmax(b.exists[w])), msg, cls=DeadlockError)
 
     # ---- decoding: one closure per instruction, per batch --------------------------------------
     def _reader(self, op: Operand, b: _Batch) -> Callable:
@@ -464,7 +473,7 @@ class Executor:
             def run(G, lanes):
                 st.pc[G] = target if ins.guard < 0 else nxt
             return run
-        pred = b.R[ins.guard].reshape(b.W, WARP)
+        pred = b.R[ins.guard].reshape(b.W, b.ws)
         neg = ins.guard_negate
         reconv = ins.reconv
 
@@ -510,7 +519,7 @@ class Executor:
                 st.pc[G] = np.where(go, target, nxt)
                 took(G[go])
             return run
-        pred = b.R[ins.guard].reshape(b.W, WARP)
+        pred = b.R[ins.guard].reshape(b.W, b.ws)
         neg = ins.guard_negate
         reconv = ins.reconv
 
@@ -527,7 +536,7 @@ class Executor:
 
     def _exit(self, ins: Instruction, b: _Batch) -> Callable:
         st = b.stack
-        pred = b.R[ins.guard].reshape(b.W, WARP) if ins.guard >= 0 else None
+        pred = b.R[ins.guard].reshape(b.W, b.ws) if ins.guard >= 0 else None
         neg, nxt = ins.guard_negate, ins.pc + 1
 
         def run(G, lanes):
@@ -554,14 +563,18 @@ class Executor:
 
         def run(G, lanes):
             act = st.active[G]
+            if ins.guard >= 0:  # lanes whose guard is false do not arrive
+                act = act & (b.R[ins.guard].reshape(b.W, b.ws)[G] != ins.guard_negate)
             partial = (act != b.live[G]).any(1)
-            if ins.guard >= 0:
-                partial |= (act & (b.R[ins.guard].reshape(b.W, WARP)[G] == ins.guard_negate)).any(1)
             if partial.any():
-                w = int(G[np.argmax(partial)])
-                self.fault(b, ins, w * WARP + int(np.argmax(st.active[w])),
-                           f"deadlock: bar.sync reached by {int(st.active[w].sum())} of {int(b.live[w].sum())} "
-                           "threads of a warp (barrier in divergent code)", cls=DeadlockError)
+                i = int(np.argmax(partial))
+                w = int(G[i])
+                arrived, live = int(act[i].sum()), int(b.live[w].sum())
+                why = "a guard false on some lanes" if ins.guard >= 0 else "divergent code"
+                lane = int(np.argmax(act[i])) if arrived else int(np.argmax(b.live[w]))
+                self.fault(b, ins, w * b.ws + lane,
+                           f"deadlock: bar.sync reached by {arrived} of {live} threads of a warp (barrier in "
+                           f"{why})", cls=DeadlockError)
             b.state[G] = WAIT
             b.bar_pc[G] = ins.pc
             stats.barriers += G.size
@@ -584,12 +597,14 @@ class Executor:
 
     # ---- warp-level -----------------------------------------------------------------------------
     def _shfl(self, ins: Instruction, b: _Batch) -> Callable:
-        st = b.stack
+        """Shuffles span the warp: its sm.warp_size lanes (a source lane past the last one, or inactive,
+        gives the lane's own value)."""
+        st, WS, lane_ids = b.stack, b.ws, b.lane_ids
         mode = next(q for q in ins.quals if q in ("up", "down", "bfly", "idx"))
         src_reader = self._reader(ins.srcs[1], b)
         dt = TYPES[ins.dsts[0].type].dtype
         a_arr = b.R[ins.srcs[0].reg]
-        a_arr = a_arr.view(dt).reshape(b.W, WARP) if ins.srcs[0].kind == "reg" else None
+        a_arr = a_arr.view(dt).reshape(b.W, WS) if ins.srcs[0].kind == "reg" else None
         a_read = self._reader(ins.srcs[0], b)
         write = self._writer(ins.dsts[0], b, dt)
 
@@ -597,31 +612,36 @@ class Executor:
             if a_arr is not None:
                 A = a_arr[G]
             else:
-                A = np.broadcast_to(a_read(slice(None)), (b.W * WARP,)).reshape(b.W, WARP)[G]
-            idx = (G[:, None] * WARP + _LANE).ravel()
+                A = np.broadcast_to(a_read(slice(None)), (b.W * WS,)).reshape(b.W, WS)[G]
+            idx = (G[:, None] * WS + lane_ids).ravel()
             k = np.asarray(src_reader(idx)).astype(np.int64)
-            k = np.broadcast_to(k, idx.shape).reshape(G.size, WARP)
-            src = {"up": _LANE - k, "down": _LANE + k, "bfly": _LANE ^ k, "idx": k}[mode]
-            inside = (src >= 0) & (src < WARP)
-            srcc = np.clip(src, 0, WARP - 1)
+            k = np.broadcast_to(k, idx.shape).reshape(G.size, WS)
+            src = {"up": lane_ids - k, "down": lane_ids + k, "bfly": lane_ids ^ k, "idx": k}[mode]
+            inside = (src >= 0) & (src < WS)
+            srcc = np.clip(src, 0, WS - 1)
             rows = np.arange(G.size)[:, None]
             valid = inside & st.active[G][rows, srcc]
             out = np.where(valid, A[rows, srcc], A).ravel()
-            write(lanes, _select(out, G, lanes))
+            write(lanes, _select(out, G, lanes, WS))
 
         return body
 
     def _vote(self, ins: Instruction, b: _Batch) -> Callable:
+        """any/all over the warp's active lanes; ballot: bit i for lane i (a .b32 mask holds lanes 0..31
+        of a wider warp, a .b64 one all 64)."""
+        WS = b.ws
         mode = next(q for q in ins.quals if q in ("any", "all", "ballot"))
         src = ins.srcs[0]
-        parr = b.R[src.reg].reshape(b.W, WARP)
+        parr = b.R[src.reg].reshape(b.W, WS)
         d = ins.dsts[0]
-        write = self._writer(d, b, TYPES[d.type].dtype)
-        weights = (np.uint32(1) << np.arange(WARP, dtype=np.uint32))
+        dtype = TYPES[d.type].dtype
+        write = self._writer(d, b, dtype)
+        bits = np.arange(WS, dtype=np.uint64)
+        weights = np.where(bits < 8 * dtype.itemsize, np.uint64(1) << bits, np.uint64(0))
 
         def body(G, lanes):
-            on = np.zeros((G.size, WARP), dtype=bool)
-            local = _positions(G, lanes)
+            on = np.zeros((G.size, WS), dtype=bool)
+            local = _positions(G, lanes, WS)
             on.ravel()[local] = True
             p = parr[G] != src.negate
             if mode == "any":
@@ -629,8 +649,8 @@ class Executor:
             elif mode == "all":
                 res = (p | ~on).all(1)
             else:
-                res = ((p & on) * weights).sum(1, dtype=np.uint64).astype(np.uint32)
-            write(lanes, np.repeat(res, WARP)[local])
+                res = ((p & on) * weights).sum(1, dtype=np.uint64).astype(dtype)
+            write(lanes, np.repeat(res, WS)[local])
 
         return body
 
@@ -722,23 +742,23 @@ class Executor:
 
 
 def _count(lanes, b: _Batch) -> int:
-    return b.W * WARP if isinstance(lanes, slice) else lanes.size
+    return b.W * b.ws if isinstance(lanes, slice) else lanes.size
 
 
 def _lane_at(lanes, i: int) -> int:
     return i if isinstance(lanes, slice) else int(lanes[i])
 
 
-def _positions(G: np.ndarray, lanes) -> np.ndarray:
-    """Positions of `lanes` within the [len(G), 32] block of the warps in G."""
+def _positions(G: np.ndarray, lanes, ws: int) -> np.ndarray:
+    """Positions of `lanes` within the [len(G), ws] block of the warps in G (ws: the warp size)."""
     if isinstance(lanes, slice):
-        return np.arange(G.size * WARP)
-    row = np.searchsorted(G, lanes // WARP)
-    return row * WARP + lanes % WARP
+        return np.arange(G.size * ws)
+    row = np.searchsorted(G, lanes // ws)
+    return row * ws + lanes % ws
 
 
-def _select(out: np.ndarray, G: np.ndarray, lanes) -> np.ndarray:
-    return out if isinstance(lanes, slice) else out[_positions(G, lanes)]
+def _select(out: np.ndarray, G: np.ndarray, lanes, ws: int) -> np.ndarray:
+    return out if isinstance(lanes, slice) else out[_positions(G, lanes, ws)]
 
 
 def execute(program: Program, launch: Launch, params: dict, memory: GlobalMemory, *, cfg=None,

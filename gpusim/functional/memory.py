@@ -3,6 +3,8 @@ allocations), and the bounds/alignment check every memory instruction goes throu
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from gpusim.errors import LaunchError
@@ -10,6 +12,53 @@ from gpusim.errors import LaunchError
 ALLOC_ALIGN = 256  # cudaMalloc returns 256-byte aligned pointers
 GUARD_BYTES = 256  # unmapped gap between allocations, so an overrun faults
 BASE_ADDRESS = 0x10000  # low addresses stay unmapped: a null pointer faults
+
+
+def footprint(sizes) -> int:
+    """Bytes of device memory that allocations of `sizes` bytes take, in this order (alignment and the
+    guard gaps between them included): what a launch needs of `chip.global_memory_bytes`."""
+    end = BASE_ADDRESS
+    for n in sizes:
+        end = -(-end // ALLOC_ALIGN) * ALLOC_ALIGN + max(int(n), 1) + GUARD_BYTES
+    return end - BASE_ADDRESS
+
+
+def host_available_bytes() -> int | None:
+    """Host memory free for new allocations (MemAvailable of /proc/meminfo, else free physical pages),
+    or None where the system does not say."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:,.2f} GiB" if n >= 2**28 else f"{n / 2**20:,.1f} MiB"
+
+
+def check_device_memory(nbytes: int, cfg) -> None:
+    """LaunchError, before anything is allocated, when a launch's arrays need more device memory than
+    the config's `chip.global_memory_bytes`."""
+    if cfg is not None and nbytes > cfg.chip.global_memory_bytes:
+        raise LaunchError(f"the launch's arrays need {nbytes:,} bytes ({_gib(nbytes)}) of device memory; "
+                          f"{cfg.name} has {cfg.chip.global_memory_bytes:,} ({_gib(cfg.chip.global_memory_bytes)})",
+                          field="chip.global_memory_bytes")
+
+
+def check_host_memory(nbytes: float, what: str) -> None:
+    """LaunchError, before it is allocated, when `nbytes` of host memory (described by `what`) is more
+    than the host has available."""
+    free = host_available_bytes()
+    if free is not None and nbytes > free:
+        raise LaunchError(f"needs about {_gib(nbytes)} of host memory ({what}); {_gib(free)} is available",
+                          field="host memory")
 
 
 class GlobalMemory:

@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-WARP = 32
-
 
 @dataclass
 class ExecStats:
+    warp_size: int = 32  # lanes per warp (the config's sm.warp_size)
     blocks: int = 0
     warps: int = 0
     threads: int = 0
@@ -37,7 +36,7 @@ class ExecStats:
     @property
     def simt_efficiency(self) -> float:
         """Active lanes per issued warp instruction, over the warp width (1.0: no divergence)."""
-        return self.thread_instructions / (WARP * self.warp_instructions) if self.warp_instructions else 0.0
+        return self.thread_instructions / (self.warp_size * self.warp_instructions) if self.warp_instructions else 0.0
 
     @property
     def global_bytes(self) -> int:

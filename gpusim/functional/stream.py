@@ -1,6 +1,10 @@
 """Per-warp instruction streams: what each warp issued, in order, with its active mask and, for
 memory instructions, the per-lane addresses. This is the functional model's output and the timing
-model's input; it is produced block by block so that a long kernel is never held whole."""
+model's input; it is produced block by block so that a long kernel is never held whole.
+
+Shapes follow the launch's warp size (the config's `sm.warp_size`, 1..64; 32 without a config): an
+access row holds `warp_size` per-lane addresses, and an active mask is a uint64 whose bit k is lane k
+(bits at and above `warp_size` are 0)."""
 
 from __future__ import annotations
 
@@ -8,17 +12,28 @@ from dataclasses import dataclass
 
 import numpy as np
 
-WARP = 32
+
+def pack_masks(active: np.ndarray) -> np.ndarray:
+    """[n, warp_size] bool -> n uint64 masks, bit k for lane k."""
+    n, ws = active.shape
+    packed = np.packbits(active, axis=1, bitorder="little")
+    if ws == 32:
+        return packed.view(np.uint32).ravel().astype(np.uint64)
+    if ws == 64:
+        return packed.view(np.uint64).ravel()
+    out = np.zeros((n, 8), dtype=np.uint8)
+    out[:, :packed.shape[1]] = packed
+    return out.view(np.uint64).ravel()
 
 
 @dataclass(frozen=True, slots=True)
 class BatchAccesses:
     """The memory accesses of a batch of blocks, one row each, grouped by block, then warp, then
-    stream order: `rows[j]` holds 32 per-lane byte addresses (-1: lane not accessing) of the access
+    stream order: `rows[j]` holds warp_size per-lane byte addresses (-1: lane not accessing) of the access
     at position `index[j]` of warp `warp[j]` (within its block); `pcs[j]` is its instruction.
     Block k's rows are `bounds[k]:bounds[k + 1]`. The timing model coalesces them in one go."""
 
-    rows: np.ndarray  # (M, 32) int64
+    rows: np.ndarray  # (M, warp_size) int64
     pcs: np.ndarray  # (M,) int32
     warp: np.ndarray  # (M,) int32
     index: np.ndarray  # (M,) int64
@@ -28,12 +43,12 @@ class BatchAccesses:
 @dataclass(frozen=True, slots=True)
 class WarpStream:
     """One warp's issued instructions: `pcs[i]` with `masks[i]` (bit k: lane k active);
-    `addresses[i]` holds 32 per-lane byte addresses (-1: lane not accessing) for memory
+    `addresses[i]` holds warp_size per-lane byte addresses (-1: lane not accessing) for memory
     instructions. Registers read and written come from `program.instructions[pc]`."""
 
     warp: int  # warp index within the block
     pcs: np.ndarray  # int32
-    masks: np.ndarray  # uint32
+    masks: np.ndarray  # uint64
     accesses: BatchAccesses | None = None
     lo: int = 0  # this warp's rows in `accesses`
     hi: int = 0
@@ -61,7 +76,7 @@ class BlockStream:
 @dataclass(frozen=True, slots=True)
 class StreamChunk:
     """What the warps of a batch issued since the last chunk: warp w's new pcs and masks are
-    `pcs[off[w]:off[w + 1]]`, `masks[...]`; its new memory accesses are the rows of `accesses` with
+    `pcs[off[w]:off[w + 1]]`, `masks[...]` (uint64); its new memory accesses are the rows of `accesses` with
     `warp == w` (`index`: position in the warp's whole stream). `finished[w]`: warp w is done."""
 
     pcs: np.ndarray
@@ -74,28 +89,29 @@ class StreamChunk:
 class BatchRecorder:
     """Collects, step by step, which warps of a batch issued which pc with which masks."""
 
-    def __init__(self, num_warps: int):
+    def __init__(self, num_warps: int, warp_size: int = 32):
+        self.warp_size = warp_size
         self.steps: list[tuple[int, np.ndarray, np.ndarray, np.ndarray | None]] = []
-        self.positions: np.ndarray | None = None  # executing lanes within [len(G), 32]; None: all
+        self.positions: np.ndarray | None = None  # executing lanes within [len(G), warp_size]; None: all
         self.counts = np.zeros(num_warps, dtype=np.int64)  # instructions already flushed, per warp
 
     def step(self, pc: int, G: np.ndarray, active: np.ndarray) -> None:
-        masks = np.packbits(active, axis=1, bitorder="little").view(np.uint32).ravel()
-        self.steps.append((pc, G.copy(), masks, None))
+        self.steps.append((pc, G.copy(), pack_masks(active), None))
 
     def memory(self, addr: np.ndarray) -> None:
         pc, G, masks, _ = self.steps[-1]
-        full = np.full(G.size * WARP, -1, dtype=np.int64)
+        ws = self.warp_size
+        full = np.full(G.size * ws, -1, dtype=np.int64)
         pos = self.positions if self.positions is not None else np.arange(addr.size)
         full[pos] = addr
-        self.steps[-1] = (pc, G, masks, full.reshape(G.size, WARP))
+        self.steps[-1] = (pc, G, masks, full.reshape(G.size, ws))
 
     def flush(self, W: int, finished: np.ndarray) -> StreamChunk:
         """The steps recorded since the last flush, grouped by warp (a few numpy operations)."""
         steps, self.steps = self.steps, []
         if not steps:
             off = np.zeros(W + 1, dtype=np.int64)
-            return StreamChunk(np.zeros(0, np.int32), np.zeros(0, np.uint32), off, None, finished.copy())
+            return StreamChunk(np.zeros(0, np.int32), np.zeros(0, np.uint64), off, None, finished.copy())
         sizes = np.fromiter((g.size for _, g, _, _ in steps), dtype=np.int64, count=len(steps))
         G = np.concatenate([g for _, g, _, _ in steps])
         pcs = np.repeat(np.fromiter((pc for pc, _, _, _ in steps), dtype=np.int32, count=len(steps)), sizes)

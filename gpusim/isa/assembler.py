@@ -512,10 +512,11 @@ class _Assembler:
             elif wide and (letter == "d" or (spec.name == "mad" and i == 3)):
                 t = widened(itype)
             if spec.name == "vote" and letter == "d":
-                t = TYPES["b32"] if itype.name == "b32" else TYPES["pred"]
+                t = itype if itype.name in ("b32", "b64") else TYPES["pred"]
                 if itype.name == "pred" and "ballot" in quals:
-                    self.error("vote.ballot gives a .b32 mask", st, token=".".join((spec.name, *quals, *types)))
-                if itype.name == "b32" and "ballot" not in quals:
+                    self.error("vote.ballot gives a .b32 or .b64 mask", st,
+                               token=".".join((spec.name, *quals, *types)))
+                if itype.name in ("b32", "b64") and "ballot" not in quals:
                     self.error("vote.any/.all give a .pred", st, token=".".join((spec.name, *quals, *types)))
             op = self.operand(st, letter, tok, col, t, ins)
             if letter == "L":

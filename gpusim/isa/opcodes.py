@@ -136,9 +136,9 @@ OPCODES: dict[str, OpSpec] = {
         _op("shfl", Unit.LDST, "dsu", {"b32", "u32", "s32", "f32"}, [{"up", "down", "bfly", "idx"}],
             required=(0,), doc="d = a of lane (up: lane-b, down: lane+b, bfly: lane^b, idx: b); a source "
             "lane outside the warp or inactive gives the lane's own a"),
-        _op("vote", Unit.INT, "dQ", {"pred", "b32"}, [{"any", "all", "ballot"}], required=(0,),
+        _op("vote", Unit.INT, "dQ", {"pred", "b32", "b64"}, [{"any", "all", "ballot"}], required=(0,),
             doc="across the warp's active lanes: any/all of p (.pred result), ballot: bit i set when lane i's "
-            "p is true (.b32 result)"),
+            "p is true (a .b32 result holds lanes 0..31, a .b64 one lanes 0..63)"),
         # control
         _op("bra", Unit.BRANCH, "L", (), [{"uni"}], ntypes=0,
             doc="jump; with a guard predicate lanes may diverge and reconverge at the immediate "

@@ -10,7 +10,7 @@ from gpusim.isa.opcodes import Unit
 SPECIAL_REGISTERS = (
     "%tid.x", "%tid.y", "%tid.z", "%ntid.x", "%ntid.y", "%ntid.z",
     "%ctaid.x", "%ctaid.y", "%ctaid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z",
-    "%laneid", "%warpid", "%nwarpid",
+    "%laneid", "%warpid", "%nwarpid", "WARP_SZ",
 )
 
 EXIT_PC = -1  # reconvergence at the kernel's end: lanes only leave through `exit`

@@ -2,8 +2,10 @@
 result depends on, so a rerun of a sweep simulates only what changed.
 
 An entry is `{"key": KEY, "checksum": SHA256 of the outcome, "outcome": {...}}` written atomically (a
-temporary file and a rename). A file that does not parse, names another key or fails its checksum is
-reported once (a CacheWarning), deleted, and its point simulated again. Failed points are not cached."""
+temporary file and a rename). A file that cannot be read, is not UTF-8, does not parse (truncated,
+another encoding, nested too deeply), names another key, fails its checksum or lacks the fields its
+reader needs is reported in one line (a CacheWarning), deleted, and its point simulated again. Failed
+points are not cached."""
 
 from __future__ import annotations
 
@@ -71,37 +73,61 @@ class ResultCache:
     def path(self, key: str) -> Path:
         return self.folder / "sweep" / f"{key}.json"
 
+    redo = "simulating the point again"  # what the warning says happens next
+    # the outcome's fields its reader needs; an entry without them is corrupt
+    required: tuple[str, ...] = ("verified", "mismatch", "wall_seconds", "metrics", "verdict", "verdict_reason")
+
     def get(self, key: str) -> dict[str, Any] | None:
         """The cached outcome for `key`, or None (absent, or corrupt: then warned about and deleted)."""
         path = self.path(key)
         try:
-            text = path.read_text()
+            raw = path.read_bytes()
         except FileNotFoundError:
             return None
-        problem = _check(text, key)
+        except OSError as exc:  # a folder in its place, no permission
+            return self._reject(path, f"cannot be read ({exc.strerror or exc})")
+        entry, problem = _parse(raw, key, self.required)
         if problem is None:
-            return json.loads(text)["outcome"]
-        warnings.warn(f"cache entry {path}: {problem}; simulating the point again", CacheWarning, stacklevel=2)
-        path.unlink(missing_ok=True)
+            return entry["outcome"]
+        return self._reject(path, problem)
+
+    def _reject(self, path: Path, problem: str) -> None:
+        warnings.warn(f"cache entry {path}: {problem}; {self.redo}", CacheWarning, stacklevel=3)
+        try:
+            path.unlink(missing_ok=True)
+        except OSError:  # a folder, or read-only: the fresh result's write will say so if it matters
+            pass
         return None
 
     def put(self, key: str, outcome: dict[str, Any]) -> None:
         write_atomic(self.path(key), json.dumps({"key": key, "checksum": _digest(outcome), "outcome": outcome}))
 
 
-def _check(text: str, key: str) -> str | None:
-    """What is wrong with an entry's text, or None."""
+def _parse(raw: bytes, key: str, required: tuple[str, ...]) -> tuple[Any, str | None]:
+    """An entry's bytes -> (the entry, None), or (None, what is wrong with them)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, f"not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start})"
     try:
         entry = json.loads(text)
-    except ValueError:
-        return "not valid JSON (truncated?)"
+    except (ValueError, RecursionError):
+        return None, "not valid JSON (truncated?)"
     if not isinstance(entry, dict) or not {"key", "checksum", "outcome"} <= set(entry):
-        return "not a cache entry"
+        return None, "not a cache entry"
     if entry["key"] != key:
-        return f"holds key {str(entry['key'])[:16]}..., not its own"
-    if entry["checksum"] != _digest(entry["outcome"]):
-        return "checksum mismatch"
-    return None
+        return None, f"holds key {str(entry['key'])[:16]}..., not its own (another point's entry)"
+    try:
+        same = entry["checksum"] == _digest(entry["outcome"])
+    except (ValueError, RecursionError):  # an outcome json cannot write back (nested too deeply)
+        same = False
+    if not same:
+        return None, "checksum mismatch"
+    outcome = entry["outcome"]
+    missing = [f for f in required if not isinstance(outcome, dict) or f not in outcome]
+    if missing:
+        return None, f"the outcome lacks {', '.join(missing)}"
+    return entry, None
 
 
 __all__ = ["CacheWarning", "ResultCache", "code_version", "default_dir", "workload_hash"]

@@ -36,6 +36,10 @@ REFERENCE_FILE = "reference.py"
 REQUIRED_FIELDS = ("kernel", "params", "launch", "test_sizes")
 OPTIONAL_FIELDS = ("name", "description", "tolerance", "flops", "bytes_moved")
 DEFAULT_TOLERANCE = {"rtol": 1.0e-5, "atol": 1.0e-8}  # np.allclose's own defaults
+# host copies of a launch's buffers held at once: the inputs, their simulated device memory and, when
+# verified, the reference's copies of them (its outputs and the outputs read back are no larger)
+HOST_COPIES_VERIFIED = 3
+HOST_COPIES_PREPARED = 2
 
 
 def workload_dirs() -> list[Path]:
@@ -204,7 +208,10 @@ class Workload:
             from gpusim.config import load_config
 
             cfg = load_config(cfg)
+        self._check_host_memory(p, HOST_COPIES_VERIFIED)
         inputs = self.inputs(p, seed)
+        args, buffers = self._bind(inputs)
+        self._check_memory(buffers, cfg, HOST_COPIES_VERIFIED - 1)
         expected = self.reference(p, inputs)
         args, buffers, mem = self._load(inputs)
         kwargs = {} if max_steps_per_warp is None else {"max_steps_per_warp": max_steps_per_warp}
@@ -229,17 +236,44 @@ class Workload:
                            expected=expected, mismatches=mismatches, bytes_moved=self.bytes_moved(p, inputs),
                            flops=self.flops(p), seed=seed, exec_seconds=exec_seconds)
 
-    def prepare(self, params: Mapping[str, Any] | None = None, *, seed: int = 0) -> PreparedLaunch:
+    def prepare(self, params: Mapping[str, Any] | None = None, *, seed: int = 0, cfg: Any = None) -> PreparedLaunch:
         """The launch of `params` with its inputs in a fresh global memory, ready for an executor, and
         without computing the numpy reference (for runs that are not verified, such as sampled
-        simulation, where the reference of a large size would cost more than the sample)."""
+        simulation, where the reference of a large size would cost more than the sample). With a `cfg`,
+        arrays larger than its `chip.global_memory_bytes` are refused (LaunchError)."""
         p = self.params(params)
         launch = self.launch(p)
+        self._check_host_memory(p, HOST_COPIES_PREPARED)
         inputs = self.inputs(p, seed)
+        self._check_memory(self._bind(inputs)[1], cfg, HOST_COPIES_PREPARED - 1)
         args, buffers, mem = self._load(inputs)
         return PreparedLaunch(workload=self.name, params=p, launch=launch, program=self.program, args=args,
                               memory=mem, bytes_moved=self.bytes_moved(p, inputs), flops=self.flops(p),
                               seed=seed)
+
+    def _check_host_memory(self, p: Mapping[str, int | float], copies: int) -> None:
+        """Before inputs() allocates anything: refuse a launch whose buffers (estimated by the
+        `bytes_moved:` expression, about their total size) need more host memory than is available, `copies`
+        times over. Without the expression, `_check_memory` checks the real sizes after inputs()."""
+        if self.bytes_expr is None:
+            return
+        from gpusim.functional.memory import check_host_memory
+
+        est = float(self.bytes_moved(p, {}))
+        check_host_memory(copies * est, f"{copies} copies of about {est:,.0f} bytes of buffers, estimated from "
+                                        f"bytes_moved: {self.bytes_expr}: the inputs, their simulated device memory"
+                                        + (", the reference's outputs" if copies > 2 else ""))
+
+    def _check_memory(self, buffers: Mapping[str, np.ndarray], cfg: Any, copies: int) -> None:
+        """Before the simulated memory is allocated: its size against `cfg`'s chip.global_memory_bytes,
+        and `copies` more copies of the buffers against the host's available memory."""
+        from gpusim.functional.memory import check_device_memory, check_host_memory, footprint
+
+        need = footprint(a.nbytes for a in buffers.values())
+        check_device_memory(need, cfg)
+        check_host_memory(copies * need, f"{copies} more copies of the {need:,} bytes of buffers inputs() made: "
+                                         "their simulated device memory"
+                                         + (", the reference's outputs" if copies > 1 else ""))
 
     def _load(self, inputs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, np.ndarray], Any]:
         """Bind the inputs and copy the arrays into a fresh global memory: (args with the arrays'

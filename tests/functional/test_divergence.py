@@ -212,7 +212,7 @@ def test_partial_block_barrier_is_a_deadlock():
         run(PARTIAL_BARRIER, 2, 64, {})
     msg = str(err.value)
     assert "deadlock: barrier reached by 32 of 64 threads of the block; 32 exited without reaching it" in msg
-    assert "kernel partial, pc 2, line 6, block (0,0,0)" in msg
+    assert "kernel partial (test.sasm), pc 2, line 6, block (0,0,0)" in msg
 
 
 DIVERGENT_BARRIER = """
@@ -235,7 +235,7 @@ def test_barrier_in_divergent_code_is_a_deadlock():
 
 def test_runaway_loop_hits_the_step_limit():
     src = ".kernel spin\nL:\n    bra L\n"
-    with pytest.raises(KernelFault, match=r"step limit exceeded: a warp issued more than 1000 instructions"):
+    with pytest.raises(KernelFault, match=r"step limit exceeded: a warp issued more than 1,000 instructions"):
         run(src, 1, 32, {}, max_steps_per_warp=1000)
 
 
@@ -260,7 +260,7 @@ def test_out_of_bounds_store_names_kernel_pc_line_block_thread_address():
     assert e.thread == (40, 0, 0) and e.block == (0, 0, 0) and e.pc == 4 and e.line == 10
     msg = str(e)
     assert msg.startswith("out-of-bounds 4-byte global access (outside every allocation) "
-                          "[kernel oob, pc 4, line 10, block (0,0,0), thread (40,0,0), address 0x")
+                          "[kernel oob (test.sasm), pc 4, line 10, block (0,0,0), thread (40,0,0), address 0x")
     assert msg.endswith("`st.global.u32 [%rd2], %t`")
 
 

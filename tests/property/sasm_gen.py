@@ -172,7 +172,7 @@ def qualifier_ok(op: str, t: ScalarType | None, q: str) -> bool:
     if q == "rn" and op in ("sin", "cos", "ex2", "lg2", "rsqrt"):
         return False
     if op == "vote":
-        return (q == "ballot") == (t.name == "b32")
+        return (q == "ballot") == (t.name in ("b32", "b64"))
     return not (op == "setp" and not t.is_float and q in FLOAT_ONLY_CMP)
 
 
@@ -199,7 +199,7 @@ def instruction(draw, d: Decls) -> str:
             ot = widened(t)
         if letter == "d":
             if op == "vote":
-                ot = TYPES["b32" if "ballot" in quals else "pred"]
+                ot = t if "ballot" in quals else TYPES["pred"]
             ops.append(draw(st.sampled_from(registers_for(d, ot, subword))))
         elif letter == "s":
             ops.append(draw(source(d, ot, subword=subword, special_ok=True if op == "cvt" else None)))

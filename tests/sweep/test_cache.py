@@ -2,6 +2,7 @@
 simulate nothing twice."""
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -60,7 +61,8 @@ def test_code_version_hashes_the_package_sources(tmp_path, monkeypatch):
 
 def test_entries_round_trip_and_corrupt_ones_are_reported_deleted_and_missed(tmp_path):
     cache = ResultCache(tmp_path)
-    outcome = {"verified": True, "metrics": {"cycles": 577, "ipc": 0.123456789012345, "l1_hit_rate_pct": None}}
+    outcome = {"verified": True, "mismatch": None, "wall_seconds": 0.5, "verdict": "latency-bound",
+               "verdict_reason": "", "metrics": {"cycles": 577, "ipc": 0.123456789012345, "l1_hit_rate_pct": None}}
     cache.put("k1", outcome)
     assert cache.get("k1") == outcome and cache.get("k2") is None
     path = cache.path("k1")
@@ -145,3 +147,71 @@ def test_failed_points_are_not_cached(tmp_path, simulations):
     assert len(simulations) == 3  # 64 once, 2048 twice
     assert [(r["status"], r["cached"]) for r in again.rows] == [("ok", True), ("error", False)]
     assert len(list((tmp_path / "sweep").iterdir())) == 1
+
+
+def _corruptions(path, key):
+    """Every kind of bad entry: (bytes written in place of the entry, the problem the warning names)."""
+    good = path.read_bytes()
+    entry = json.loads(good)
+    return [
+        (b"\xff\xfe" + good, "not UTF-8 text (byte 0xff at offset 0)"),  # bytes that are not text
+        (good.decode().encode("utf-16"), "not UTF-8 text"),  # another encoding
+        (b"\xef\xbb\xbf" + good, "not valid JSON"),  # UTF-8 with a byte-order mark
+        (good[: len(good) // 2], "not valid JSON (truncated?)"),
+        (b"", "not valid JSON"),
+        (b"[" * 100_000, "not valid JSON"),  # nested past the parser's recursion limit
+        (json.dumps({**entry, "key": "another"}).encode(), "another point's entry"),
+        (json.dumps({**entry, "outcome": {}, "checksum": cache_mod._digest({})}).encode(), "the outcome lacks"),
+    ]
+
+
+def test_every_kind_of_corrupt_entry_is_warned_about_in_one_line_and_missed(tmp_path):
+    cache = ResultCache(tmp_path)
+    outcome = {"verified": True, "mismatch": None, "wall_seconds": 1.0, "metrics": {"cycles": 5}, "verdict": "x",
+               "verdict_reason": "y"}
+    cache.put("k1", outcome)
+    path = cache.path("k1")
+    for raw, problem in _corruptions(path, "k1"):
+        path.write_bytes(raw)
+        with pytest.warns(CacheWarning, match=re.escape(problem)) as caught:
+            assert cache.get("k1") is None
+        assert len(caught) == 1 and "\n" not in str(caught[0].message)
+        assert not path.exists()
+        cache.put("k1", outcome)
+        assert cache.get("k1") == outcome
+
+
+def test_a_folder_in_place_of_an_entry_is_a_miss(tmp_path):
+    cache = ResultCache(tmp_path)
+    cache.path("k1").mkdir(parents=True)
+    with pytest.warns(CacheWarning, match="cannot be read"):
+        assert cache.get("k1") is None
+
+
+def test_a_sweep_recomputes_an_entry_of_bytes_and_goes_on(tmp_path, simulations):
+    cache = ResultCache(tmp_path)
+    first = _run(cache)
+    entries = sorted((tmp_path / "sweep").iterdir())
+    entries[1].write_bytes(b"\x80\x81 not text")
+    with pytest.warns(CacheWarning, match="not UTF-8") as caught:
+        again = _run(cache)
+    assert len(caught) == 1 and len(simulations) == 4 and _same(first.rows, again.rows)
+
+
+def test_the_compilers_stores_detect_the_same_corruptions(tmp_path):
+    from gpusim.compiler.cost.simulated import SimulatedCost
+    from gpusim.compiler.store import Store
+
+    cost_store = SimulatedCost(tmp_path).store
+    tune_store = Store(tmp_path, "tune", ("params", "cycles", "evaluated", "top", "measured"))
+    for store, entry in ((cost_store, {"cycles": 5.0, "detail": {}}),
+                         (tune_store, {"params": {}, "cycles": 5.0, "evaluated": 1, "top": [], "measured": []})):
+        store.put("k", entry)
+        path = store.path("k")
+        assert path.parent.parent == tmp_path / "compiler"
+        for raw, problem in _corruptions(path, "k"):
+            path.write_bytes(raw)
+            with pytest.warns(CacheWarning, match=re.escape(problem)):
+                assert store.get("k") is None
+            store.put("k", entry)
+        assert store.get("k") == entry

@@ -53,7 +53,7 @@ class SimulatedCost(CostModel):
                  jobs: int | None = None, executor: Executor | None = None):
         if sample not in SAMPLE_MODES:
             raise CompilerError(f"sample mode {sample!r}: expected one of {', '.join(SAMPLE_MODES)}")
-        self.store = Store(cache_dir, "cost")
+        self.store = Store(cache_dir, "cost", ("cycles", "detail"))
         self.seed = seed
         self.sample, self.sample_above, self.sample_budget = sample, sample_above, sample_budget
         self.executor = executor if executor is not None else LocalExecutor(jobs)

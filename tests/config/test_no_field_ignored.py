@@ -1,0 +1,223 @@
+"""No config field is accepted and then ignored: for every field of the schema, changing it changes a
+result, is refused with an error, or docs/config.md says the field is informational.
+
+The table FIELDS says, per field, what to change and which probes to look at; a new field is one more
+row (the first test fails until it has one). A probe is a function of a Config returning something
+comparable; a row passes when some probe's value differs between the base config and the changed one,
+or when loading or probing the changed one raises a GpusimError."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import gpusim
+from gpusim.analysis.program import simulate_program
+from gpusim.config import load_config
+from gpusim.config.schema import all_field_paths
+from gpusim.errors import GpusimError
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "config.md"
+VOLATILE = ("wall_seconds", "exec_seconds", "config", "config_hash", "gpusim_version")
+
+COPIES = """
+description: copies both ways on two streams, pinned and pageable, beside a kernel
+ops:
+  - {op: copy_h2d, stream: a, bytes: 64 MiB, name: in}
+  - {op: kernel, stream: a, cycles: 100000, name: k}
+  - {op: copy_d2h, stream: a, bytes: 64 MiB, name: out}
+  - {op: copy_h2d, stream: b, bytes: 8 MiB, pinned: false, name: pageable in}
+  - {op: copy_d2h, stream: b, bytes: 8 MiB, name: out b}
+"""
+PEERS = """
+description: a peer copy and an all-reduce over the node
+ops:
+  - {op: copy_p2p, stream: a, bytes: 64 MiB, gpu: 0, peer: 1, name: p2p}
+  - {op: all_reduce, stream: a, bytes: 64 MiB, gpus: [0, 1, 2, 3], name: ar}
+"""
+
+
+def kernel(workload: str, **params):
+    """The simulated result of a small workload run, without wall times and the config itself."""
+    def probe(cfg):
+        d = gpusim.simulate(workload, cfg, **params).to_dict()
+        return json.dumps({k: v for k, v in d.items() if k not in VOLATILE}, sort_keys=True, default=str)
+    probe.__name__ = f"kernel({workload})"
+    return probe
+
+
+def occupancy(block: int, regs: int, smem: int = 0):
+    def probe(cfg):
+        return repr(gpusim.occupancy(cfg, block, regs, smem))
+    return probe
+
+
+def derived(cfg):
+    return cfg.derived()
+
+
+def program(text: str):
+    def probe(cfg, tmp=[]):  # noqa: B006 - one file for the session
+        if not tmp:
+            import tempfile
+
+            tmp.append(Path(tempfile.mkdtemp()) / "p.yaml")
+            tmp[0].write_text(text)
+        return json.dumps(simulate_program(tmp[0], cfg).to_dict(), sort_keys=True, default=str)
+    return probe
+
+
+SAXPY = kernel("saxpy", n=4096)
+REUSE = kernel("matmul_naive", n=32)  # loads that hit in L1 and L2
+TILED = kernel("matmul_tiled", n=32)  # shared memory, barriers
+DIVERGE = kernel("divergence", n=2048)
+BANKS = kernel("shared_bank_conflict", n=1024, stride=32)
+PROGRAM = program(COPIES)
+PEER = program(PEERS)
+INFORMATIONAL = "informational"  # the docs' "used by" column says so
+
+# field -> (overrides that change it (with what must change alongside), probes[, base config])
+FIELDS: dict[str, tuple] = {
+    "description": INFORMATIONAL,
+    "chip.compute_capability": INFORMATIONAL,
+    "chip.architecture": INFORMATIONAL,
+    "chip.clock_mhz": ({"chip.clock_mhz": 1000}, [SAXPY]),
+    "chip.gpcs": ({"chip.gpcs": 1}, []),
+    "chip.sms_per_gpc": ({"chip.sms_per_gpc": 1}, []),
+    "chip.sm_count": ({"chip.sm_count": 2}, [SAXPY]),
+    "chip.max_grid_dims": ({"chip.max_grid_dims": [4, 1, 1]}, [SAXPY]),
+    "chip.global_memory_bytes": ({"chip.global_memory_bytes": 4096}, [SAXPY]),
+    "chip.copy_engines": ({"chip.copy_engines": 1}, [PROGRAM]),
+    "sm.warp_size": ({"sm.warp_size": 16, "sm.max_warps_per_sm": 128}, [DIVERGE]),
+    "sm.subpartitions": ({"sm.subpartitions": 2}, [SAXPY]),
+    "sm.max_threads_per_block": ({"sm.max_threads_per_block": 128, "sm.max_block_dims": [128, 128, 64]}, [SAXPY]),
+    "sm.max_block_dims": ({"sm.max_block_dims": [128, 128, 64]}, [SAXPY]),
+    "sm.max_warps_per_sm": ({"sm.max_warps_per_sm": 32, "sm.max_threads_per_sm": 1024}, [occupancy(256, 16)]),
+    "sm.max_threads_per_sm": ({"sm.max_threads_per_sm": 1024}, []),
+    "sm.max_blocks_per_sm": ({"sm.max_blocks_per_sm": 1}, [occupancy(256, 16)]),
+    "sm.registers_per_sm": ({"sm.registers_per_sm": 32768, "sm.max_registers_per_block": 32768},
+                            [occupancy(256, 64)]),
+    "sm.max_registers_per_thread": ({"sm.max_registers_per_thread": 32}, [occupancy(256, 64)]),
+    "sm.max_registers_per_block": ({"sm.max_registers_per_block": 16384}, [occupancy(1024, 32)]),
+    "sm.register_allocation_unit_size": ({"sm.register_allocation_unit_size": 1}, [occupancy(256, 33)]),
+    "sm.register_allocation_granularity": INFORMATIONAL,
+    "sm.shared_memory_per_sm_bytes": ({"sm.shared_memory_per_sm_bytes": 65536}, []),
+    "sm.shared_memory_carveouts_bytes": ({"sm.shared_memory_carveouts_bytes": [0, 167936]}, [TILED]),
+    "sm.max_shared_memory_per_block_bytes": INFORMATIONAL,
+    "sm.max_shared_memory_per_block_optin_bytes": ({"sm.max_shared_memory_per_block_bytes": 1024,
+                                                    "sm.max_shared_memory_per_block_optin_bytes": 1024}, [TILED]),
+    "sm.shared_memory_allocation_unit_bytes": ({"sm.shared_memory_allocation_unit_bytes": 8192},
+                                               [occupancy(32, 16, 1000)]),
+    "sm.reserved_shared_memory_per_block_bytes": ({"sm.reserved_shared_memory_per_block_bytes": 8192},
+                                                  [occupancy(32, 16, 1000)]),
+    "sm.l1_shared_combined_bytes": ({"sm.l1_shared_combined_bytes": 180224}, [REUSE]),
+    "l1.size_bytes": ({"l1.size_bytes": 1024, "l1.ways": 1}, [REUSE], "gtx980", {"l1.caches_global_loads": True}),
+    "l1.line_size_bytes": ({"l1.line_size_bytes": 64}, [REUSE]),
+    "l1.sector_size_bytes": ({"l1.sector_size_bytes": 64}, [REUSE]),
+    "l1.ways": ({"l1.ways": 1}, [REUSE], "gtx980", {"l1.caches_global_loads": True}),
+    "l1.mshr_entries": ({"l1.mshr_entries": 1}, [REUSE]),
+    "l1.hit_latency_cycles": ({"l1.hit_latency_cycles": 200}, [REUSE]),
+    "l1.write_policy": ({"l1.write_policy": "write_back"}, [SAXPY, REUSE]),
+    "l1.write_allocate": ({"l1.write_allocate": True}, [SAXPY, REUSE]),
+    "l1.caches_global_loads": ({"l1.caches_global_loads": False}, [REUSE]),
+    "shared_memory.banks": ({"shared_memory.banks": 16}, [BANKS]),
+    "shared_memory.bank_width_bytes": ({"shared_memory.bank_width_bytes": 8}, [BANKS]),
+    "shared_memory.latency_cycles": ({"shared_memory.latency_cycles": 200}, [BANKS]),
+    "l2.size_bytes": ({"l2.size_bytes": 80 * 128 * 16 * 4}, [REUSE, SAXPY]),
+    "l2.ways": ({"l2.ways": 1, "l2.size_bytes": 80 * 128 * 1 * 512}, [REUSE, SAXPY]),
+    "l2.line_size_bytes": ({"l2.line_size_bytes": 256}, [REUSE, SAXPY]),
+    "l2.sector_size_bytes": ({"l2.sector_size_bytes": 64}, [REUSE, SAXPY]),
+    "l2.slices": ({"l2.slices": 40}, [REUSE, SAXPY]),
+    "l2.hit_latency_cycles": ({"l2.hit_latency_cycles": 900}, [REUSE, SAXPY]),
+    "l2.slice_bandwidth_bytes_per_cycle": ({"l2.slice_bandwidth_bytes_per_cycle": 1}, [REUSE, SAXPY]),
+    "l2.write_policy": ({"l2.write_policy": "write_through"}, [SAXPY]),
+    "dram.technology": INFORMATIONAL,
+    "dram.controllers": ({"dram.controllers": 1}, [SAXPY]),
+    "dram.bus_width_bits": ({"dram.bus_width_bits": 1024}, []),
+    "dram.data_rate_mtps": ({"dram.data_rate_mtps": 100}, []),
+    "dram.bandwidth_gbps": ({"dram.bandwidth_gbps": 10}, []),
+    "dram.latency_cycles": ({"dram.latency_cycles": 2000}, [SAXPY]),
+    "dram.queue_depth": ({"dram.queue_depth": 1}, [kernel("stream_copy", n=1 << 16)]),
+    "dram.efficiency": ({"dram.efficiency": 0.1}, [SAXPY]),
+    "dram.interleave_bytes": ({"dram.interleave_bytes": 1 << 20}, [SAXPY]),
+    "scheduler.policy": ({"scheduler.policy": "lrr"}, [TILED, SAXPY]),
+    "scheduler.issue_width": ({"scheduler.issue_width": 2}, [TILED, SAXPY]),
+    "scheduler.active_warps_two_level": ({"scheduler.policy": "two_level", "scheduler.active_warps_two_level": 1},
+                                         [TILED, SAXPY]),
+    "launch.kernel_launch_overhead_ns": ({"launch.kernel_launch_overhead_ns": 100000}, [SAXPY]),
+    "launch.block_dispatch_cycles": ({"launch.block_dispatch_cycles": 1000}, [SAXPY]),
+    "pcie.generation": INFORMATIONAL,
+    "pcie.lanes": INFORMATIONAL,
+    "pcie.bandwidth_gbps": ({"pcie.bandwidth_gbps": 1}, [PROGRAM]),
+    "pcie.latency_ns": ({"pcie.latency_ns": 1e6}, [PROGRAM]),
+    "pcie.efficiency": ({"pcie.efficiency": 0.1}, [PROGRAM]),
+    "pcie.full_duplex": ({"pcie.full_duplex": False}, [PROGRAM]),
+    "nvlink.version": ({"nvlink.version": 0}, [PEER], "dgx_a100"),
+    "nvlink.links": ({"nvlink.links": 2}, [PEER], "dgx_a100"),
+    "nvlink.bandwidth_per_link_gbps": ({"nvlink.bandwidth_per_link_gbps": 1}, [PEER], "dgx_a100"),
+    "nvlink.latency_ns": ({"nvlink.latency_ns": 1e6}, [PEER], "dgx_a100"),
+    "nvlink.efficiency": ({"nvlink.efficiency": 0.1}, [PEER], "dgx_a100"),
+    "host.memory_bandwidth_gbps": ({"host.memory_bandwidth_gbps": 0.5}, [PEER], "a100x8_pcie"),
+    "host.memcpy_bandwidth_gbps": ({"host.memcpy_bandwidth_gbps": 0.5}, [PROGRAM]),
+    "host.staging_buffer_bytes": ({"host.staging_buffer_bytes": 4096}, [PROGRAM]),
+    "host.buffers": ({"host.buffers": "pageable"}, [PROGRAM]),
+    "host.resident": ({"host.resident": True}, [PROGRAM]),
+    "system.gpus": ({"system.gpus": 2}, [PEER], "dgx_a100"),
+    "system.gpu_interconnect": ({"system.gpu_interconnect": "pcie"}, [PEER], "dgx_a100"),
+    "system.chunk_bytes": ({"system.chunk_bytes": 32 << 20}, [PEER], "a100x8_pcie"),
+    "units.<class>.latency_cycles": ({"units.fp32.latency_cycles": 100}, [SAXPY]),
+    "units.<class>.lanes_per_subpartition": ({"units.fp32.lanes_per_subpartition": 1}, [SAXPY]),
+}
+
+
+# Fields the timing model reads (timing/l1.py, l2.py, dram.py, gpu.py) whose effect the probes above
+# do not reach yet: their small kernels fit every cache and never fill a DRAM queue. A probe that does
+# (a kernel whose footprint overflows the caches in a second or two) removes the entry; xfail is strict,
+# so a probe that starts to see the change says so.
+PROBES_TOO_SMALL = {"dram.queue_depth", "l1.ways", "l1.write_allocate", "l1.write_policy", "l2.size_bytes",
+                    "l2.ways", "sm.l1_shared_combined_bytes", "sm.shared_memory_carveouts_bytes"}
+
+
+def _used_by(field: str) -> str:
+    """The 'used by' column of the field's row in docs/config.md, else the first line naming it."""
+    lines = DOC.read_text().splitlines()
+    for line in lines:
+        if line.startswith(f"| `{field}` |"):
+            return line.rstrip(" |").rsplit("|", 1)[-1]
+    return next((line for line in lines if f"`{field}`" in line), "")
+
+
+def test_every_schema_field_has_a_row():
+    assert sorted(set(all_field_paths()) - set(FIELDS)) == []
+    assert sorted(set(FIELDS) - set(all_field_paths())) == []
+
+
+@pytest.mark.parametrize("field", [pytest.param(f, marks=pytest.mark.xfail(strict=True, reason="probes too small"))
+                                   if f in PROBES_TOO_SMALL else f for f in sorted(FIELDS)])
+def test_changing_a_field_changes_something(field):
+    row = FIELDS[field]
+    if row == INFORMATIONAL:
+        used_by = _used_by(field)
+        assert re.search(r"\binformational\b", used_by), f"{field}: docs/config.md's 'used by' does not say so"
+        return
+    overrides, probes, *rest = row
+    base = rest[0] if rest else "a100"
+    base_overrides = rest[1] if len(rest) > 1 else {}
+    cfg = load_config(base, overrides=base_overrides or None)
+    before = [probe(cfg) for probe in probes]  # the base config must run every probe
+    try:
+        changed = load_config(base, overrides={**base_overrides, **overrides})
+        if any(probe(changed) != b for probe, b in zip(probes, before, strict=True)):
+            return
+    except GpusimError:
+        return  # refused: not ignored
+    pytest.fail(f"{field}: {overrides} on {base} changed none of {[getattr(p, '__name__', p) for p in probes]}")
+
+
+def test_the_tensor_unit_class_is_documented_as_informational():
+    text = " ".join(DOC.read_text().split())
+    assert re.search(r"`tensor` \(optional; informational: no instruction", text)
+
