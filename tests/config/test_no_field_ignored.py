@@ -120,7 +120,9 @@ FIELDS: dict[str, tuple] = {
     "l1.ways": ({"l1.ways": 1}, [REUSE], "gtx980", {"l1.caches_global_loads": True}),
     "l1.mshr_entries": ({"l1.mshr_entries": 1}, [REUSE]),
     "l1.hit_latency_cycles": ({"l1.hit_latency_cycles": 200}, [REUSE]),
-    "l1.write_policy": ({"l1.write_policy": "write_back"}, [SAXPY, REUSE]),
+    "l1.write_policy": INFORMATIONAL,
+    "l1.replacement": ({"l1.replacement": "fifo"}, [REUSE], "gtx980",
+                       {"l1.caches_global_loads": True, "l1.size_bytes": 4096, "l1.ways": 4}),
     "l1.write_allocate": ({"l1.write_allocate": True}, [SAXPY, REUSE]),
     "l1.caches_global_loads": ({"l1.caches_global_loads": False}, [REUSE]),
     "shared_memory.banks": ({"shared_memory.banks": 16}, [BANKS]),
@@ -134,13 +136,17 @@ FIELDS: dict[str, tuple] = {
     "l2.hit_latency_cycles": ({"l2.hit_latency_cycles": 900}, [REUSE, SAXPY]),
     "l2.slice_bandwidth_bytes_per_cycle": ({"l2.slice_bandwidth_bytes_per_cycle": 1}, [REUSE, SAXPY]),
     "l2.write_policy": ({"l2.write_policy": "write_through"}, [SAXPY]),
+    "l2.replacement": ({"l2.replacement": "fifo"}, [REUSE], "gtx980",
+                       {"l2.size_bytes": 2 * 128 * 16, "l2.slices": 2}),
+    "interconnect.latency_cycles": ({"interconnect.latency_cycles": 100}, [SAXPY]),
+    "interconnect.port_bytes_per_cycle": ({"interconnect.port_bytes_per_cycle": 1}, [SAXPY]),
     "dram.technology": INFORMATIONAL,
     "dram.controllers": ({"dram.controllers": 1}, [SAXPY]),
     "dram.bus_width_bits": ({"dram.bus_width_bits": 1024}, []),
     "dram.data_rate_mtps": ({"dram.data_rate_mtps": 100}, []),
     "dram.bandwidth_gbps": ({"dram.bandwidth_gbps": 10}, []),
     "dram.latency_cycles": ({"dram.latency_cycles": 2000}, [SAXPY]),
-    "dram.queue_depth": ({"dram.queue_depth": 1}, [kernel("stream_copy", n=1 << 16)]),
+    "dram.queue_depth": INFORMATIONAL,
     "dram.efficiency": ({"dram.efficiency": 0.1}, [SAXPY]),
     "dram.interleave_bytes": ({"dram.interleave_bytes": 1 << 20}, [SAXPY]),
     "scheduler.policy": ({"scheduler.policy": "lrr"}, [TILED, SAXPY]),
@@ -177,7 +183,7 @@ FIELDS: dict[str, tuple] = {
 # do not reach yet: their small kernels fit every cache and never fill a DRAM queue. A probe that does
 # (a kernel whose footprint overflows the caches in a second or two) removes the entry; xfail is strict,
 # so a probe that starts to see the change says so.
-PROBES_TOO_SMALL = {"dram.queue_depth", "l1.ways", "l1.write_allocate", "l1.write_policy", "l2.size_bytes",
+PROBES_TOO_SMALL = {"l1.ways", "l1.write_allocate", "l2.size_bytes",
                     "l2.ways", "sm.l1_shared_combined_bytes", "sm.shared_memory_carveouts_bytes"}
 
 
