@@ -1,18 +1,44 @@
-"""The coalescer: turns a warp's 32 per-lane addresses into the memory transactions the L1 sees —
-the distinct 128-byte lines touched and, per line, which 32-byte sectors. A block's memory
-instructions are coalesced together in a few numpy operations, before its warps start issuing."""
+"""The coalescer: turns a warp's per-lane addresses into the memory transactions the L1 sees — the
+distinct 128-byte lines touched and, per line, which 32-byte sectors. A chunk's memory instructions
+are coalesced together, in compiled code, before its warps start issuing."""
 
 from __future__ import annotations
 
 import numpy as np
 
-_NONE = np.int64(1) << 62
+from gpusim.timing.jit import njit
 
 
-def _shift(n: int) -> int | None:
-    """log2(n) when n is a power of two (then x // n == x >> log2(n) for every integer x, negative
-    ones included, and x % n == x & (n - 1)), else None."""
-    return n.bit_length() - 1 if n > 0 and n & (n - 1) == 0 else None
+@njit
+def _line_arrays(rows, sector_bytes, sectors_per_line):
+    m, lanes = rows.shape
+    lines = np.empty(m * lanes, np.int64)
+    masks = np.empty(m * lanes, np.int64)
+    bounds = np.empty(m + 1, np.int64)
+    sectors = np.empty(lanes, np.int64)
+    k = 0
+    for i in range(m):
+        bounds[i] = k
+        n = 0
+        for lane in range(lanes):
+            a = rows[i, lane]
+            if a >= 0:
+                sectors[n] = a // sector_bytes
+                n += 1
+        s = np.sort(sectors[:n])
+        for j in range(n):
+            if j > 0 and s[j] == s[j - 1]:
+                continue  # lanes in one sector share its transfer
+            line = s[j] // sectors_per_line
+            bit = 1 << (s[j] % sectors_per_line)
+            if k > bounds[i] and lines[k - 1] == line:
+                masks[k - 1] |= bit
+            else:
+                lines[k] = line
+                masks[k] = bit
+                k += 1
+    bounds[m] = k
+    return lines[:k].copy(), masks[:k].copy(), bounds
 
 
 class Coalescer:
@@ -20,42 +46,12 @@ class Coalescer:
         self.sector_bytes = sector_bytes
         self.line_bytes = line_bytes
         self.sectors_per_line = line_bytes // sector_bytes
-        # sizes are powers of two on real GPUs: numpy shifts and masks then stand in for its (much
-        # slower) integer division and remainder
-        self._sector_shift = _shift(sector_bytes)
-        self._line_shift = _shift(self.sectors_per_line)
 
     def line_arrays(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For rows of per-lane byte addresses (-1: lane inactive): the accessed lines as arrays
         (line number, bit mask of its sectors), row after row, each row's in address order, and
         `bounds` (rows + 1): row i's lines are [bounds[i], bounds[i + 1])."""
-        m = rows.shape[0]
-        if m == 0:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(1, np.int64)
-        shift = self._sector_shift
-        sec = np.where(rows >= 0, rows >> shift if shift is not None else rows // self.sector_bytes, _NONE)
-        sec.sort(axis=1)
-        keep = np.empty(sec.shape, dtype=bool)
-        keep[:, 0] = True
-        np.not_equal(sec[:, 1:], sec[:, :-1], out=keep[:, 1:])
-        keep &= sec != _NONE
-        r, c = np.nonzero(keep)
-        s = sec[r, c]
-        spl = self.sectors_per_line
-        shift = self._line_shift
-        if shift is not None:
-            line = s >> shift
-            bit = np.left_shift(1, s & (spl - 1))
-        else:
-            line = s // spl
-            bit = np.left_shift(1, s % spl)
-        new = np.ones(s.size, dtype=bool)
-        if s.size > 1:
-            new[1:] = (r[1:] != r[:-1]) | (line[1:] != line[:-1])
-        starts = np.flatnonzero(new)
-        masks = np.bitwise_or.reduceat(bit, starts) if s.size else np.zeros(0, np.int64)
-        bounds = np.searchsorted(r[starts], np.arange(m + 1))
-        return line[starts].astype(np.int64), masks.astype(np.int64), bounds.astype(np.int64)
+        return _line_arrays(np.ascontiguousarray(rows, dtype=np.int64), self.sector_bytes, self.sectors_per_line)
 
     def lines(self, rows: np.ndarray) -> list[list[tuple[int, int]]]:
         """For each row of per-lane byte addresses (-1: lane inactive), the accessed lines as

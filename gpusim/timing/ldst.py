@@ -61,8 +61,7 @@ class AddressStage:
             for width in np.unique(widths).tolist():
                 sel = s[widths == width]
                 srows = rows[sel]
-                wave, ideal = self.banks.wavefronts_of(srows, width)
-                wave = np.asarray(wave, dtype=np.int64)
+                wave, ideal = self.banks.wavefront_arrays(srows, width)
                 atomic = self.atomic[pcs[sel]]
                 if atomic.any():
                     # same-address atomics serialise on top of bank conflicts

@@ -50,26 +50,45 @@ class BankMap:
         self.bank_width = spec.bank_width_bytes
 
     def wavefronts_of(self, rows: np.ndarray, width: int) -> tuple[list[int], list[int]]:
-        """Per row of per-lane byte addresses (-1: inactive) accessing `width` bytes each: the wavefronts
-        the access needs, and the wavefronts a conflict-free access of as many bytes would need."""
-        m = rows.shape[0]
-        if m == 0:
-            return [], []
-        bw, banks = self.bank_width, self.banks
-        words_per_lane = max(1, width // bw)
-        active = rows >= 0
-        words = np.where(active, rows // bw, -1)
-        if words_per_lane > 1:
-            words = (words[:, :, None] + np.arange(words_per_lane)).reshape(m, -1)
-            words[np.repeat(~active, words_per_lane, axis=1)] = -1
-        words = np.sort(words, axis=1)
-        first = np.empty(words.shape, dtype=bool)
-        first[:, 0] = True
-        np.not_equal(words[:, 1:], words[:, :-1], out=first[:, 1:])
-        first &= words >= 0
-        r, c = np.nonzero(first)
-        per_bank = np.bincount(r * banks + words[r, c] % banks, minlength=m * banks).reshape(m, banks)
-        wave = np.maximum(per_bank.max(axis=1), 1)
-        nbytes = active.sum(axis=1) * width
-        ideal = np.maximum(-(-nbytes // (banks * bw)), 1)
+        """`wavefront_arrays` as lists."""
+        wave, ideal = self.wavefront_arrays(rows, width)
         return wave.tolist(), ideal.tolist()
+
+    def wavefront_arrays(self, rows: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per row of per-lane byte addresses (-1: inactive) accessing `width` bytes each: the wavefronts
+        the access needs (the most distinct words any one bank serves; at least 1), and the wavefronts a
+        conflict-free access of as many bytes would need."""
+        return _wavefronts(np.ascontiguousarray(rows, dtype=np.int64), max(1, width // self.bank_width),
+                           self.bank_width, self.banks, width)
+
+
+@njit
+def _wavefronts(rows, words_per_lane, bank_width, banks, width):
+    m, lanes = rows.shape
+    wave = np.empty(m, np.int64)
+    ideal = np.empty(m, np.int64)
+    words = np.empty(lanes * words_per_lane, np.int64)
+    per_bank = np.zeros(banks, np.int64)
+    for i in range(m):
+        n = 0
+        for lane in range(lanes):
+            a = rows[i, lane]
+            if a >= 0:
+                w0 = a // bank_width
+                for k in range(words_per_lane):
+                    words[n] = w0 + k
+                    n += 1
+        ws = np.sort(words[:n])
+        most = 1
+        for j in range(n):
+            if j == 0 or ws[j] != ws[j - 1]:  # each distinct word once (lanes reading one word share it)
+                b = ws[j] % banks
+                per_bank[b] += 1
+                if per_bank[b] > most:
+                    most = per_bank[b]
+        for j in range(n):
+            per_bank[ws[j] % banks] = 0
+        wave[i] = most
+        nbytes = (n // words_per_lane) * width
+        ideal[i] = max(-(-nbytes // (banks * bank_width)), 1)
+    return wave, ideal

@@ -2,6 +2,7 @@
 earliest allocated line is evicted."""
 
 from gpusim.timing.jit import njit
+from gpusim.timing.policies.replacement_lru import victim  # noqa: F401 (the smallest stamp: here, the earliest fill)
 
 
 @njit
@@ -12,12 +13,3 @@ def on_hit(meta, row, way, clock):
 @njit
 def on_fill(meta, row, way, clock):
     meta[row, way] = clock
-
-
-@njit
-def victim(meta, row, ways):
-    best = 0
-    for w in range(1, ways):
-        if meta[row, w] < meta[row, best]:
-            best = w
-    return best
