@@ -46,7 +46,7 @@ def test_cycles_are_64_bit_integers_no_kernel_is_cut_short():
     from gpusim.timing.jit import NEVER
 
     assert NEVER == 1 << 62
-    r = gpusim.simulate("pointer_chase", "a100", steps=30_000,
+    r = gpusim.simulate("pointer_chase", "a100", steps=30_000, max_steps_per_warp=1 << 20,
                         overrides={"dram.latency_cycles": 100_000, "l2.hit_latency_cycles": 100_000,
                                    "l1.caches_global_loads": False})
     assert r.timing.cycles > 2**31

@@ -185,5 +185,5 @@ class _KernelLaunch:
     def launch(self, params: dict[str, Any]):
         return self.kernel.launch
 
-    def prepare(self, params: dict[str, Any], *, seed: int = 0) -> PreparedLaunch:
-        return prepare(self.kernel, seed)
+    def prepare(self, params: dict[str, Any], *, seed: int = 0, cfg: Any = None) -> PreparedLaunch:
+        return prepare(self.kernel, seed)  # (a generated kernel's arrays are small: no memory check)
