@@ -38,7 +38,7 @@ from gpusim.timing import subpartition as _sp
 from gpusim.timing.decode import ALU, BARRIER, BRANCH, EXIT, GLOBAL_ATOM, GLOBAL_LD, GLOBAL_ST, PORT, SHARED, SHFL, S
 from gpusim.timing.jit import NEVER, njit, njit_inline, struct_type
 from gpusim.timing.policies import scheduler
-from gpusim.timing.stream import check_hunger
+from gpusim.timing.stream import advance, check_hunger
 from gpusim.timing.warp import HELD, OFF, deps_ready, write_regs
 
 BARRIER_STATE, DRAIN = S["barrier"], S["drain"]
@@ -223,7 +223,7 @@ def retire(M, w, t):
     s = g // S_.nsp
     end = t + 1 if t + 1 > W.drain[w] else W.drain[w]
     if end > t + 1:
-        P.states[g, DRAIN] += end - t - 1
+        _sp.account(P, g, DRAIN, end - t - 1)
     W.ready[w] = NEVER
     W.where[w] = OFF
     _sp.remove(P, W, g, w, end)
@@ -261,7 +261,7 @@ def next_instr(M, w, t, floor, floor_reason):
     check_hunger(st, h)
     at, why = deps_ready(W, code, w, pc, floor, floor_reason)
     if at > t + 1:
-        M.P.states[W.sp[w], why] += at - (t + 1)
+        _sp.account(M.P, W.sp[w], why, at - (t + 1))
     W.ready[w] = at
     _sp.wait_until(M.P, W, w, at)
 
@@ -272,14 +272,14 @@ def issue(M, w, t):
     W, P, code = M.W, M.P, M.code
     pc = W.pc[w]
     g = W.sp[w]
-    P.free[g, code.port[pc]] = t + code.interval[pc]
+    _sp.dispatch(P, g, code.port[pc], t + code.interval[pc])
     kind = code.kind[pc]
     if kind == ALU:
         write_regs(W, code, w, pc, t + code.latency[pc], code.dep_reason[pc])
-        M.streams.pos[W.h[w]] += 1
+        advance(M.streams, W.h[w])
         next_instr(M, w, t, t + 1, 0)
     elif kind == BRANCH or kind == EXIT:
-        M.streams.pos[W.h[w]] += 1
+        advance(M.streams, W.h[w])
         next_instr(M, w, t, t + code.latency[pc], code.dep_reason[pc])
     else:
         _issue_other(M, w, t, pc, g, kind)
@@ -306,14 +306,13 @@ def _issue_other(M, w, t, pc, g, kind):
         ready = _smem.access(M.smem, s, t, st.a_lo[a], st.a_hi[a])
         write_regs(W, code, w, pc, ready, code.dep_reason[pc])
         busy_until = M.smem.free_at[s]
-        if busy_until > P.free[g, LDST]:
-            P.free[g, LDST] = busy_until
+        _sp.occupy(P, g, LDST, busy_until)
     elif kind == SHFL:
         ready = _smem.access(M.smem, s, t, 1, 1)
         write_regs(W, code, w, pc, ready, code.dep_reason[pc])
     elif kind == BARRIER:
         h = W.h[w]
-        st.pos[h] += 1
+        advance(st, h)
         check_hunger(st, h)
         W.ready[w] = NEVER
         W.where[w] = HELD
@@ -321,7 +320,7 @@ def _issue_other(M, w, t, pc, g, kind):
         scheduler.on_long_latency(P, g, w)  # two_level: its block-mates may be outside the active set
         _arrive(M, w, t)
         return
-    st.pos[W.h[w]] += 1
+    advance(st, W.h[w])
     next_instr(M, w, t, t + 1, 0)
 
 
@@ -350,9 +349,8 @@ def global_access(M, w, t):
             scheduler.on_long_latency(P, g, w)
         elif ready > W.drain[w]:
             W.drain[w] = ready
-    if accepted > P.free[g, LDST]:
-        P.free[g, LDST] = accepted
-    st.pos[W.h[w]] += 1
+    _sp.occupy(P, g, LDST, accepted)
+    advance(st, W.h[w])
     next_instr(M, w, t, t + 1, 0)
 
 
@@ -369,7 +367,7 @@ def _arrive(M, w, t):
     release = t + S_.sync_latency
     for i in range(n):
         x = S_.blk_wait[b, i]
-        M.P.states[W.sp[x], BARRIER_STATE] += release - W.mark[x]
+        _sp.account(M.P, W.sp[x], BARRIER_STATE, release - W.mark[x])
         next_instr(M, x, release - 1, release, BARRIER_STATE)
     S_.blk_nwait[b] = 0
     s = W.sp[w] // S_.nsp

@@ -43,3 +43,9 @@ def check_hunger(st, h):
         st.hungry_flag[h] = True
         st.hungry[st.nhungry[0]] = h
         st.nhungry[0] += 1
+
+
+@njit_inline
+def advance(st, h):
+    """Handle `h`'s next instruction becomes its current one."""
+    st.pos[h] += 1

@@ -186,3 +186,22 @@ def end_cycle(P, g, t):
             if f < nxt:
                 nxt = f
     P.next_time[g] = nxt
+
+
+@njit_inline
+def account(P, g, state, cycles):
+    """`cycles` warp-cycles of sub-partition `g` spent in warp state `state`."""
+    P.states[g, state] += cycles
+
+
+@njit_inline
+def dispatch(P, g, port, until):
+    """An instruction issues to unit `port` of sub-partition `g`: the unit takes the next one at `until`."""
+    P.free[g, port] = until
+
+
+@njit_inline
+def occupy(P, g, port, until):
+    """Unit `port` of sub-partition `g` accepts no instruction before cycle `until`."""
+    if until > P.free[g, port]:
+        P.free[g, port] = until
