@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusim.timing.jit import njit
+from gpusim.timing.jit import njit, sort_prefix
 
 
 @njit
@@ -25,7 +25,8 @@ def _line_arrays(rows, sector_bytes, sectors_per_line):
             if a >= 0:
                 sectors[n] = a // sector_bytes
                 n += 1
-        s = np.sort(sectors[:n])
+        sort_prefix(sectors, n)
+        s = sectors
         for j in range(n):
             if j > 0 and s[j] == s[j - 1]:
                 continue  # lanes in one sector share its transfer

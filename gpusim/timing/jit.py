@@ -140,3 +140,16 @@ def to_struct(state):
     values = cls(*(to_struct(v) if type(v) in _TYPES else v for v in state))
     tp = sr_type([(name, _field_type(v)) for name, v in zip(cls._fields, values, strict=True)])
     return _make(tp, values)
+
+
+@njit
+def sort_prefix(a, n):
+    """Sort a[:n] in place (insertion sort: linear on the nearly sorted per-lane addresses of a warp,
+    and no allocation, unlike np.sort)."""
+    for i in range(1, n):
+        x = a[i]
+        j = i - 1
+        while j >= 0 and a[j] > x:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = x

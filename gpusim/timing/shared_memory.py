@@ -9,7 +9,7 @@ from typing import NamedTuple
 import numpy as np
 
 from gpusim.config import Config
-from gpusim.timing.jit import njit, struct_type
+from gpusim.timing.jit import njit, sort_prefix, struct_type
 
 
 class SharedMemoryPipes(NamedTuple):
@@ -78,7 +78,8 @@ def _wavefronts(rows, words_per_lane, bank_width, banks, width):
                 for k in range(words_per_lane):
                     words[n] = w0 + k
                     n += 1
-        ws = np.sort(words[:n])
+        sort_prefix(words, n)
+        ws = words
         most = 1
         for j in range(n):
             if j == 0 or ws[j] != ws[j - 1]:  # each distinct word once (lanes reading one word share it)
