@@ -1,16 +1,16 @@
 """What every warp-scheduler policy asks of a sub-partition: whether a warp may issue this cycle
 (ready, and its unit free: `open` ports), and which eligible warp is oldest."""
 
-from gpusim.timing.jit import njit
+from gpusim.timing.jit import njit_inline
 from gpusim.timing.warp import QUEUED
 
 
-@njit
+@njit_inline
 def eligible(P, W, g, w):
     return W.where[w] == QUEUED and P.open[g, W.port[w]]
 
 
-@njit
+@njit_inline
 def oldest(P, W, g):
     best = -1
     best_age = 0

@@ -4,7 +4,7 @@
 `on_long_latency(P, g, w)` hears that warp `w` waits on global memory or a barrier."""
 
 from gpusim.config.vocab import SCHEDULER_POLICIES
-from gpusim.timing.jit import njit
+from gpusim.timing.jit import njit_inline
 from gpusim.timing.policies import scheduler_gto as gto
 from gpusim.timing.policies import scheduler_lrr as lrr
 from gpusim.timing.policies import scheduler_oldest_first as oldest_first
@@ -13,7 +13,7 @@ from gpusim.timing.policies import scheduler_two_level as two_level
 LRR, GTO, TWO_LEVEL, OLDEST_FIRST = (SCHEDULER_POLICIES.index(n) for n in ("lrr", "gto", "two_level", "oldest_first"))
 
 
-@njit
+@njit_inline
 def pick(P, W, g, t):
     policy = P.policy
     if policy == GTO:
@@ -25,7 +25,7 @@ def pick(P, W, g, t):
     return oldest_first.pick(P, W, g, t)
 
 
-@njit
+@njit_inline
 def on_long_latency(P, g, w):
     policy = P.policy
     if policy == TWO_LEVEL:

@@ -1,11 +1,11 @@
 """Greedy then oldest (Rogers et al., "Cache-conscious wavefront scheduling", MICRO 2012): keep
 issuing from the warp issued last while it is eligible; otherwise the oldest eligible warp."""
 
-from gpusim.timing.jit import njit
+from gpusim.timing.jit import njit_inline
 from gpusim.timing.policies.eligible import eligible, oldest
 
 
-@njit
+@njit_inline
 def pick(P, W, g, t):
     last = P.last[g]
     if last >= 0 and eligible(P, W, g, last):
@@ -15,6 +15,6 @@ def pick(P, W, g, t):
     return w
 
 
-@njit
+@njit_inline
 def on_long_latency(P, g, w):
     pass
