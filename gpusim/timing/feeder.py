@@ -7,7 +7,7 @@ it fills. The feeder also keeps the GigaThread engine's queue of staged blocks f
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -28,8 +28,7 @@ class Batch:
         self.h0 = h0
         self.total = np.zeros(self.W, dtype=np.int64)  # instructions appended so far, per warp
         self.exhausted = False
-        self.staged = 0  # blocks handed to the dispatcher
-        self.retired = 0
+        self.retired = 0  # blocks retired
 
 
 class Feeder:
@@ -148,19 +147,23 @@ class Feeder:
         n = int(st.nhungry[0])
         if n:
             for h in st.hungry[:n].tolist():
-                st = self.st
-                b = self._batch_of(h)
-                while st.end[h] - st.pos[h] < 2 and not st.done[h]:
-                    if not self._pull(b):
-                        break
-                    st = self.st
-                st.hungry_flag[h] = False
+                self._fill(self._batch_of(h), h)
+                self.st.hungry_flag[h] = False
             self.st.nhungry[0] = 0
         gte = self._retire_batches(gte)
         return self._stage(gte, refill_below)
 
+    def _fill(self, b: Batch, h: int) -> None:
+        """Pull batch `b` until handle `h` holds two instructions (its next, and the one after it that
+        tells the engine whether it retires on issue) or has no more to come."""
+        st = self.st
+        while st.end[h] - st.pos[h] < 2 and not st.done[h]:
+            if not self._pull(b):
+                break
+            st = self.st  # (a pull may have moved the pool)
+
     def _stage(self, gte, want: int):
-        cap = gte.staged_id.size
+        cap = gte.capacity
         while gte.tail[0] - gte.head[0] < want and not self.exhausted:
             b = self.current
             if b is None or self.next_local >= b.nblocks:
@@ -176,17 +179,12 @@ class Feeder:
             self.next_local += 1
             h0 = b.h0 + k * b.wpb
             for h in range(h0, h0 + b.wpb):
-                st = self.st
-                while st.end[h] - st.pos[h] < 2 and not st.done[h]:
-                    if not self._pull(b):
-                        break
-                    st = self.st
+                self._fill(b, h)
             i = gte.tail[0] % cap
             gte.staged_id[i] = b.first_block + k
             gte.staged_h0[i] = h0
             gte.staged_nw[i] = b.wpb
             gte.tail[0] += 1
-            b.staged += 1
         gte.exhausted[0] = self.exhausted
         if gte.timeline.shape[0] < gte.tail[0] + 1:
             grown = np.zeros((2 * gte.timeline.shape[0] + int(gte.tail[0]), 4), np.int64)
@@ -336,8 +334,3 @@ def _chunk_of(stream):
         acc = BatchAccesses(a.rows[lo:hi], a.pcs[lo:hi], a.warp[lo:hi], a.index[lo:hi], bounds)
     return StreamChunk(pcs, masks, off, acc, np.ones(len(ws), dtype=bool))
 
-
-def block_sources(blocks: Iterable) -> Iterator:
-    """Blocks in launch order from either the executor's batch sources (streamed) or BlockStreams
-    (already recorded whole)."""
-    return iter(blocks)

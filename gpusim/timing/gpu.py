@@ -39,10 +39,10 @@ class GPU:
         self.cfg = cfg
 
     def build(self, program: Program, launch, *, regs_per_thread: int | None = None,
-              smem_per_block: int | None = None) -> tuple[Machine, object]:
+              smem_per_block: int | None = None) -> tuple[Machine, AddressStage, object]:
         """Every unit of the chip, sized for this kernel's launch (its occupancy sets the warp and
-        block slots per SM and, on unified L1/shared designs, the L1's size). Returns the machine and
-        the occupancy."""
+        block slots per SM and, on unified L1/shared designs, the L1's size). Returns the machine, the
+        LD/ST units' address stage (which plans accesses before the engine runs) and the occupancy."""
         cfg = self.cfg
         regs = regs_per_thread or program.regs_per_thread
         smem = program.shared_bytes if smem_per_block is None else smem_per_block
@@ -54,7 +54,9 @@ class GPU:
         blocks = occ.active_blocks_per_sm
         wpb = math.ceil(launch.threads_per_block / cfg.sm.warp_size)
         max_warps = blocks * wpb
-        code = code_arrays(decode(program, cfg))
+        info = decode(program, cfg)
+        code = code_arrays(info)
+        stage = AddressStage(info, Coalescer(cfg.l1.line_size_bytes, cfg.l1.sector_size_bytes), BankMap(cfg))
         machine = Machine(
             code=code,
             W=make_warps(sms * max_warps, max(1, len(program.registers))),
@@ -68,7 +70,7 @@ class GPU:
             streams=None,
             gte=make_dispatcher(sms * blocks + 4 * blocks + 16, cfg.launch.block_dispatch_cycles, blocks),
         )
-        return machine, occ
+        return machine, stage, occ
 
     def run(self, program: Program, launch, blocks: Iterable, *, regs_per_thread: int | None = None,
             smem_per_block: int | None = None, max_cycles: int | None = None,
@@ -83,11 +85,9 @@ class GPU:
         The timing's `l2` then holds `prefilled_dirty_bytes`, and `dirty_bytes_at_end` counts only the
         kernel's own lines."""
         cfg = self.cfg
-        M, occ = self.build(program, launch, regs_per_thread=regs_per_thread, smem_per_block=smem_per_block)
+        M, stage, occ = self.build(program, launch, regs_per_thread=regs_per_thread, smem_per_block=smem_per_block)
         prefilled = prefill_dirty(M.l2, warm_l2) if warm_l2 is not None else None
         _announce_compile()
-        info = decode(program, cfg)
-        stage = AddressStage(info, Coalescer(cfg.l1.line_size_bytes, cfg.l1.sector_size_bytes), BankMap(cfg))
         feeder = Feeder(blocks, stage, M.code)
         want = M.sms.refill_below
         gte = feeder.refill(M.gte, cfg.chip.sm_count * M.gte.blocks_per_sm + want)
