@@ -165,7 +165,7 @@ class BatchSource:
             except StopIteration:
                 self.finished = True
         b = self._b
-        return b.rec.flush(b.W, b.state == DONE)
+        return b.rec.flush(b.W, b.state == DONE, grouped=False)  # (the timing model's feeder reads it)
 
 
 class Executor:

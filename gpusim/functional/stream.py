@@ -37,7 +37,7 @@ class BatchAccesses:
     pcs: np.ndarray  # (M,) int32
     warp: np.ndarray  # (M,) int32
     index: np.ndarray  # (M,) int64
-    bounds: np.ndarray  # (blocks + 1,) int64
+    bounds: np.ndarray | None  # (blocks + 1,) int64 (None: rows in issue order, not grouped)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,8 +106,10 @@ class BatchRecorder:
         full[pos] = addr
         self.steps[-1] = (pc, G, masks, full.reshape(G.size, ws))
 
-    def flush(self, W: int, finished: np.ndarray) -> StreamChunk:
-        """The steps recorded since the last flush, grouped by warp (a few numpy operations)."""
+    def flush(self, W: int, finished: np.ndarray, grouped: bool = True) -> StreamChunk:
+        """The steps recorded since the last flush, grouped by warp (a few numpy operations). With
+        `grouped` False the access rows stay in issue order (each still names its warp and position;
+        `bounds` is None): the timing model's feeder needs no more, and the rows are not copied again."""
         steps, self.steps = self.steps, []
         if not steps:
             off = np.zeros(W + 1, dtype=np.int64)
@@ -130,6 +132,9 @@ class BatchRecorder:
             np.cumsum(sizes, out=starts[1:])
             flat = np.concatenate([np.arange(starts[k], starts[k + 1]) for k in mem_steps])
             rows = np.concatenate([steps[k][3] for k in mem_steps])
+            if not grouped:
+                accesses = BatchAccesses(rows, pcs[flat], G[flat].astype(np.int32), pos[flat], None)
+                return StreamChunk(pcs[order], masks[order], off, accesses, finished.copy())
             mo = np.lexsort((pos[flat], G[flat]))
             flat, rows = flat[mo], rows[mo]
             mw = G[flat]

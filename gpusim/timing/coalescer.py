@@ -10,28 +10,48 @@ from gpusim.timing.jit import njit, sort_prefix
 
 
 @njit
-def _line_arrays(rows, sector_bytes, sectors_per_line):
-    m, lanes = rows.shape
+def _line_arrays(rows, sel, sector_bytes, sectors_per_line):
+    """Rows `sel` of `rows` (per-lane byte addresses, -1 inactive) coalesced: each row's distinct lines
+    in address order with their sector masks, and where each row's lines start."""
+    m = sel.size
+    lanes = rows.shape[1]
     lines = np.empty(m * lanes, np.int64)
     masks = np.empty(m * lanes, np.int64)
     bounds = np.empty(m + 1, np.int64)
     sectors = np.empty(lanes, np.int64)
+    pow2 = (sector_bytes & (sector_bytes - 1)) == 0 and (sectors_per_line & (sectors_per_line - 1)) == 0
+    s_shift = 0
+    while (1 << s_shift) < sector_bytes:
+        s_shift += 1
+    l_shift = 0
+    while (1 << l_shift) < sectors_per_line:
+        l_shift += 1
     k = 0
     for i in range(m):
+        r = sel[i]
         bounds[i] = k
         n = 0
+        ordered = True
         for lane in range(lanes):
-            a = rows[i, lane]
+            a = rows[r, lane]
             if a >= 0:
-                sectors[n] = a // sector_bytes
+                sec = (a >> s_shift) if pow2 else a // sector_bytes
+                if n > 0 and sec < sectors[n - 1]:
+                    ordered = False
+                sectors[n] = sec
                 n += 1
-        sort_prefix(sectors, n)
-        s = sectors
+        if not ordered:
+            sort_prefix(sectors, n)
         for j in range(n):
-            if j > 0 and s[j] == s[j - 1]:
+            sec = sectors[j]
+            if j > 0 and sec == sectors[j - 1]:
                 continue  # lanes in one sector share its transfer
-            line = s[j] // sectors_per_line
-            bit = 1 << (s[j] % sectors_per_line)
+            if pow2:
+                line = sec >> l_shift
+                bit = 1 << (sec & (sectors_per_line - 1))
+            else:
+                line = sec // sectors_per_line
+                bit = 1 << (sec % sectors_per_line)
             if k > bounds[i] and lines[k - 1] == line:
                 masks[k - 1] |= bit
             else:
@@ -48,11 +68,13 @@ class Coalescer:
         self.line_bytes = line_bytes
         self.sectors_per_line = line_bytes // sector_bytes
 
-    def line_arrays(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """For rows of per-lane byte addresses (-1: lane inactive): the accessed lines as arrays
-        (line number, bit mask of its sectors), row after row, each row's in address order, and
-        `bounds` (rows + 1): row i's lines are [bounds[i], bounds[i + 1])."""
-        return _line_arrays(np.ascontiguousarray(rows, dtype=np.int64), self.sector_bytes, self.sectors_per_line)
+    def line_arrays(self, rows: np.ndarray, sel: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For rows of per-lane byte addresses (-1: lane inactive), or the rows `sel` of them: the
+        accessed lines as arrays (line number, bit mask of its sectors), row after row, each row's in
+        address order, and `bounds` (rows + 1): row i's lines are [bounds[i], bounds[i + 1])."""
+        rows = np.ascontiguousarray(rows, dtype=np.int64)
+        sel = np.arange(rows.shape[0]) if sel is None else np.asarray(sel, dtype=np.int64)
+        return _line_arrays(rows, sel, self.sector_bytes, self.sectors_per_line)
 
     def lines(self, rows: np.ndarray) -> list[list[tuple[int, int]]]:
         """For each row of per-lane byte addresses (-1: lane inactive), the accessed lines as

@@ -95,14 +95,15 @@ class GPU:
         limit = NEVER if max_cycles is None else max_cycles
         events = engine.make_events(cfg.chip.sm_count, limit)
         E = to_struct(events)  # (its arrays live as long as `events`)
-        Ms = to_struct(M)  # the engine's view: the same arrays (kept alive by M), passed by reference
+        views: dict = {}  # each unit's engine view, reused while the unit is not replaced
+        Ms = to_struct(M, views)  # the engine's view: the same arrays (kept alive by M), passed by reference
         engine.start(Ms, E)
         # the functional executor and the feeder allocate many short-lived objects and keep no
         # reference cycles alive: collect the young generation less often while the kernel runs
         threshold = gc.get_threshold()
         gc.set_threshold(max(threshold[0], 50_000), *threshold[1:])
         try:
-            M = _drive(program, feeder, M, Ms, E, limit, want)
+            M = _drive(program, feeder, M, Ms, E, limit, want, views)
         finally:
             gc.set_threshold(*threshold)
         timing = KernelTiming.collect(cfg, occ, M)
@@ -112,7 +113,7 @@ class GPU:
 
 
 
-def _drive(program, feeder, M, Ms, E, limit, want):
+def _drive(program, feeder, M, Ms, E, limit, want, views):
     """Run the engine to the kernel's end, stopping for the feeder whenever it asks; returns the
     machine (its stream pool may have been replaced on the way)."""
     while True:
@@ -123,7 +124,10 @@ def _drive(program, feeder, M, Ms, E, limit, want):
             gte = feeder.refill(M.gte, 2 * want)
             if feeder.st is not M.streams or gte is not M.gte:  # arrays moved or grew
                 M = M._replace(streams=feeder.st, gte=gte)
-                Ms = to_struct(M)
+                Ms = to_struct(M, views)
+                units = {id(u) for u in M}
+                for k in [k for k in views if k not in units]:  # (replaced units are let go)
+                    del views[k]
         elif r == engine.LIMIT:
             raise limit_error(M, program, int(M.sms.now[0]), limit)
         elif r == engine.ERROR and M.sms.error[0] == E_BARRIER:

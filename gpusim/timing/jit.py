@@ -144,6 +144,26 @@ def _borrowed_setattr(context, builder, sig, args, attr):
     setattr(data, attr, val)
 
 
+class HeldArray(_types.Array):
+    """A unit's multi-dimensional array as the engine sees it: indexed like any array, but without a
+    reference count (the unit's NamedTuple owns it), so reading `P.queued[g, p]` on every cycle costs
+    no call into Numba's runtime."""
+
+    def __init__(self, dtype, ndim, layout):
+        super().__init__(dtype, ndim, layout, name=f"held array({dtype}, {ndim}d, {layout})")
+
+
+@_register_model(HeldArray)
+class _HeldArrayModel(_models.StructModel):
+    def __init__(self, dmm, fe_type):
+        ndim = fe_type.ndim
+        members = [("meminfo", _types.voidptr),  # (an array's layout; the handle is not counted)
+                   ("parent", _types.pyobject), ("nitems", _types.intp), ("itemsize", _types.intp),
+                   ("data", _types.CPointer(fe_type.dtype)), ("shape", _types.UniTuple(_types.intp, ndim)),
+                   ("strides", _types.UniTuple(_types.intp, ndim))]
+        super().__init__(dmm, fe_type, members)
+
+
 @_intrinsic
 def _fill(typingctx, ref, values):
     """Store the fields of the NamedTuple `values` into the StructRef `ref` (same names, same order).
@@ -176,12 +196,14 @@ def _fill(typingctx, ref, values):
 
 def _field_type(value):
     """How the engine sees a field: a contiguous one-dimensional array as a pointer to its elements
-    (indexing it is all the engine does), anything else as itself."""
+    (indexing it is all the engine does), another array as a HeldArray, anything else as itself."""
     ty = _types.unliteral(_typeof(value))
     if isinstance(ty, _types.StructRef):
         return Borrowed(ty)
     if isinstance(ty, _types.Array) and ty.ndim == 1 and ty.layout == "C" and ty.dtype != _types.boolean:
         return _types.CPointer(ty.dtype)
+    if isinstance(ty, _types.Array):
+        return HeldArray(ty.dtype, ty.ndim, ty.layout)
     return ty
 
 
@@ -192,18 +214,26 @@ def _make(tp, values):
     return ref
 
 
-def to_struct(state):
+def to_struct(state, memo: dict | None = None):
     """The engine's view of a unit's NamedTuple state (nested NamedTuples converted too); the arrays
     are shared, so the engine's writes are seen through the NamedTuple. The caller must keep `state`
-    alive while the engine uses the result (the result does not own the arrays)."""
+    alive while the engine uses the result (the result does not own the arrays). With `memo` (a dict
+    the caller keeps), a unit converted before and not replaced since keeps its view: re-wrapping a
+    machine after the feeder replaced its stream pool converts only the pool."""
     if numba.config.DISABLE_JIT:
         return state  # plain Python reads the NamedTuple's arrays directly
+    if memo is not None:
+        hit = memo.get(id(state))
+        if hit is not None and hit[0] is state:
+            return hit[1]
     cls = type(state)
     sr_type = struct_type(cls)
-    values = cls(*(to_struct(v) if type(v) in _TYPES else v for v in state))
+    values = cls(*(to_struct(v, memo) if type(v) in _TYPES else v for v in state))
     tp = sr_type([(name, _field_type(v)) for name, v in zip(cls._fields, values, strict=True)])
     ref = _make(tp, values)
     ref._units = values  # the units it borrows live as long as it does
+    if memo is not None:
+        memo[id(state)] = (state, ref)
     return ref
 
 

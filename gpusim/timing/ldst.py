@@ -43,29 +43,28 @@ class AddressStage:
         shared = kind == SHARED
         g = np.flatnonzero(~shared)
         lines = masks = ops = np.zeros(0, np.int64)
+        rows = np.ascontiguousarray(rows, dtype=np.int64)
         if g.size:
-            grows = rows[g]
-            lines, masks, bounds = self.coalescer.line_arrays(grows)
+            lines, masks, bounds = self.coalescer.line_arrays(rows, g)
             lo[g], hi[g] = bounds[:-1], bounds[1:]
             ops = np.ones(lines.size, np.int64)
             atomic = kind[g] == GLOBAL_ATOM
             if atomic.any():
-                depth = self.coalescer.max_lanes_per_address(grows[atomic])
+                depth = self.coalescer.max_lanes_per_address(rows[g[atomic]])
                 for j, d in zip(np.flatnonzero(atomic).tolist(), depth.tolist(), strict=True):
                     if d > 1:  # lanes on one address serialise at the L2 slice
                         a, b = int(bounds[j]), int(bounds[j + 1])
-                        ops[a:b] = self._depths(grows[j], lines[a:b])
+                        ops[a:b] = self._depths(rows[g[j]], lines[a:b])
         s = np.flatnonzero(shared)
         if s.size:
             widths = self.width[pcs[s]]
             for width in np.unique(widths).tolist():
                 sel = s[widths == width]
-                srows = rows[sel]
-                wave, ideal = self.banks.wavefront_arrays(srows, width)
+                wave, ideal = self.banks.wavefront_arrays(rows, width, sel)
                 atomic = self.atomic[pcs[sel]]
                 if atomic.any():
                     # same-address atomics serialise on top of bank conflicts
-                    wave[atomic] = np.maximum(wave[atomic], self.coalescer.max_lanes_per_address(srows[atomic]))
+                    wave[atomic] = np.maximum(wave[atomic], self.coalescer.max_lanes_per_address(rows[sel[atomic]]))
                 lo[sel], hi[sel] = wave, ideal
         return Plans(lo, hi, lines, masks, ops)
 

@@ -9,7 +9,7 @@ from typing import NamedTuple
 import numpy as np
 
 from gpusim.config import Config
-from gpusim.timing.jit import njit, sort_prefix, struct_type
+from gpusim.timing.jit import njit, struct_type
 
 
 class SharedMemoryPipes(NamedTuple):
@@ -54,42 +54,65 @@ class BankMap:
         wave, ideal = self.wavefront_arrays(rows, width)
         return wave.tolist(), ideal.tolist()
 
-    def wavefront_arrays(self, rows: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
-        """Per row of per-lane byte addresses (-1: inactive) accessing `width` bytes each: the wavefronts
-        the access needs (the most distinct words any one bank serves; at least 1), and the wavefronts a
-        conflict-free access of as many bytes would need."""
-        return _wavefronts(np.ascontiguousarray(rows, dtype=np.int64), max(1, width // self.bank_width),
-                           self.bank_width, self.banks, width)
+    def wavefront_arrays(self, rows: np.ndarray, width: int, sel: np.ndarray | None = None
+                         ) -> tuple[np.ndarray, np.ndarray]:
+        """Per row of per-lane byte addresses (-1: inactive) accessing `width` bytes each (or per row
+        `sel` of them): the wavefronts the access needs (the most distinct words any one bank serves;
+        at least 1), and the wavefronts a conflict-free access of as many bytes would need."""
+        rows = np.ascontiguousarray(rows, dtype=np.int64)
+        sel = np.arange(rows.shape[0]) if sel is None else np.asarray(sel, dtype=np.int64)
+        return _wavefronts(rows, sel, max(1, width // self.bank_width), self.bank_width, self.banks, width)
 
 
 @njit
-def _wavefronts(rows, words_per_lane, bank_width, banks, width):
-    m, lanes = rows.shape
+def _wavefronts(rows, sel, words_per_lane, bank_width, banks, width):
+    m = sel.size
+    lanes = rows.shape[1]
     wave = np.empty(m, np.int64)
     ideal = np.empty(m, np.int64)
-    words = np.empty(lanes * words_per_lane, np.int64)
-    per_bank = np.zeros(banks, np.int64)
+    # per bank, the distinct words this access reads from it (lanes reading one word share it)
+    seen = np.empty((banks, lanes * words_per_lane), np.int64)
+    count = np.zeros(banks, np.int64)
+    touched = np.empty(lanes * words_per_lane, np.int64)
+    pow2 = (banks & (banks - 1)) == 0 and (bank_width & (bank_width - 1)) == 0
+    shift = 0
+    while (1 << shift) < bank_width:
+        shift += 1
     for i in range(m):
-        n = 0
-        for lane in range(lanes):
-            a = rows[i, lane]
-            if a >= 0:
-                w0 = a // bank_width
-                for k in range(words_per_lane):
-                    words[n] = w0 + k
-                    n += 1
-        sort_prefix(words, n)
-        ws = words
+        r = sel[i]
         most = 1
-        for j in range(n):
-            if j == 0 or ws[j] != ws[j - 1]:  # each distinct word once (lanes reading one word share it)
-                b = ws[j] % banks
-                per_bank[b] += 1
-                if per_bank[b] > most:
-                    most = per_bank[b]
-        for j in range(n):
-            per_bank[ws[j] % banks] = 0
+        active = 0
+        nt = 0
+        prev = -1
+        for lane in range(lanes):
+            a = rows[r, lane]
+            if a < 0:
+                continue
+            active += 1
+            w0 = (a >> shift) if pow2 else a // bank_width
+            if w0 == prev:
+                continue  # the previous lane's word(s): a broadcast
+            prev = w0
+            for k in range(words_per_lane):
+                w = w0 + k
+                b = (w & (banks - 1)) if pow2 else w % banks
+                c = count[b]
+                new = True
+                for j in range(c):
+                    if seen[b, j] == w:
+                        new = False
+                        break
+                if new:
+                    if c == 0:
+                        touched[nt] = b
+                        nt += 1
+                    seen[b, c] = w
+                    count[b] = c + 1
+                    if c + 1 > most:
+                        most = c + 1
+        for j in range(nt):
+            count[touched[j]] = 0
         wave[i] = most
-        nbytes = (n // words_per_lane) * width
+        nbytes = active * width
         ideal[i] = max(-(-nbytes // (banks * bank_width)), 1)
     return wave, ideal
