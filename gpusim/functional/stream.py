@@ -96,7 +96,8 @@ class BatchRecorder:
         self.counts = np.zeros(num_warps, dtype=np.int64)  # instructions already flushed, per warp
 
     def step(self, pc: int, G: np.ndarray, active: np.ndarray) -> None:
-        self.steps.append((pc, G.copy(), pack_masks(active), None))
+        # (the active lanes are packed into masks once per flush, not once per step)
+        self.steps.append((pc, G.copy(), active.copy(), None))
 
     def memory(self, addr: np.ndarray) -> None:
         pc, G, masks, _ = self.steps[-1]
@@ -117,7 +118,7 @@ class BatchRecorder:
         sizes = np.fromiter((g.size for _, g, _, _ in steps), dtype=np.int64, count=len(steps))
         G = np.concatenate([g for _, g, _, _ in steps])
         pcs = np.repeat(np.fromiter((pc for pc, _, _, _ in steps), dtype=np.int32, count=len(steps)), sizes)
-        masks = np.concatenate([m for _, _, m, _ in steps])
+        masks = pack_masks(np.concatenate([m for _, _, m, _ in steps]))
         order = np.argsort(G, kind="stable")  # by warp, each warp's steps in issue order
         per_warp = np.bincount(G, minlength=W)
         off = np.zeros(W + 1, dtype=np.int64)

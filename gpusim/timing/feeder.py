@@ -146,9 +146,11 @@ class Feeder:
         st = self.st
         n = int(st.nhungry[0])
         if n:
-            for h in st.hungry[:n].tolist():
+            hs = st.hungry[:n].copy()
+            short = hs[(st.end[hs] - st.pos[hs] < 2) & ~st.done[hs]]  # (the others were fed meanwhile)
+            for h in short.tolist():
                 self._fill(self._batch_of(h), h)
-                self.st.hungry_flag[h] = False
+            self.st.hungry_flag[hs] = False
             self.st.nhungry[0] = 0
         gte = self._retire_batches(gte)
         return self._stage(gte, refill_below)
