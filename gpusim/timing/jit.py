@@ -28,10 +28,12 @@ def _engine_cache_dir() -> str:
 if not os.environ.get("NUMBA_CACHE_DIR"):  # (a folder the user chose is used as it is)
     numba.config.CACHE_DIR = _engine_cache_dir()
 
-njit = numba.njit(cache=True, nogil=True)
+# error_model="numpy": integer division and modulo by zero are not checked (no exception path in every
+# `line % nsets`); every divisor in the model is a configured size, validated non-zero on load.
+njit = numba.njit(cache=True, nogil=True, error_model="numpy")
 # Small functions on the issue path: inlined into their callers by Numba itself, so that reading a
 # unit's arrays costs no reference counting at every call.
-njit_inline = numba.njit(cache=True, nogil=True, inline="always")
+njit_inline = numba.njit(cache=True, nogil=True, inline="always", error_model="numpy")
 
 # The cycle the model never reaches: "no event" for a unit or warp. Cycles are 64-bit integers, so no
 # kernel is cut short by the representation (2^62 cycles is about a century at 1.4 GHz).

@@ -2,8 +2,9 @@
 and its own execution units (`free[g, port]`: the cycle each unit accepts its next instruction; a
 32-thread warp on a unit of L lanes occupies it ceil(32 / L) cycles). A cycle of a sub-partition:
 
-1. `begin_cycle`: warps whose wait is over join the ready lists; the units that are free and have
-   ready warps are this cycle's open ports.
+1. `begin_cycle`: warps whose wait is over (the earliest wakes first: a heap of the waiting warps'
+   wake cycles, so no cycle visits every resident warp) join the ready lists; the units that are free
+   and have ready warps are this cycle's open ports.
 2. the scheduler policy picks among the eligible warps (ready, unit free); `take` removes the pick
    from the ready lists and accounts its wait; the SM issues it; with `issue_width` > 1, again while
    ports stay open.
@@ -46,6 +47,9 @@ class SubPartitions(NamedTuple):
     eligible_sum: np.ndarray  # eligible warps summed over cycles
     active_cycles: np.ndarray  # cycles with at least one resident warp
     busy_since: np.ndarray
+    wake_at: np.ndarray  # (sps, max warps): a min-heap of the waiting warps' wake cycles ...
+    wake_w: np.ndarray  # (sps, max warps): ... and which warp each is
+    nwake: np.ndarray  # waiting warps (heap entries)
     policy: int  # index in vocab.SCHEDULER_POLICIES
     issue_width: int
     active_set: int  # two_level's active warps
@@ -59,7 +63,7 @@ def make_subpartitions(cfg, n: int, max_warps: int) -> SubPartitions:
     s = cfg.scheduler
     return SubPartitions(z(max_warps), z(), z(NPORTS), np.zeros((n, NPORTS), np.bool_), z(NPORTS), z(NPORTS),
                          np.full(n, NEVER, np.int64), np.full(n, NEVER, np.int64), np.full(n, -1, np.int64),
-                         z(len(WARP_STATES)), z(), z(NPORTS), z(), z(), z(),
+                         z(len(WARP_STATES)), z(), z(NPORTS), z(), z(), z(), z(max_warps), z(max_warps), z(),
                          SCHEDULER_POLICIES.index(s.policy), s.issue_width, s.active_warps_two_level)
 
 
@@ -69,10 +73,53 @@ def wait_until(P, W, w, at):
     g = W.sp[w]
     W.where[w] = WAITING
     W.wake[w] = at
+    _push_wake(P, g, at, w)
     if at < P.min_wake[g]:
         P.min_wake[g] = at
     if at < P.next_time[g]:
         P.next_time[g] = at
+
+
+@njit_inline
+def _push_wake(P, g, at, w):
+    keys, ws = P.wake_at, P.wake_w
+    i = P.nwake[g]
+    P.nwake[g] = i + 1
+    while i > 0:
+        parent = (i - 1) >> 1
+        if keys[g, parent] <= at:
+            break
+        keys[g, i] = keys[g, parent]
+        ws[g, i] = ws[g, parent]
+        i = parent
+    keys[g, i] = at
+    ws[g, i] = w
+
+
+@njit_inline
+def _pop_wake(P, g):
+    """Remove the earliest waiting warp from the heap and return it."""
+    keys, ws = P.wake_at, P.wake_w
+    top = ws[g, 0]
+    n = P.nwake[g] - 1
+    P.nwake[g] = n
+    at, x = keys[g, n], ws[g, n]
+    i = 0
+    while True:
+        k = 2 * i + 1
+        if k >= n:
+            break
+        if k + 1 < n and keys[g, k + 1] < keys[g, k]:
+            k += 1
+        if keys[g, k] >= at:
+            break
+        keys[g, i] = keys[g, k]
+        ws[g, i] = ws[g, k]
+        i = k
+    if n > 0:
+        keys[g, i] = at
+        ws[g, i] = x
+    return top
 
 
 @njit_inline
@@ -106,20 +153,18 @@ def remove(P, W, g, w, t):
 def begin_cycle(P, W, g, t):
     """Move the warps whose wait is over into the ready lists and open this cycle's ports. Returns
     whether any port is open; if none, `next_time` is set."""
-    lowest = NEVER
-    warps, where, wake, port, snap = P.warps, W.where, W.wake, W.port, W.snap
     queued, seen, free, open_ = P.queued, P.seen, P.free, P.open
-    for k in range(P.nw[g]):
-        w = warps[g, k]
-        if where[w] == WAITING:
-            if wake[w] <= t:
-                where[w] = QUEUED
-                p = port[w]
-                snap[w] = seen[g, p]
-                queued[g, p] += 1
-            elif wake[w] < lowest:
-                lowest = wake[w]
-    P.min_wake[g] = lowest
+    lowest = P.min_wake[g]
+    if lowest <= t:  # (else no waiting warp's wait is over: the ready lists stand)
+        where, port, snap = W.where, W.port, W.snap
+        while P.nwake[g] > 0 and P.wake_at[g, 0] <= t:  # the waiting warps in wake order
+            w = _pop_wake(P, g)
+            where[w] = QUEUED
+            p = port[w]
+            snap[w] = seen[g, p]
+            queued[g, p] += 1
+        lowest = P.wake_at[g, 0] if P.nwake[g] > 0 else NEVER
+        P.min_wake[g] = lowest
     n_eligible = 0
     busy_until = NEVER  # the earliest a busy unit with ready warps frees
     any_open = False

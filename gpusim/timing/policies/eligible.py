@@ -12,12 +12,12 @@ def eligible(P, W, g, w):
 
 @njit_inline
 def oldest(P, W, g):
-    best = -1
-    best_age = 0
-    warps, open_, where, port, age = P.warps, P.open, W.where, W.port, W.age
+    """The oldest eligible warp (-1: none). A sub-partition lists its warps in launch order (warps join
+    at the end and keep their order), so the first eligible one is the oldest; only two_level, which
+    does not ask this, reorders the list."""
+    warps, open_, where, port = P.warps, P.open, W.where, W.port
     for k in range(P.nw[g]):
         x = warps[g, k]
-        if where[x] == QUEUED and open_[g, port[x]] and (best < 0 or age[x] < best_age):
-            best = x
-            best_age = age[x]
-    return best
+        if where[x] == QUEUED and open_[g, port[x]]:
+            return x
+    return -1
