@@ -15,9 +15,11 @@ from typing import Any
 import yaml
 
 from gpusim.config.schema import (
+    OPCODES,
     OPTIONAL_UNIT_CLASSES,
     UNIT_CLASSES,
     Config,
+    OpcodeSpec,
     UnitSpec,
     UnitTable,
 )
@@ -290,6 +292,9 @@ def _apply_override(data: dict, where: Where, key: str, value: Any) -> None:
     node = data
     for i, part in enumerate(parts[:-1]):
         sub = node.get(part)
+        if sub is None and parts[0] == "opcodes" and i <= 1:  # a table of names: an entry may be new
+            sub = node[part] = {}
+            where[".".join(parts[:i + 1])] = (OVERRIDE_FILE, None)
         if not isinstance(sub, dict):
             raise ConfigError(f"no such section {'.'.join(parts[:i + 1])!r}", file=OVERRIDE_FILE,
                               field=key)
@@ -371,8 +376,8 @@ def _value(tp: Any, f: dataclasses.Field, value: Any, path: str, where: Where) -
     if dataclasses.is_dataclass(tp):
         return tp(**_fields_of(tp, value, path, where))
     origin = typing.get_origin(tp)
-    if origin is not None and origin.__name__ == "Mapping":  # units
-        return _units(value, path, where)
+    if origin is not None and origin.__name__ == "Mapping":  # units, opcodes
+        return _opcodes(value, path, where) if f.name == "opcodes" else _units(value, path, where)
     if origin is tuple:
         if isinstance(value, tuple):  # from an override
             value = list(value)
@@ -446,6 +451,22 @@ def _units(value: Any, path: str, where: Where) -> UnitTable:
     return UnitTable(table)
 
 
+def _opcodes(value: Any, path: str, where: Where) -> UnitTable:
+    """The optional `opcodes:` table: opcode name -> OpcodeSpec, each field optional (its unit's figure)."""
+    if value is None:
+        return UnitTable({})
+    if not isinstance(value, dict):
+        raise _err(where, path, f"expected a mapping of opcode names, got {_show(value)}")
+    table = {}
+    for key, entry in value.items():
+        if key not in OPCODES:
+            close = _closest(key, set(OPCODES))
+            hint = f" (did you mean {close!r}?)" if close else " (gpusim asm's opcodes: docs/isa.md)"
+            raise _err(where, f"{path}.{key}", f"unknown opcode{hint}")
+        table[key] = OpcodeSpec(**_fields_of(OpcodeSpec, entry, f"{path}.{key}", where))
+    return UnitTable(table)
+
+
 # ----------------------------------------------------------------------------------------------
 # cross-field consistency
 
@@ -499,9 +520,10 @@ def _check_consistency(cfg: Config, where: Where) -> None:
              f"{sm.max_shared_memory_per_block_optin_bytes} + reserved "
              f"{sm.reserved_shared_memory_per_block_bytes} exceeds shared_memory_per_sm_bytes "
              f"{sm.shared_memory_per_sm_bytes}")
-    for name, unit in cfg.units.items():
-        if unit.lanes_per_subpartition > sm.warp_size:
-            fail(f"units.{name}.lanes_per_subpartition", f"{unit.lanes_per_subpartition} lanes is wider "
+    for name, unit in [*cfg.units.items(), *cfg.opcodes.items()]:
+        sec = "opcodes" if name in cfg.opcodes else "units"
+        if unit.lanes_per_subpartition is not None and unit.lanes_per_subpartition > sm.warp_size:
+            fail(f"{sec}.{name}.lanes_per_subpartition", f"{unit.lanes_per_subpartition} lanes is wider "
                                                           f"than a warp ({sm.warp_size})")
     for sec, cache in (("l1", l1), ("l2", l2)):
         if cache.line_size_bytes % cache.sector_size_bytes:

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpusim.config.vocab import REPLACEMENT_POLICIES, SCHEDULER_POLICIES, SCHEDULER_POLICY_DOCS
+from gpusim.config.vocab import OPCODE_NAMES, REPLACEMENT_POLICIES, SCHEDULER_POLICIES, SCHEDULER_POLICY_DOCS
 
 INT32_MAX = 2**31 - 1
 
@@ -115,6 +115,23 @@ class UnitSpec:
 
 UNIT_CLASSES = ("fp32", "int", "fp64", "sfu", "ldst", "branch", "sync")
 OPTIONAL_UNIT_CLASSES = ("tensor",)
+
+
+@dataclass(frozen=True, slots=True)
+class OpcodeSpec:
+    """One opcode's own latency and throughput (`opcodes.<opcode>`), where it differs from its unit
+    class's: `rsqrt` and `sin` both run on the SFU, but not in the same number of cycles. A field left
+    out (None) takes the figure of the unit the instruction runs on (`units.<class>`)."""
+
+    latency_cycles: int = spec("cycles from issue until a dependent instruction may issue, for this opcode; "
+                               "default: its unit's latency_cycles", "cycles", (0, 10000), default=None)
+    lanes_per_subpartition: int = spec("lanes of its unit this opcode uses per cycle in one sub-partition (a "
+                                       "32-thread warp holds the unit's issue port ceil(32 / lanes) cycles); "
+                                       "default: its unit's lanes_per_subpartition", "lanes", (1, 1024),
+                                       default=None)
+
+
+OPCODES = OPCODE_NAMES  # the names `opcodes:` may list (gpusim/config/vocab.py, checked against the ISA)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -306,14 +323,15 @@ class SystemSpec:
 
 
 class UnitTable(Mapping):
-    """A read-only, hashable mapping of unit class name -> `UnitSpec` (so a `Config` stays hashable)."""
+    """A read-only, hashable mapping of name -> spec (unit class -> `UnitSpec`, opcode -> `OpcodeSpec`),
+    so a `Config` stays hashable."""
 
     __slots__ = ("_items",)
 
     def __init__(self, items: Mapping[str, UnitSpec]):
         self._items = dict(items)
 
-    def __getitem__(self, key: str) -> UnitSpec:
+    def __getitem__(self, key: str) -> Any:
         return self._items[key]
 
     def __iter__(self):
@@ -354,6 +372,18 @@ class Config:
     system: SystemSpec = spec("GPUs in the node and their interconnect")
     interconnect: InterconnectSpec = spec("crossbar between the SMs and the L2 (optional section)",
                                           default=InterconnectSpec())
+    opcodes: Mapping[str, OpcodeSpec] = spec("per-opcode latencies and throughputs where they differ from "
+                                             "their unit's (optional section)", default=UnitTable({}))
+
+    def opcode_timing(self, opcode: str, unit: str) -> tuple[int, int]:
+        """(latency_cycles, lanes_per_subpartition) of `opcode` running on unit class `unit`: the
+        `opcodes:` table's figures where it has them, else the unit's."""
+        u = self.units[unit]
+        op = self.opcodes.get(opcode)
+        if op is None:
+            return u.latency_cycles, u.lanes_per_subpartition
+        return (u.latency_cycles if op.latency_cycles is None else op.latency_cycles,
+                u.lanes_per_subpartition if op.lanes_per_subpartition is None else op.lanes_per_subpartition)
 
     def to_dict(self) -> dict[str, Any]:
         """The configuration as plain JSON-able data (sections as dicts, tuples as lists)."""
@@ -365,6 +395,8 @@ class Config:
         data = self.to_dict()
         data.pop("name")
         data.pop("source")
+        if not data["opcodes"]:
+            data.pop("opcodes")  # the optional table, empty: the hash of a config written before it existed
         text = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -424,4 +456,5 @@ def all_field_paths() -> list[str]:
     for section, cls in SECTIONS.items():
         paths += [f"{section}.{f.name}" for f in dataclasses.fields(cls)]
     paths += [f"units.<class>.{f.name}" for f in dataclasses.fields(UnitSpec)]
+    paths += [f"opcodes.<opcode>.{f.name}" for f in dataclasses.fields(OpcodeSpec)]
     return paths

@@ -39,3 +39,10 @@ REPLACEMENT_POLICY_DOCS = {
     "srrip": "static re-reference interval prediction with 2-bit counters (Jaleel et al., ISCA 2010): "
              "lines enter with a long re-reference prediction, a hit makes it near",
 }
+
+# Opcode names a config's `opcodes:` table may list (per-opcode latency and throughput). THE opcode table
+# is `gpusim/isa/opcodes.py`, a layer above: it checks on import that its opcodes are exactly these.
+OPCODE_NAMES = ("mov", "cvt", "add", "sub", "mul", "mad", "fma", "fadd", "fmul", "div", "rem", "min", "max",
+                "abs", "neg", "and", "or", "xor", "not", "shl", "shr", "popc", "setp", "selp", "rcp", "sqrt",
+                "rsqrt", "sin", "cos", "ex2", "lg2", "ld", "st", "atom", "red", "shfl", "vote", "bra", "exit",
+                "bar")

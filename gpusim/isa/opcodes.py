@@ -11,12 +11,16 @@ Operand signature letters (`sig`):
   M  memory address `[%reg]`, `[%reg+imm]`, `[symbol+imm]`, `[imm]`
   L  label
   B  barrier number (immediate, optional)
-The timing model reads a latency and a throughput per unit class from the YAML config."""
+The timing model reads a latency and a throughput per unit class from the YAML config, and per opcode
+where the config's `opcodes:` table lists it (its names: `gpusim.config.vocab.OPCODE_NAMES`, checked
+below)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+
+from gpusim.config.vocab import OPCODE_NAMES
 
 
 class Unit(StrEnum):
@@ -148,3 +152,7 @@ OPCODES: dict[str, OpSpec] = {
             doc="wait until every thread of the block reaches this barrier"),
     )
 }
+
+if tuple(OPCODES) != OPCODE_NAMES:  # the config's `opcodes:` table is validated against OPCODE_NAMES
+    raise ImportError("gpusim.config.vocab.OPCODE_NAMES must list the opcodes of gpusim/isa/opcodes.py in order: "
+                      f"{tuple(OPCODES)}")

@@ -48,17 +48,17 @@ def decode(program: Program, cfg: Config) -> list[TimingInfo]:
     for ins in program.instructions:
         unit = ins.unit
         name = unit.value.lower()
-        spec = cfg.units[name]
         kind, dep, thr = ALU, S["wait"], S["math_pipe_throttle"]
-        latency = spec.latency_cycles
+        # The config's `opcodes:` table where it lists the opcode, else the unit's figures.
+        latency, lanes = cfg.opcode_timing(ins.opcode, name)
         width = TYPES[ins.types[0]].bytes if ins.types else 4
         returns = bool(ins.regs_written())
         space = ins.space
         if ins.opcode in ("ld", "st", "atom", "red") and space == "param":
             # Kernel parameters live in the constant bank and reach the ALU as operands: a fixed-latency
             # integer-pipe move, not a trip through the LSU.
-            name, spec = "int", cfg.units["int"]
-            latency = spec.latency_cycles
+            name = "int"
+            latency, lanes = cfg.units["int"].latency_cycles, cfg.units["int"].lanes_per_subpartition
         elif ins.opcode in ("ld", "st", "atom", "red"):
             if space == "shared":
                 kind, dep, thr = SHARED, S["short_scoreboard"], S["mio_throttle"]
@@ -75,7 +75,7 @@ def decode(program: Program, cfg: Config) -> list[TimingInfo]:
             kind = EXIT
         elif ins.opcode == "bar":
             kind, dep = BARRIER, S["barrier"]
-        interval = max(1, math.ceil(warp / spec.lanes_per_subpartition))
+        interval = max(1, math.ceil(warp / lanes))
         writes = ins.regs_written()
         # A store's or reduction's register operands are all reads; so are a branch's guard.
         reads = tuple(dict.fromkeys(ins.regs_read()))

@@ -178,6 +178,8 @@ FIELDS: dict[str, tuple] = {
     "system.chunk_bytes": ({"system.chunk_bytes": 32 << 20}, [PEER], "a100x8_pcie"),
     "units.<class>.latency_cycles": ({"units.fp32.latency_cycles": 100}, [SAXPY]),
     "units.<class>.lanes_per_subpartition": ({"units.fp32.lanes_per_subpartition": 1}, [SAXPY]),
+    "opcodes.<opcode>.latency_cycles": ({"opcodes.ex2.latency_cycles": 100}, [SOFTMAX]),  # softmax's exp
+    "opcodes.<opcode>.lanes_per_subpartition": ({"opcodes.ex2.lanes_per_subpartition": 1}, [SOFTMAX]),
 }
 
 

@@ -1,0 +1,232 @@
+"""`gpusim validate`: microbenchmarks of gpusim/data/workloads/micro/ run on a config and compared with
+published figures, or with real measurements (gpusim/data/validation/published.yaml says which, with
+the source of each). Every simulated figure is a difference of two runs of one microbenchmark at two
+sizes, so fixed costs (launch, prologue, the final store's drain) cancel, as the hardware
+microbenchmarks' clock64() or event differences do."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from dataclasses import asdict, dataclass
+from functools import cache
+from typing import Any
+
+import yaml
+
+from gpusim.config import Config, load_config
+from gpusim.data import data_dir
+from gpusim.errors import GpusimError
+
+DEFAULT_TOLERANCE_PCT = 15.0
+OPS = ("ffma", "fadd", "imad", "iadd", "popc", "dfma", "sin", "cos", "rsqrt", "ex2", "lg2", "rcp", "sqrt")
+
+
+class ValidationDataError(GpusimError):
+    """The reference data (published.yaml or a measurement file) is missing something a figure needs."""
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One figure on one config: simulated against reference."""
+
+    figure: str
+    kind: str
+    units: str
+    simulated: float
+    reference: float
+    error_pct: float  # (simulated / reference - 1) x 100
+    tolerance_pct: float
+    status: str  # "ok", "FAIL", "known gap"
+    source: str
+    known_gap: str | None
+    seconds: float  # wall time of its simulations
+
+    @property
+    def within(self) -> bool:
+        return abs(self.error_pct) <= self.tolerance_pct
+
+
+@dataclass(frozen=True, slots=True)
+class Validation:
+    config: str
+    rows: list[Row]
+
+    @property
+    def failed(self) -> list[Row]:
+        return [r for r in self.rows if r.status == "FAIL"]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able: `rows` is a list of flat records (pandas.DataFrame(d["rows"]))."""
+        return {"config": self.config, "figures": len(self.rows),
+                "within_tolerance": sum(r.within for r in self.rows), "known_gaps": sum(r.status == "known gap"
+                                                                                        for r in self.rows),
+                "failed": len(self.failed), "rows": [{"config": self.config, **asdict(r)} for r in self.rows]}
+
+    def table(self) -> str:
+        head = ("figure", "simulated", "reference", "error %", "tolerance", "source")
+        body = [(r.figure, f"{r.simulated:.4g} {r.units}", f"{r.reference:.4g}", f"{r.error_pct:+.1f}",
+                 f"{r.tolerance_pct:g} %", (f"known gap: {r.known_gap} -- " if r.status == "known gap" else
+                                            "FAIL -- " if r.status == "FAIL" else "") + r.source)
+                for r in self.rows]
+        widths = [max(len(x[i]) for x in [head, *body]) for i in range(5)]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(row[:5], widths, strict=True)) + "  " + row[5]
+                 for row in [head, *body]]
+        gaps = sum(r.status == "known gap" for r in self.rows)
+        lines.append(f"{self.config}: {len(self.rows)} figures, {sum(r.within for r in self.rows)} within tolerance, "
+                     f"{gaps} known gaps, {len(self.failed)} outside tolerance")
+        return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------------------
+# reference data
+
+
+@cache
+def published() -> dict[str, Any]:
+    """gpusim/data/validation/published.yaml, parsed."""
+    return yaml.safe_load((data_dir("validation") / "published.yaml").read_text())
+
+
+@cache
+def measurements(config: str) -> dict[str, Any] | None:
+    path = data_dir("measurements") / f"{config}.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def lookup(data: Any, path: str) -> float:
+    """`a.b[k=v,k2=v2].c` in a measurement file: keys, and list items chosen by their fields."""
+    for part in re.findall(r"[^.\[]+(?:\[[^\]]*\])?", path):
+        key, _, sel = part.partition("[")
+        if key:
+            if not isinstance(data, dict) or key not in data:
+                raise ValidationDataError(f"measurement path {path!r}: no {key!r}")
+            data = data[key]
+        if sel:
+            want = dict(kv.split("=", 1) for kv in sel.rstrip("]").split(","))
+            found = [d for d in data if all(str(d.get(k)) == v for k, v in want.items())]
+            if len(found) != 1:
+                raise ValidationDataError(f"measurement path {path!r}: {len(found)} items match [{sel}")
+            data = found[0]
+    if not isinstance(data, (int, float)) or isinstance(data, bool):
+        raise ValidationDataError(f"measurement path {path!r} is not a number")
+    return float(data)
+
+
+def references(config: str, figures: list[str] | None = None) -> list[tuple[dict, float, str, dict]]:
+    """(figure, reference value, source, its entry) for every figure with a reference for `config`."""
+    out = []
+    for fig in published()["figures"]:
+        entry = fig.get(config)
+        if entry is None or (figures and fig["id"] not in figures):
+            continue
+        if "measured" in entry:
+            data = measurements(config)
+            if data is None:
+                raise ValidationDataError(f"{fig['id']}: no gpusim/data/measurements/{config}.json")
+            value = lookup(data, entry["measured"]) * float(entry.get("scale", 1.0))
+            source = f"measured on the {config.upper()}: measurements/{config}.json {entry['measured']}"
+        else:
+            value, source = float(entry["value"]), entry["source"]
+        out.append((fig, value, source, entry))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# microbenchmarks
+
+
+def _cycles(workload: str, cfg: Config, **params) -> int:
+    import gpusim
+
+    return gpusim.simulate(workload, cfg, **params).kernel["cycles"]
+
+
+def measure(config: str, m: dict[str, Any], overrides: dict[str, Any] | None = None) -> float:
+    """The simulated figure of one `measure:` entry of published.yaml on `config` (with `overrides`)."""
+    overrides = dict(overrides or {})
+    cfg = load_config(config, overrides=overrides or None)
+    bench = m["bench"]
+
+    def variant(**more) -> Config:  # a one-SM machine for per-SM throughputs, L1 bypassed for the L2's
+        return load_config(config, overrides={**overrides, **more})
+
+    if bench == "chase":
+        k, fp, stride = int(m["steps"]), int(m["footprint"]), int(m["stride"])
+        c1 = _cycles("latency_chase", cfg, footprint=fp, stride=stride, steps=k)
+        c2 = _cycles("latency_chase", cfg, footprint=fp, stride=stride, steps=2 * k)
+        return (c2 - c1) / k - cfg.units["int"].latency_cycles
+    if bench in ("op_latency", "op_throughput"):
+        op = OPS.index(m["op"])
+        if bench == "op_latency":
+            c1, c2 = (_cycles("op_chain", cfg, op=op, ilp=1, iters=i) for i in (4, 8))
+            return (c2 - c1) / (4 * 32)
+        one = variant(**{"chip.sm_count": 1})
+        c1, c2 = (_cycles("op_chain", one, op=op, ilp=8, iters=i, threads=1024) for i in (4, 8))
+        return 4 * 32 * 1024 / (c2 - c1)
+    if bench == "shared_latency":
+        c1, c2 = (_cycles("shared_chase", cfg, stride=int(m["stride"]), iters=i) for i in (4, 8))
+        return (c2 - c1) / (4 * 32)
+    if bench == "shared_throughput":
+        one = variant(**{"chip.sm_count": 1})
+        c1, c2 = (_cycles("shared_chase", one, stride=int(m["stride"]), iters=i, threads=1024, blocks=2)
+                  for i in (4, 8))
+        return (c2 - c1) / (4 * 32 * 64)
+    sms = cfg.chip.sm_count
+    if bench == "stream_copy":
+        grid = 8 * sms
+        n1 = grid * 256 * 8
+        c1, c2 = (_cycles("stream_copy", cfg, n=n, grid=grid) for n in (n1, 2 * n1))
+        return 8 * n1 / ((c2 - c1) / (cfg.chip.clock_mhz * 1e6)) / 1e9
+    if bench == "l2_bandwidth":
+        nocache = variant(**{"l1.caches_global_loads": False})
+        words, grid = int(m["words"]), 8 * sms
+        c1, c2 = (_cycles("l2_read", nocache, words=words, passes=p, grid=grid) for p in (1, 2))
+        return 4 * words / (c2 - c1)
+    if bench == "atomics":
+        n = 4 * sms * 256
+        spread = int(m["spread"]) or n
+        c1, c2 = (_cycles("atomic_add", cfg, n=n, spread=spread, pitch=int(m["pitch"]), iters=i) for i in (2, 4))
+        return 2 * n / (c2 - c1)
+    if bench == "divergence":
+        c1, c2 = (_cycles("diverge_paths", cfg, paths=int(m["paths"]), iters=i) for i in (2, 4))
+        return (c2 - c1) / 2
+    if bench == "launch":
+        cycles = _cycles("op_chain", cfg, iters=0, threads=32)
+        return cfg.launch.kernel_launch_overhead_ns / 1000 + cycles / cfg.chip.clock_mhz
+    raise ValidationDataError(f"unknown bench {bench!r} (known: {', '.join(published()['benches'])})")
+
+
+def validate(config: str, *, figures: list[str] | None = None, overrides: dict[str, Any] | None = None,
+             progress=None) -> Validation:
+    """Run the suite's figures that have a reference for `config` (a built-in name; `figures` picks some by
+    id) and compare each with its reference."""
+    cfg = load_config(config, overrides=overrides or None)
+    known = {f["id"] for f in published()["figures"]}
+    unknown = sorted(set(figures or ()) - known)
+    if unknown:
+        raise ValidationDataError(f"no figure named {', '.join(map(repr, unknown))} (gpusim validate --list)")
+    refs = references(cfg.name, figures)
+    if not refs:
+        raise ValidationDataError(f"no reference figures for config {cfg.name!r} in published.yaml "
+                                  f"(configs with some: {', '.join(configs_with_references())})")
+    rows = []
+    for fig, ref, source, entry in refs:
+        t0 = time.perf_counter()
+        sim = measure(config, fig["measure"], overrides)
+        err = (sim / ref - 1) * 100 if ref else math.inf
+        tol = float(entry.get("tolerance_pct", fig.get("tolerance_pct", DEFAULT_TOLERANCE_PCT)))
+        gap = entry.get("known_gap")
+        status = "ok" if abs(err) <= tol else ("known gap" if gap else "FAIL")
+        rows.append(Row(fig["id"], fig["kind"], fig["units"], round(sim, 4), round(ref, 4), round(err, 2), tol,
+                        status, source, gap, round(time.perf_counter() - t0, 3)))
+        if progress:
+            progress(rows[-1])
+    return Validation(cfg.name, rows)
+
+
+def configs_with_references() -> list[str]:
+    return sorted({k for f in published()["figures"] for k in f if k not in ("id", "kind", "units", "measure",
+                                                                             "tolerance_pct")})

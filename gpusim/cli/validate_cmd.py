@@ -1,0 +1,53 @@
+"""`gpusim validate`: the microbenchmark suite against published figures and real measurements
+(gpusim/data/validation/published.yaml): a table of figure, simulated, reference, error, tolerance and
+source; exit status 1 when a figure is outside its tolerance without a known gap written beside it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gpusim.cli.args import add_output
+from gpusim.cli.common import emit_json, parse_sets, stdout_taken
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("validate", help="microbenchmarks vs published figures and measurements",
+                              description="Run gpusim's microbenchmark suite (pointer chases, dependent and "
+                                          "independent chains, bank conflicts, bandwidths, atomics, divergence, "
+                                          "launch) on a config and compare each figure with its published or "
+                                          "measured reference (gpusim/data/validation/published.yaml; "
+                                          "docs/validation.md). Exit status 1 when a figure is outside its "
+                                          "tolerance and no known gap is written beside it.")
+    p.add_argument("--config", "-c", default="a100", help="built-in config with reference figures: a100, gtx980, "
+                                                          "h200 (default a100)")
+    p.add_argument("--figure", action="append", metavar="ID", help="only this figure (repeatable; --list shows ids)")
+    p.add_argument("--set", action="append", metavar="FIELD=VALUE", help="config override (repeatable), e.g. "
+                                                                         "opcodes.rsqrt.latency_cycles=39")
+    p.add_argument("--list", action="store_true", help="list the figures with a reference for --config and exit")
+    add_output(p, "--json", nargs="?", const="-", metavar="FILE", help="write the rows as JSON ('-': stdout)")
+    add_output(p, "--chart", kind="image", metavar="FILE", help="write the correlation chart (.png or .svg)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpusim.analysis.validate import references, validate
+
+    if args.list:
+        for fig, ref, source, _ in references(args.config, args.figure):
+            print(f"{fig['id']:30s} {fig['kind']:16s} {ref:10.4g} {fig['units']:20s} {source}")
+        return 0
+    quiet = stdout_taken(args.json)
+    result = validate(args.config, figures=args.figure, overrides=parse_sets(args.set),
+                      progress=None if quiet else lambda r: print(f"  {r.figure} ... {r.status}", file=sys.stderr))
+    emit_json(result.to_dict(), args.json)
+    if args.chart:
+        from gpusim.plot.correlation import correlation_figure
+        from gpusim.plot.io import save_figure
+
+        save_figure(correlation_figure([result]), args.chart)
+    if not quiet:
+        print(result.table())
+        if args.chart:
+            print(f"wrote {args.chart}")
+    return 1 if result.failed else 0
