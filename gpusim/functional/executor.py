@@ -8,6 +8,7 @@ valid execution; this one keeps warps converged, which is also what makes it fas
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -16,7 +17,7 @@ import numpy as np
 from gpusim.errors import DeadlockError, KernelFault, LaunchError
 from gpusim.functional import atomics
 from gpusim.functional.launch import Launch
-from gpusim.functional.memory import GlobalMemory
+from gpusim.functional.memory import GlobalMemory, host_available_bytes
 from gpusim.functional.semantics import alu
 from gpusim.functional.simt_stack import SimtStack
 from gpusim.functional.stats import ExecStats
@@ -28,10 +29,18 @@ WARP = 32  # the warp size when no config is given; else the config's sm.warp_si
 RUN, WAIT, DONE = 0, 1, 2
 # The runaway-loop guard: a warp that issues more instructions than this faults. 2^17 is 3.5x the
 # longest warp of any shipped workload at its default and test sizes (ffma_peak, gemm_tiled: ~37,000),
-# and a loop that never ends reaches it within ~15 s on one core in either mode for a grid that fits
-# one batch (docs/robustness.md). A count, not a time: the same kernel always stops at the same place.
+# and with the probe below a loop that never ends is stopped within ~10 s in either mode, whatever the
+# grid (docs/robustness.md). A count, not a time: the same kernel always stops at the same place.
 DEFAULT_MAX_STEPS_PER_WARP = 1 << 17
 DEFAULT_BATCH_LANES = 1 << 16
+# The runaway-loop probe (Executor.probe_runaway): a batch that passes this many steps has one of its
+# blocks run on alone, on copies, to its end or the step limit. A batch of 2,048 warps stepping
+# together reaches the limit slowly (over half a minute when its loop touches memory), and in timing
+# mode far more slowly: the timing model simulates each of their instructions first, and one SM that
+# runs alone (no global access to wait on) pulls its blocks' batches far ahead of the other warps,
+# whose streams wait in memory (minutes and gigabytes for a large grid). One block alone reaches the
+# limit in seconds.
+PROBE_AT_STEPS = 1 << 10
 DEFAULT_CHUNK = 1 << 15  # warp instructions per chunk when the timing model pulls streams
 
 
@@ -133,6 +142,23 @@ class _Batch:
         if ex.loop_cap is not None:  # iterations of each loop's current instance, per warp
             self.loop_count = np.zeros((W, len(ex.loop_headers)), dtype=np.int64)
 
+    def block_copy(self, k: int, ex: Executor) -> _Batch:
+        """Block k of this batch alone, as a batch of its own run by `ex`, in the state it has here
+        (registers, SIMT stacks, barrier and exit state, shared memory), copied."""
+        one = _Batch(ex, self.first_block + k, 1)
+        w = slice(k * self.wpb, (k + 1) * self.wpb)
+        lanes = slice(k * self.wpb * self.ws, (k + 1) * self.wpb * self.ws)
+        for mine, here in zip(one.R, self.R, strict=True):
+            if here is not None:
+                mine[:] = here[lanes]
+        one.live[:], one.state[:], one.bar_pc[:] = self.live[w], self.state[w], self.bar_pc[w]
+        s, t = one.stack, self.stack
+        s.pc, s.active, s.rpc, s.depth = t.pc[w].copy(), t.active[w].copy(), t.rpc[w].copy(), t.depth[w].copy()
+        s.below_pc, s.below_mask, s.below_rpc = t.below_pc[w].copy(), t.below_mask[w].copy(), t.below_rpc[w].copy()
+        one.smem[:] = self.smem[k * self.smem_stride: (k + 1) * self.smem_stride]
+        one.full = False  # (the general path; _steps sets it again where the warps reconverge)
+        return one
+
     # lane -> (block, thread) for error messages
     def where(self, lane: int) -> tuple[tuple, tuple]:
         launch = self.ex.launch
@@ -150,7 +176,7 @@ class BatchSource:
     """A batch of blocks that executes when asked: `advance()` runs it a chunk further and returns
     the instructions its warps issued meanwhile (a StreamChunk), or None once it has finished."""
 
-    def __init__(self, b: _Batch, steps: Iterator[None]):
+    def __init__(self, b: _Batch, steps: Iterator[tuple]):
         self.first_block, self.nblocks, self.wpb = b.first_block, b.nblocks, b.wpb
         self._b = b
         self._steps = steps
@@ -161,7 +187,9 @@ class BatchSource:
             return None
         with np.errstate(all="ignore"):
             try:
-                next(self._steps)
+                G, steps = next(self._steps)
+                if steps >= self._b.ex.probe_after:
+                    self._b.ex.probe_runaway(self._b, G, steps)
             except StopIteration:
                 self.finished = True
         b = self._b
@@ -230,6 +258,7 @@ class Executor:
         lanes_per_block = launch.warps_per_block(self.warp_size) * self.warp_size
         self.blocks_per_batch = max(1, (batch_lanes or DEFAULT_BATCH_LANES) // lanes_per_block)
         self.nregs = len(program.registers)
+        self.probe_after = PROBE_AT_STEPS  # a batch past this many steps is probed (probe_runaway)
 
     # ---- driver -----------------------------------------------------------------------------
     def run(self) -> ExecStats:
@@ -264,8 +293,9 @@ class Executor:
             yield from b.rec.blocks(self.program, b.first_block, b.nblocks, b.wpb)
 
     def _run_batch(self, b: _Batch) -> None:
-        for _ in self._steps(b, 0):
-            pass
+        for G, steps in self._steps(b, DEFAULT_CHUNK):
+            if steps >= self.probe_after:
+                self.probe_runaway(b, G, steps)
 
     def _steps(self, b: _Batch, chunk: int) -> Iterator[None]:
         """Execute the batch to its end, pausing (yielding) after about every `chunk` warp instructions
@@ -320,7 +350,7 @@ class Executor:
                 since += G.size
                 if since >= chunk:
                     since = 0
-                    yield
+                    yield G, steps
             reconv = st.pc[G] == st.rpc[G]
             if reconv.any():
                 ws = G[reconv]
@@ -337,9 +367,50 @@ class Executor:
     def _runaway(self, b: _Batch, ins: Instruction):
         w = int(np.flatnonzero(b.state == RUN)[0]) if (b.state == RUN).any() else 0
         lane = w * b.ws + int(np.argmax(b.stack.active[w]))
-        self.fault(b, ins, lane, f"step limit exceeded: a warp issued more than {self.max_steps:,} instructions "
-                   "(max_steps_per_warp, the runaway-loop guard: a loop that never ends?); if the kernel is meant "
-                   "to run longer, raise it: gpusim run --max-steps N, or max_steps_per_warp=N")
+        self.fault(b, ins, lane, _runaway_reason(self.max_steps))
+
+    def probe_runaway(self, b: _Batch, G: np.ndarray, steps: int) -> None:
+        """The runaway-loop probe. Batch `b` has taken `steps` steps (the last one by warps G) and, at
+        this pace, would need minutes to reach the step limit if it loops forever (all its warps step
+        together; in timing mode the timing model simulates every instruction of them first). So the
+        block of its first running warp is run on alone, from its present state, on copies of that
+        state and of global memory, without recording: if it passes the limit, the step-limit fault
+        is raised now, naming that warp (steps counted as the batch counts them: the batch's so far,
+        then the block's); if it ends, the batch goes on and another probe waits until a batch runs
+        twice as long. Other faults are left for the batch to meet. No probe under loop_cap (loops are
+        cut short) or when copying global memory would take more than a quarter of the free host
+        memory. A block that waits for another block (a cross-block spin, racy in any case) may loop
+        in the probe and not in the launch, as it may in functional mode's batches."""
+        self.probe_after = self.max_steps + 1  # (unless the probe ends below: no other)
+        running = np.flatnonzero(b.state != DONE)
+        free = host_available_bytes()
+        if (self.loop_cap is not None or steps >= self.max_steps or not running.size
+                or (free is not None and self.memory.buffer.nbytes > free // 4)):
+            return
+        probe = copy.copy(self)
+        probe.memory = copy.copy(self.memory)
+        probe.memory._buf = self.memory.buffer.copy()
+        probe.stats = ExecStats(warp_size=self.warp_size)
+        probe.record = False
+        probe.max_steps = self.max_steps - steps
+        run = np.flatnonzero(b.state == RUN)
+        k = int((run if run.size else running)[0]) // b.wpb
+        one = b.block_copy(k, probe)
+        st = one.stack
+        g = G[(G >= k * b.wpb) & (G < (k + 1) * b.wpb)] - k * b.wpb
+        reconv = st.pc[g] == st.rpc[g]  # what _steps does after the step it paused on
+        if reconv.any():
+            ws = g[reconv]
+            one.state[ws[~st.pop(ws)]] = DONE
+        try:
+            with np.errstate(all="ignore"):
+                more = sum(1 for _ in probe._steps(one, 1))  # (chunk 1: it pauses after every step)
+        except KernelFault as exc:
+            if exc.reason == _runaway_reason(probe.max_steps):
+                raise KernelFault(_runaway_reason(self.max_steps), exc.kernel, exc.pc, exc.line, exc.source,
+                                  exc.block, exc.thread, exc.address, exc.file) from None
+            return
+        self.probe_after = 2 * (steps + more)
 
     def _deadlock(self, b: _Batch):
         """No warp of the batch can run, yet some wait at a barrier: name the block and why."""
@@ -739,6 +810,12 @@ class Executor:
                 write(lanes, old)
             stats.atomics += n
         return body
+
+
+def _runaway_reason(limit: int) -> str:
+    return (f"step limit exceeded: a warp issued more than {limit:,} instructions (max_steps_per_warp, the "
+            "runaway-loop guard: a loop that never ends?); if the kernel is meant to run longer, raise it: gpusim "
+            "run --max-steps N, or max_steps_per_warp=N")
 
 
 def _count(lanes, b: _Batch) -> int:

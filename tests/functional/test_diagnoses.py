@@ -4,6 +4,8 @@ line, block and thread in timing mode as in functional mode, and the limit that 
 from __future__ import annotations
 
 import pickle
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -85,3 +87,159 @@ def test_a_runaway_loop_at_default_limits_is_named_within_seconds(timed):
     msg = str(err.value)
     assert f"more than {DEFAULT_MAX_STEPS_PER_WARP:,} instructions (max_steps_per_warp" in msg
     assert "--max-steps N" in msg and "spin.sasm" in msg
+
+
+# ---- the runaway-loop probe (docs/robustness.md, "The runaway-loop guard") -------------------------------
+
+SPIN_WORKLOAD = """name: spin
+description: a loop that never ends{what}
+kernel: spin.sasm
+params: {{n: 256, block: 256}}
+launch: {{grid: "ceil_div(n, block)", block: "block"}}
+test_sizes: [{{n: 256}}]
+"""
+SPIN_REFERENCE = """import numpy as np
+
+
+def inputs(p, rng):
+    return {"y": np.zeros(p["n"], np.float32), "n": p["n"]}
+
+
+def reference(p, inputs):
+    return {"y": np.zeros(p["n"], np.float32)}
+"""
+# every thread loops forever: plain arithmetic (no global access, so in timing mode one SM runs alone and
+# pulls its blocks' batches far ahead of the other warps), or a load and a store of its element each turn
+SPIN_KERNELS = {
+    "alu": """.kernel spin
+.param .u64 y
+.param .u32 n
+.reg .u32 %r
+    mov.u32 %r, 0;
+L:
+    add.u32 %r, %r, 1;
+    bra L;
+""",
+    "memory": """.kernel spin
+.param .u64 y
+.param .u32 n
+.reg .u32 %r
+.reg .u64 %rd<3>
+.reg .f32 %f
+    mul.wide.u32 %rd0, %tid.x, 4;
+    ld.param.u64 %rd1, [y];
+    add.u64 %rd2, %rd1, %rd0;
+L:
+    ld.global.f32 %f, [%rd2];
+    add.f32 %f, %f, 1.0;
+    st.global.f32 [%rd2], %f;
+    bra L;
+""",
+}
+
+
+def _spin_workload(folder, kind: str):
+    folder.mkdir()
+    (folder / "workload.yaml").write_text(SPIN_WORKLOAD.format(what=f" ({kind})"))
+    (folder / "reference.py").write_text(SPIN_REFERENCE)
+    (folder / "spin.sasm").write_text(SPIN_KERNELS[kind])
+    return folder
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", sorted(SPIN_KERNELS))
+@pytest.mark.parametrize("blocks", [1, 10_000])
+@pytest.mark.parametrize("mode", ["timing", "functional"])
+def test_gpusim_run_diagnoses_a_runaway_loop_at_default_limits_within_30_seconds(tmp_path, mode, blocks, kind):
+    """`gpusim run` of a kernel whose every thread loops forever, 1 or 10,000 blocks of 256 threads, default
+    limits. Before the probe, the timing model took over 13 minutes (and 6 GB) for 10,000 blocks, and a loop
+    with a load in it took 37 s in functional mode; now each takes under 10 s here."""
+    folder = _spin_workload(tmp_path / "spin", kind)
+    argv = [sys.executable, "-m", "gpusim", "run", str(folder), "--set", f"n={256 * blocks}"]
+    if mode == "functional":
+        argv.append("--functional")
+    t0 = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    wall = time.perf_counter() - t0
+    assert wall < 30, f"diagnosed after {wall:.1f} s"
+    # a KernelFault is a GpusimError: exit status 2, one line (gpusim/cli/main.py)
+    assert proc.returncode == 2 and proc.stdout == "", (proc.returncode, proc.stdout, proc.stderr[-2000:])
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    msg = lines[0]
+    assert msg.startswith("gpusim run: error: step limit exceeded: a warp issued more than 131,072 instructions "
+                          "(max_steps_per_warp, the runaway-loop guard")
+    assert "raise it: gpusim run --max-steps N" in msg
+    assert f"[kernel spin ({folder / 'spin.sasm'}), pc " in msg and ", line " in msg
+    assert "block (0,0,0), thread (0,0,0)]" in msg
+
+
+# the last block's odd lanes loop forever (diverged from the even ones, which wait to reconverge), the other
+# blocks end at once: the probe has to pick the right block, and start it from the right SIMT stack
+SPIN_LAST = """
+.kernel spin_last
+.reg .u32 %r<4>
+.reg .pred %p<2>
+    add.u32 %r0, %ctaid.x, 1
+    setp.lt.u32 %p0, %r0, %nctaid.x
+    @%p0 exit
+    and.b32 %r1, %tid.x, 1
+    setp.eq.u32 %p1, %r1, 0
+    @%p1 bra DONE
+    mov.u32 %r2, 0
+L:
+    add.u32 %r2, %r2, 1
+    bra L
+DONE:
+    exit
+"""
+
+
+@pytest.mark.parametrize("timed", [False, True])
+@pytest.mark.parametrize("src, grid", [(SPIN, 3), (SPIN_LAST, 700)], ids=["spin", "spin_last"])
+def test_the_probe_raises_the_fault_the_launch_would_raise(monkeypatch, src, grid, timed):
+    """The same message (step, pc, line, block, thread) with the probe as without it."""
+    from gpusim.functional import executor
+
+    prog = assemble(src, "k.sasm")
+    cfg = gpusim.load_config("a100")
+
+    def fault(probe_at: int) -> str:
+        monkeypatch.setattr(executor, "PROBE_AT_STEPS", probe_at)
+        with pytest.raises(KernelFault) as err:
+            (timed_execute if timed else execute)(prog, Launch.make(grid, 128), {}, GlobalMemory(), cfg=cfg,
+                                                 max_steps_per_warp=6000)
+        return str(err.value)
+
+    probed, unprobed = fault(1 << 10), fault(1 << 40)
+    assert probed == unprobed
+    assert "more than 6,000 instructions" in probed and probed.endswith("`bra L`")
+    if src is SPIN_LAST:
+        assert f"block ({grid - 1},0,0), thread (1,0,0)]" in probed
+
+
+def test_a_probe_leaves_the_launch_as_it_was(monkeypatch):
+    """Long warps that end are probed (a block run ahead on copies) and the launch is unchanged: the same
+    values in memory and the same statistics, functional and timed, as with no probe."""
+    from gpusim.functional import executor
+
+    wl = gpusim.load_workload("ffma_peak")
+    cfg = gpusim.load_config("a100")
+    probes = []
+    real = executor.Executor.probe_runaway
+
+    def counted(self, *a):
+        probes.append(a[-1])
+        return real(self, *a)
+
+    monkeypatch.setattr(executor.Executor, "probe_runaway", counted)
+    results = {}
+    for probe_at in (1 << 10, 1 << 40):
+        monkeypatch.setattr(executor, "PROBE_AT_STEPS", probe_at)
+        f = wl.run({"n": 4096, "iters": 32}, cfg)
+        t = gpusim.simulate(wl, cfg, n=4096, iters=32)
+        assert f.ok and t.verified
+        timing = {k: v for k, v in t.to_dict().items() if k not in ("wall_seconds", "exec_seconds")}
+        results[probe_at] = (f.result.stats, f.outputs["out"].tobytes(), t.run.outputs["out"].tobytes(), timing)
+    assert len(probes) == 2  # one per launch: the probed block ended, and no batch ran twice as long
+    assert results[1 << 10] == results[1 << 40]

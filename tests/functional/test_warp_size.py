@@ -133,11 +133,40 @@ def test_a_32_lane_ballot_of_a_64_lane_warp_holds_lanes_0_to_31():
     assert (mem.read(addr, np.uint32, 64 * 8).reshape(64, 8)[:, 6] == 0xAAAAAAAA).all()
 
 
-@pytest.mark.parametrize(("ws", "ok"), [(16, False), (32, True), (64, True)])
-def test_reduce_sum_shfl_is_a_32_lane_kernel(ws, ok):
-    """Its shuffle offsets 16..1 and `tid >> 5` assume 32-lane warps, as CUDA code written for
-    warpSize == 32 does: it verifies where a warp holds whole 32-lane groups (docs/isa.md)."""
-    assert gpusim.run_workload("reduce_sum_shfl", config(ws), n=4096).ok == ok
+SHIPPED = sorted(gpusim.list_workloads())
+
+
+@pytest.mark.parametrize("ws", WARP_SIZES)
+@pytest.mark.parametrize("workload", SHIPPED)
+def test_every_shipped_workload_verifies_at_every_width_and_the_modes_agree(ws, workload):
+    """Functional mode at each test size, and the timing model at the first, verify at 8-64 lanes, and the
+    timing run's execution is the functional one (statistics, output bits). reduce_sum_shfl and softmax
+    once shuffled at offsets 16..1 and numbered warps `tid >> 5`: 32-lane kernels, wrong at 8 and 16."""
+    cfg = config(ws)
+    sizes = gpusim.load_workload(workload).test_sizes
+    for params in sizes:
+        run = gpusim.run_workload(workload, cfg, **params)
+        assert run.ok, run.message()
+        assert run.result.stats.warp_size == ws
+    timed = gpusim.simulate(workload, cfg, **sizes[0])
+    assert timed.verified and timed.cycles > 0
+    first = gpusim.run_workload(workload, cfg, **sizes[0])
+    assert timed.run.result.stats == first.result.stats
+    assert {k: v.tobytes() for k, v in timed.run.outputs.items()} == {k: v.tobytes() for k, v in first.outputs.items()}
+
+
+@pytest.mark.parametrize("ws", (1, 24, 40))
+@pytest.mark.parametrize(("workload", "params"), [("reduce_sum_shfl", {"n": 5000, "block": 100}),
+                                                  ("reduce_sum_shfl", {"n": 3000, "block": 1024}),
+                                                  ("softmax", {"rows": 3, "cols": 300, "block": 100})])
+def test_the_shuffle_reductions_take_any_width_and_block(ws, workload, params):
+    """Widths that are not powers of two, warps of one lane, a block's last warp partial, more warps in a
+    block than lanes in a warp (the second stage's strided gather)."""
+    cfg = config(ws) if ws != 1 else _ws1()
+    if params.get("block", 256) > cfg.sm.max_threads_per_block:
+        params = {**params, "block": cfg.sm.max_threads_per_block}
+    run = gpusim.run_workload(workload, cfg, **params)
+    assert run.ok, run.message()
 
 
 @pytest.mark.parametrize("ws", (16, 64))
