@@ -138,6 +138,7 @@ class _Batch:
         self.smem_size = prog.shared_bytes
         self.smem_stride = -(-max(self.smem_size, 8) // 8) * 8
         self.smem = np.zeros(nblocks * self.smem_stride, dtype=np.uint8)
+        self.lane_smem = self.lane_block * self.smem_stride  # each lane's block's offset in `smem`
         self.rec = BatchRecorder(W, WS) if ex.record else None
         if ex.loop_cap is not None:  # iterations of each loop's current instance, per warp
             self.loop_count = np.zeros((W, len(ex.loop_headers)), dtype=np.int64)
@@ -739,6 +740,8 @@ class Executor:
         base = b.R[addr_op.reg] if addr_op.reg >= 0 else None
         offset = np.int64(addr_op.value)
         rec = b.rec
+        pow2 = width & (width - 1) == 0
+        shift = width.bit_length() - 1
 
         def lane_addresses(lanes) -> np.ndarray:
             """Per-lane byte addresses of the executing lanes (recorded for the timing model)."""
@@ -754,31 +757,38 @@ class Executor:
 
             def addresses(lanes):
                 a = lane_addresses(lanes)
-                if width > 1 and (a % width).any():
-                    bad = int(np.flatnonzero(a % width)[0])
-                    self.fault(b, ins, _lane_at(lanes, bad), f"misaligned {width}-byte global access",
-                               int(a[bad]))
+                if width > 1:
+                    mis = (a & (width - 1)) if pow2 else a % width
+                    if mis.any():
+                        bad = int(np.flatnonzero(mis)[0])
+                        self.fault(b, ins, _lane_at(lanes, bad), f"misaligned {width}-byte global access",
+                                   int(a[bad]))
                 off = mem.offsets(a, width)
                 if off is None:
                     bad = int(np.flatnonzero(~mem.valid(a, width))[0])
                     self.fault(b, ins, _lane_at(lanes, bad), f"out-of-bounds {width}-byte global access "
                                "(outside every allocation)", int(a[bad]))
-                return off // width
+                return off >> shift if pow2 else off // width
         else:
             view = b.smem.view(t.dtype)
-            size, stride = b.smem_size, b.smem_stride
+            size = b.smem_size
 
             def addresses(lanes):
                 a = lane_addresses(lanes)
-                bad = (a < 0) | (a + width > size)
+                # (as unsigned, a negative address is huge: one comparison checks both ends)
+                if size >= width:
+                    bad = a.view(np.uint64) > np.uint64(size - width)
+                else:
+                    bad = np.ones(a.shape, dtype=bool)
                 if width > 1:
-                    bad |= (a % width) != 0
+                    bad |= ((a & (width - 1)) if pow2 else a % width) != 0
                 if bad.any():
                     i = int(np.flatnonzero(bad)[0])
                     what = "misaligned" if 0 <= a[i] and a[i] + width <= size else "out-of-bounds"
                     self.fault(b, ins, _lane_at(lanes, i), f"{what} {width}-byte shared access (the block has "
                                f"{size} bytes of shared memory)", int(a[i]))
-                return (a + b.lane_block[lanes] * stride) // width
+                a = a + b.lane_smem[lanes]  # (the block's region of the batch's shared memory)
+                return a >> shift if pow2 else a // width
 
         if op == "ld":
             write = self._writer(ins.dsts[0], b, t.dtype)

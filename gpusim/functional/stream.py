@@ -102,9 +102,11 @@ class BatchRecorder:
     def memory(self, addr: np.ndarray) -> None:
         pc, G, masks, _ = self.steps[-1]
         ws = self.warp_size
-        full = np.full(G.size * ws, -1, dtype=np.int64)
-        pos = self.positions if self.positions is not None else np.arange(addr.size)
-        full[pos] = addr
+        if self.positions is None:  # every lane of every warp executes
+            full = np.array(addr, dtype=np.int64)
+        else:
+            full = np.full(G.size * ws, -1, dtype=np.int64)
+            full[self.positions] = addr
         self.steps[-1] = (pc, G, masks, full.reshape(G.size, ws))
 
     def flush(self, W: int, finished: np.ndarray, grouped: bool = True) -> StreamChunk:
