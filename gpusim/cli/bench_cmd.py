@@ -253,10 +253,15 @@ def measure_sampled(name: str, params: dict, config: str, sample: str) -> dict:
 
 def measure_compile(cache_dir: str) -> float:
     """Seconds to compile the timing engine from nothing (an empty Numba cache in `cache_dir`)."""
-    os.environ["NUMBA_CACHE_DIR"] = cache_dir  # before Numba is imported in this fresh process
-    from gpusim.timing import warm_up
+    # A new interpreter: Numba fixes each compiled function's cache folder when its module is imported,
+    # and the worker that runs this has imported gpusim already.
+    import subprocess
+    import sys
 
-    return warm_up()
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
+    out = subprocess.run([sys.executable, "-c", "import gpusim.timing as t; print(t.warm_up())"], env=env,
+                         capture_output=True, text=True, check=True)
+    return float(out.stdout.split()[-1])
 
 
 def count_warp_instructions(name: str, params: dict, config: str) -> int:
