@@ -170,8 +170,9 @@ class _HeldArrayModel(_models.StructModel):
 def _fill(typingctx, ref, values):
     """Store the fields of the NamedTuple `values` into the StructRef `ref` (same names, same order).
     A one-dimensional array is stored as a bare pointer to its first element (`_field_type`), a
-    larger one without its reference-count handle: the NamedTuple the caller keeps holds them alive,
-    and the engine's reads of a unit's arrays cost no reference counting."""
+    larger one as a HeldArray (its reference-count handle null), a unit inside this one as a Borrowed
+    pointer to its fields: the NamedTuples the caller keeps hold them alive, and the engine's reads of
+    a unit's state cost no reference counting."""
     def codegen(context, builder, sig, args):
         from llvmlite import ir
 

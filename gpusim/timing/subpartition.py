@@ -39,7 +39,6 @@ class SubPartitions(NamedTuple):
     seen: np.ndarray  # (sps, ports): cycles each unit was free while warps were ready for it
     free: np.ndarray  # (sps, ports): cycle each unit accepts its next instruction
     next_time: np.ndarray  # the next cycle this sub-partition has anything to do
-    min_wake: np.ndarray  # the earliest `wake` of its waiting warps (NEVER: none)
     last: np.ndarray  # the scheduler's last pick (-1: none)
     states: np.ndarray  # (sps, warp states): warp-cycles per state
     issued: np.ndarray
@@ -62,7 +61,7 @@ def make_subpartitions(cfg, n: int, max_warps: int) -> SubPartitions:
     z = lambda *s: np.zeros((n, *s), dtype=np.int64)  # noqa: E731
     s = cfg.scheduler
     return SubPartitions(z(max_warps), z(), z(NPORTS), np.zeros((n, NPORTS), np.bool_), z(NPORTS), z(NPORTS),
-                         np.full(n, NEVER, np.int64), np.full(n, NEVER, np.int64), np.full(n, -1, np.int64),
+                         np.full(n, NEVER, np.int64), np.full(n, -1, np.int64),
                          z(len(WARP_STATES)), z(), z(NPORTS), z(), z(), z(), z(max_warps), z(max_warps), z(),
                          SCHEDULER_POLICIES.index(s.policy), s.issue_width, s.active_warps_two_level)
 
@@ -74,8 +73,6 @@ def wait_until(P, W, w, at):
     W.where[w] = WAITING
     W.wake[w] = at
     _push_wake(P, g, at, w)
-    if at < P.min_wake[g]:
-        P.min_wake[g] = at
     if at < P.next_time[g]:
         P.next_time[g] = at
 
@@ -94,6 +91,12 @@ def _push_wake(P, g, at, w):
         i = parent
     keys[g, i] = at
     ws[g, i] = w
+
+
+@njit_inline
+def earliest_wake(P, g):
+    """The earliest wake cycle of sub-partition `g`'s waiting warps (NEVER: none waits)."""
+    return P.wake_at[g, 0] if P.nwake[g] > 0 else NEVER
 
 
 @njit_inline
@@ -154,17 +157,16 @@ def begin_cycle(P, W, g, t):
     """Move the warps whose wait is over into the ready lists and open this cycle's ports. Returns
     whether any port is open; if none, `next_time` is set."""
     queued, seen, free, open_ = P.queued, P.seen, P.free, P.open
-    lowest = P.min_wake[g]
+    lowest = earliest_wake(P, g)
     if lowest <= t:  # (else no waiting warp's wait is over: the ready lists stand)
         where, port, snap = W.where, W.port, W.snap
-        while P.nwake[g] > 0 and P.wake_at[g, 0] <= t:  # the waiting warps in wake order
+        while lowest <= t:  # the waiting warps in wake order
             w = _pop_wake(P, g)
             where[w] = QUEUED
             p = port[w]
             snap[w] = seen[g, p]
             queued[g, p] += 1
-        lowest = P.wake_at[g, 0] if P.nwake[g] > 0 else NEVER
-        P.min_wake[g] = lowest
+            lowest = earliest_wake(P, g)
     n_eligible = 0
     busy_until = NEVER  # the earliest a busy unit with ready warps frees
     any_open = False
@@ -220,7 +222,7 @@ def still_open(P, g, t):
 def end_cycle(P, g, t):
     """The next cycle anything can change here: a waiting warp becoming ready, or a busy unit with
     ready warps freeing (t + 1 if a unit with ready warps is still free)."""
-    nxt = P.min_wake[g]
+    nxt = earliest_wake(P, g)
     queued, free = P.queued, P.free
     for p in range(NPORTS):
         if queued[g, p]:
