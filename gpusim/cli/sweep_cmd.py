@@ -7,11 +7,12 @@ import argparse
 import sys
 import warnings
 
-from gpusim.cli.args import add_output, integer
+from gpusim.cli.args import add_output, integer, number
 from gpusim.cli.common import add_executor_args, emit_text, make_executor, stdout_taken
 from gpusim.errors import GpusimError
 from gpusim.stats.simulate import SCHEDULERS
 from gpusim.sweep import CacheWarning, ResultCache, parse_values, sweep
+from gpusim.sweep.result import TIE_PCT
 
 
 def register(subparsers) -> None:
@@ -19,9 +20,10 @@ def register(subparsers) -> None:
         "sweep", help="simulate a workload over launch configurations, configs and config overrides",
         description="Simulate WORKLOAD at every combination of the values given (--block, --grid, --set, "
                     "--config, --config-override, --warp-scheduler), in parallel, verifying each against numpy; "
-                    "print one line per point and the best point (fewest cycles) with the evidence, and write "
-                    "the table (one row per point, every metric) as CSV or JSON. Points simulated before are "
-                    "read from the cache. Exit status 1 when a point failed (its row says why). See docs/sweep.md.")
+                    "print one line per point and the best point (fewest cycles) of each problem size with the "
+                    "evidence and the points tied with it, and write the table (one row per point, every metric) "
+                    "as CSV or JSON. Points simulated before are read from the cache. Exit status 1 when a point "
+                    "failed (its row says why). See docs/sweep.md.")
     p.add_argument("workload", help="workload name (see `gpusim list`) or folder")
     p.add_argument("--config", "-c", default="a100", metavar="NAME[,NAME...]",
                    help="built-in config names or YAML paths, comma-separated (default a100)")
@@ -35,6 +37,8 @@ def register(subparsers) -> None:
     p.add_argument("--warp-scheduler", metavar="POLICY[,POLICY...]",
                    help=f"warp scheduler policies ({', '.join(SCHEDULERS)}; default: the config's)")
     p.add_argument("--seed", type=integer(0), default=0, help="seed of the input generator (default 0)")
+    p.add_argument("--tie", type=number(0, 100), default=TIE_PCT, metavar="PCT",
+                   help=f"points within PCT percent of the best point's cycles are ties (default {TIE_PCT:g})")
     p.add_argument("--no-verify", dest="verify", action="store_false",
                    help="keep points whose values differ from the numpy reference as ok (verified False)")
     add_executor_args(p, "the points")
@@ -68,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
             result = sweep(args.workload, args.config.split(","), grid=grid, overrides=overrides, params=params,
                            warp_schedulers=policies, seed=args.seed, verify=args.verify, executor=executor,
                            cache=None if args.no_cache else ResultCache(args.cache_dir),
-                           progress=not args.quiet and sys.stderr.isatty())
+                           progress=not args.quiet and sys.stderr.isatty(), tie_pct=args.tie)
         except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: gpusim.cli.main prints the note and exits
             if not args.no_cache:
                 exc.add_note("the points that finished are cached: run the same command again to resume")

@@ -24,7 +24,7 @@ from gpusim.sweep.cache import CacheWarning, ResultCache, code_version
 from gpusim.sweep.executors import DaskExecutor, LocalExecutor
 from gpusim.sweep.points import Point, make_points, parse_values, resolve_field
 from gpusim.sweep.progress import Progress
-from gpusim.sweep.result import SweepResult, make_row
+from gpusim.sweep.result import TIE_PCT, SweepResult, make_row
 from gpusim.sweep.worker import Task, failure, run_task
 from gpusim.workloads import Workload, find_workload, load_workload
 
@@ -34,7 +34,7 @@ def sweep(workload: str | os.PathLike | Workload, configs: str | os.PathLike | S
           params: Mapping[str, Any] | None = None, warp_schedulers: Sequence[str] | None = None, seed: int = 0,
           verify: bool = True, executor: LocalExecutor | DaskExecutor | None = None,
           cache: ResultCache | None = None, progress: bool = False,
-          on_point: Callable[[dict[str, Any]], None] | None = None) -> SweepResult:
+          on_point: Callable[[dict[str, Any]], None] | None = None, tie_pct: float = TIE_PCT) -> SweepResult:
     """Simulate every combination of `configs` (built-in names or YAML paths), `overrides` (config field
     -> values; a full dotted field or a unique tail such as `sm_count`), `warp_schedulers` (default: each
     config's own) and `grid` (workload parameter -> values), with the fixed workload `params`.
@@ -44,7 +44,9 @@ def sweep(workload: str | os.PathLike | Workload, configs: str | os.PathLike | S
     A point that fails (any GpusimError: a bad launch, a config override out of range, a kernel fault; or
     with `verify`, values that differ from the numpy reference) becomes a row with status "error" and
     the message; the others go on. `progress` draws a bar on stderr; `on_point(row)` is called as each
-    point finishes. Unknown configs, parameters or override names raise before anything runs."""
+    point finishes. Unknown configs, parameters or override names raise before anything runs. Points are
+    compared only with points of the same problem size (`Workload.problem`); those within `tie_pct` percent
+    of the best are reported as ties."""
     wl = workload if isinstance(workload, Workload) else load_workload(workload)
     configs = [os.fspath(c) for c in ([configs] if isinstance(configs, str | os.PathLike) else configs)]
     if not configs:
@@ -102,7 +104,7 @@ def sweep(workload: str | os.PathLike | Workload, configs: str | os.PathLike | S
             bar.close()
     return SweepResult.build(wl.name, wl.defaults, list(fields), rows,
                              {"gpusim_version": __version__, "code_version": code_version(), "seed": seed,
-                              "verify": verify})
+                              "verify": verify}, problem=wl.problem, tie_pct=tie_pct)
 
 
 def _resolve_overrides(overrides: Mapping[str, Sequence[Any]]) -> dict[str, list[Any]]:

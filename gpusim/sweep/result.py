@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gpusim.sweep.points import Point
@@ -15,6 +15,9 @@ HEAD = ("point", "workload", "config", "config_hash", "label")  # then the workl
 RUN = ("warp_scheduler", "seed", "status", "error", "verified", "cached", "wall_seconds")  # then the metrics
 TAIL = ("verdict", "verdict_reason")
 OVERRIDE = "override."  # prefix of the override columns
+# Points within this many percent of the best point's cycles are ties: the timing model is validated to
+# about 15 % against hardware (docs/validation.md), so a 0.3 % difference names no winner.
+TIE_PCT = 1.0
 
 
 def make_row(point: Point, *, workload: str, config: str, config_hash: str | None, label: str,
@@ -38,8 +41,9 @@ def make_row(point: Point, *, workload: str, config: str, config_hash: str | Non
 @dataclass
 class SweepResult:
     """`rows` (dicts with the keys `columns`, in point order), the workload's default parameters, `axes`
-    (the columns whose values differ between points) and `provenance` (gpusim and code version, seed,
-    verify)."""
+    (the columns whose values differ between points), `provenance` (gpusim and code version, seed,
+    verify), `problem` (the axes that change the problem's size, `Workload.problem`: points compare only
+    with points of the same size) and `tie_pct` (differences below it are ties)."""
 
     workload: str
     defaults: dict[str, int | float]
@@ -47,12 +51,15 @@ class SweepResult:
     rows: list[dict[str, Any]]
     axes: list[str]
     provenance: dict[str, Any]
+    problem: list[str] = field(default_factory=list)
+    tie_pct: float = TIE_PCT
 
     @classmethod
     def build(cls, workload: str, defaults: dict[str, int | float], overrides: list[str],
-              rows: list[dict[str, Any]], provenance: dict[str, Any]) -> SweepResult:
+              rows: list[dict[str, Any]], provenance: dict[str, Any], problem: tuple[str, ...] | list[str] = (),
+              tie_pct: float = TIE_PCT) -> SweepResult:
         """Order the rows, fix the columns (every row gets each, None where it has no value) and find the
-        axes."""
+        axes (and which of them are problem sizes)."""
         front = [*HEAD, *defaults, *(OVERRIDE + k for k in overrides), *RUN]
         metrics: dict[str, None] = {}
         for r in rows:
@@ -61,27 +68,51 @@ class SweepResult:
         rows = [{c: r.get(c) for c in columns} for r in sorted(rows, key=lambda r: r["point"])]
         candidates = ["config", *defaults, *(OVERRIDE + k for k in overrides), "warp_scheduler"]
         axes = [c for c in candidates if len({repr(r[c]) for r in rows}) > 1]
-        return cls(workload, dict(defaults), columns, rows, axes, dict(provenance))
+        return cls(workload, dict(defaults), columns, rows, axes, dict(provenance),
+                   [a for a in problem if a in axes], float(tie_pct))
 
     # -- choosing --
-    def ok_rows(self, label: str | None = None) -> list[dict[str, Any]]:
-        """The points that ran (and verified, unless the sweep ran without verification)."""
-        return [r for r in self.rows if r["status"] == "ok" and label in (None, r["label"])]
+    def sizes(self) -> list[dict[str, Any]]:
+        """The problem sizes among the points that ran (values of the `problem` axes), in point order;
+        one empty size when no problem axis varies."""
+        seen = {repr(k): k for k in ({a: r[a] for a in self.problem} for r in self.ok_rows())}
+        return list(seen.values()) or [{}]
 
-    def best(self, label: str | None = None) -> dict[str, Any] | None:
-        """The row with the fewest cycles (the first such point on a tie), of one label if given."""
-        return min(self.ok_rows(label), key=lambda r: (r["cycles"], r["point"]), default=None)
+    def size_of(self, row: dict[str, Any]) -> dict[str, Any]:
+        return {a: row[a] for a in self.problem}
 
-    def worst(self, label: str | None = None) -> dict[str, Any] | None:
-        """The row with the most cycles (the first such point on a tie), of one label if given."""
-        return min(self.ok_rows(label), key=lambda r: (-r["cycles"], r["point"]), default=None)
+    def ok_rows(self, label: str | None = None, size: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """The points that ran (and verified, unless the sweep ran without verification), of one label
+        and one problem size if given."""
+        return [r for r in self.rows if r["status"] == "ok" and label in (None, r["label"])
+                and all(r[a] == v for a, v in (size or {}).items())]
+
+    def best(self, label: str | None = None, size: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        """The row with the fewest cycles (the first such point on a tie), of one label and problem size
+        if given. Across problem sizes this is the smallest problem, not a better launch: see `sizes()`."""
+        return min(self.ok_rows(label, size), key=lambda r: (r["cycles"], r["point"]), default=None)
+
+    def worst(self, label: str | None = None, size: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        """The row with the most cycles (the first such point on a tie), of one label and size if given."""
+        return min(self.ok_rows(label, size), key=lambda r: (-r["cycles"], r["point"]), default=None)
+
+    def ties(self, label: str | None = None, size: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """The other rows within `tie_pct` of the best's cycles (same label and size filter), fewest first."""
+        best = self.best(label, size)
+        if best is None:
+            return []
+        limit = best["cycles"] * (1 + self.tie_pct / 100)
+        return sorted((r for r in self.ok_rows(label, size) if r is not best and r["cycles"] <= limit),
+                      key=lambda r: (r["cycles"], r["point"]))
 
     def default(self, like: dict[str, Any]) -> dict[str, Any] | None:
-        """The row with `like`'s label whose swept workload parameters are the workload's defaults, if any."""
-        swept = [a for a in self.axes if a in self.defaults]
+        """The row with `like`'s label and problem size whose other swept workload parameters are the
+        workload's defaults, if any."""
+        swept = [a for a in self.axes if a in self.defaults and a not in self.problem]
         if not swept:
             return None
-        return next((r for r in self.ok_rows(like["label"]) if all(r[a] == self.defaults[a] for a in swept)), None)
+        return next((r for r in self.ok_rows(like["label"], self.size_of(like))
+                     if all(r[a] == self.defaults[a] for a in swept)), None)
 
     def describe(self, row: dict[str, Any], axes: list[str] | None = None) -> str:
         """A point in a few words: its values on the axes (`block=256`, `a100 block=256 sm_count=54`), or on
@@ -104,11 +135,20 @@ class SweepResult:
         return buf.getvalue()
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: `kind` "sweep", the workload, provenance, `columns`, `best` (its point index) and
-        `points` (the rows): `pd.DataFrame(d["points"], columns=d["columns"])`."""
-        best = self.best()
+        """JSON-ready: `kind` "sweep", the workload, provenance, `columns`, `best` (its point index; None
+        when the points solve problems of several sizes), `best_by_size` (per problem size: the size, the
+        best point and the points tied with it within `tie_pct`), `problem`, `tie_pct` and `points` (the
+        rows): `pd.DataFrame(d["points"], columns=d["columns"])`."""
+        sizes = self.sizes()
+        by_size = []
+        for size in sizes:
+            b = self.best(size=size)
+            if b is not None:
+                by_size.append({"size": size, "best": b["point"], "ties": [r["point"] for r in self.ties(size=size)]})
+        best = by_size[0]["best"] if len(by_size) == 1 else None
         return {"kind": "sweep", "workload": self.workload, **self.provenance, "columns": self.columns,
-                "best": None if best is None else best["point"], "points": self.rows}
+                "problem": self.problem, "tie_pct": self.tie_pct, "best": best, "best_by_size": by_size,
+                "points": self.rows}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1) + "\n"
@@ -141,23 +181,43 @@ class SweepResult:
         return "\n".join(out)
 
     def explain(self) -> str:
-        """The best point and why: how much it beats the worst and the workload's default launch, and
-        the evidence (occupancy, bottleneck verdict, dominant stall) beside the worst's."""
-        best = self.best()
-        if best is None:
+        """The best point of each problem size and why: how much it beats the worst and the workload's
+        default launch of that size, the points tied with it, and the evidence (occupancy, bottleneck
+        verdict, dominant stall) beside the worst's."""
+        if self.best() is None:
             return "best: none; no point ran (see the error column)"
-        worst = self.worst()
-        ran = len(self.ok_rows())
+        sizes = self.sizes()
+        lines: list[tuple[str, str]] = []
+        if len(sizes) > 1:
+            lines.append(("sizes", f"{len(sizes)} problem sizes ({', '.join(self.problem)}): each point is compared "
+                                   "only with points of its own size"))
+        for size in sizes:
+            lines += self._explain_size(size, len(sizes) > 1)
+        width = max(len(a) for a, _ in lines)
+        return "\n".join(f"{a:<{width}}  {b}" for a, b in lines)
+
+    def _explain_size(self, size: dict[str, Any], several: bool) -> list[tuple[str, str]]:
+        best, worst = self.best(size=size), self.worst(size=size)
+        at = " at " + " ".join(f"{a}={v}" for a, v in size.items()) if several else ""
+        launch = [a for a in self.axes if a not in self.problem]
+        ran = len(self.ok_rows(size=size))
         which = f"the fewest of the {ran} points that ran" if ran > 1 else "the only point that ran"
-        lines = [("best", f"{self.describe(best)}: {best['cycles']:,} cycles "
-                          f"({best['kernel_seconds'] * 1e6:.3f} us), {which}")]
+        lines = [(f"best{at}", f"{self.describe(best, launch)}: {best['cycles']:,} cycles "
+                               f"({best['kernel_seconds'] * 1e6:.3f} us), {which}")]
+        ties = self.ties(size=size)
+        if ties:
+            shown = ", ".join(f"{self.describe(r, launch)} ({r['cycles']:,})" for r in ties[:6])
+            more = f" and {len(ties) - 6} more" if len(ties) > 6 else ""
+            lines.append(("ties", f"{shown}{more}: within {self.tie_pct:g}% of the best, which the model does "
+                                  "not tell apart"))
         if worst is not best:
-            lines.append(("vs worst", _beats(best, worst, self.describe(worst))))
+            lines.append(("vs worst", _beats(best, worst, self.describe(worst, launch), self.tie_pct)))
         default = self.default(best)
         if default is best:
             lines.append(("vs default", "it is the workload's default launch"))
         elif default is not None:
-            lines.append(("vs default", _beats(best, default, f"the default, {self.describe(default)}")))
+            lines.append(("vs default", _beats(best, default, f"the default, {self.describe(default, launch)}",
+                                               self.tie_pct)))
 
         def theirs(mine: str, text: str) -> str:
             """The worst point's figure beside the best's."""
@@ -171,20 +231,21 @@ class SweepResult:
         stall, share = _top_stall(best)
         w_stall, w_share = _top_stall(worst)
         lines.append(("top stall", f"{stall} {share:.1f}% of warp-cycles" + theirs(stall, f"{w_stall} {w_share:.1f}%")))
-        labels = list(dict.fromkeys(r["label"] for r in self.ok_rows()))
+        labels = list(dict.fromkeys(r["label"] for r in self.ok_rows(size=size)))
         if len(labels) > 1:
+            params = [a for a in self.axes if a in self.defaults and a not in self.problem]
             for label in labels:
-                b = self.best(label)
-                params = [a for a in self.axes if a in self.defaults]
+                b = self.best(label, size)
                 lines.append((f"best on {label}", f"{self.describe(b, params)}: {b['cycles']:,} cycles"))
-        width = max(len(a) for a, _ in lines)
-        return "\n".join(f"{a:<{width}}  {b}" for a, b in lines)
+        return lines
 
 
-def _beats(best: dict[str, Any], other: dict[str, Any], what: str) -> str:
+def _beats(best: dict[str, Any], other: dict[str, Any], what: str, tie_pct: float = TIE_PCT) -> str:
     saved, theirs = other["cycles"] - best["cycles"], other["cycles"]
     if not saved:
         return f"ties with {what} ({theirs:,} cycles)"
+    if saved <= best["cycles"] * tie_pct / 100:
+        return f"ties with {what} ({theirs:,} cycles, {saved:,} more: within {tie_pct:g}%)"
     return (f"{saved:,} fewer cycle{'s' if saved != 1 else ''} ({100 * saved / theirs:.1f}%, "
             f"{theirs / best['cycles']:.2f}x faster) than {what} ({theirs:,} cycles)")
 

@@ -59,6 +59,20 @@ def evaluate(expr: str | Number, names: Mapping[str, Number]) -> Number:
     return _eval(tree.body, names)
 
 
+def names_in(expr: str | Number) -> list[str]:
+    """The parameter names `expr` reads, each once (a function name is not a parameter); a number or an
+    expression that does not parse reads none."""
+    if not isinstance(expr, str):
+        return []
+    try:
+        tree = ast.parse(expr.strip(), mode="eval")
+    except SyntaxError:
+        return []
+    calls = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    seen = [n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in calls]
+    return list(dict.fromkeys(seen))
+
+
 def _eval(node: ast.AST, names: Mapping[str, Number]) -> Number:
     if isinstance(node, ast.Constant):
         if isinstance(node.value, bool) or not isinstance(node.value, int | float):

@@ -28,13 +28,13 @@ from gpusim.data import data_dir
 from gpusim.errors import GpusimError, WorkloadError
 from gpusim.functional.launch import Launch
 from gpusim.isa import Program, assemble_file
-from gpusim.workloads.expr import ExprError, evaluate
+from gpusim.workloads.expr import ExprError, evaluate, names_in
 from gpusim.workloads.verify import WorkloadRun, compare
 
 WORKLOAD_FILE = "workload.yaml"
 REFERENCE_FILE = "reference.py"
 REQUIRED_FIELDS = ("kernel", "params", "launch", "test_sizes")
-OPTIONAL_FIELDS = ("name", "description", "tolerance", "flops", "bytes_moved")
+OPTIONAL_FIELDS = ("name", "description", "tolerance", "flops", "bytes_moved", "problem")
 DEFAULT_TOLERANCE = {"rtol": 1.0e-5, "atol": 1.0e-8}  # np.allclose's own defaults
 # host copies of a launch's buffers held at once: the inputs, their simulated device memory and, when
 # verified, the reference's copies of them (its outputs and the outputs read back are no larger)
@@ -114,6 +114,9 @@ class Workload:
     tolerance: dict[str, float]
     flops_expr: str | int | float | None = None
     bytes_expr: str | int | float | None = None
+    # the parameters that set the size of the problem (not how it is launched or tiled): points that
+    # differ in them solve different problems, and a sweep compares launches only within one size
+    problem: tuple[str, ...] = ()
     _inputs: Callable[..., dict] = field(default=None, repr=False)
     _reference: Callable[..., dict] = field(default=None, repr=False)
 
@@ -443,6 +446,19 @@ def _load_folder(folder: Path) -> Workload:
         if v is not None and (isinstance(v, bool) or not isinstance(v, str | int | float)):
             raise err(f, f"expected a number or an expression of the parameters, got {v!r}")
 
+    # problem size: the `problem:` list, else the parameters the flops/bytes_moved expressions read
+    praw = data.get("problem")
+    if praw is None:
+        used = {n for f in ("flops", "bytes_moved") for n in names_in(data.get(f))}
+        problem = tuple(k for k in defaults if k in used)
+    else:
+        if not isinstance(praw, list) or not all(isinstance(k, str) for k in praw):
+            raise err("problem", f"expected a list of parameter names, got {praw!r}")
+        unknown = [k for k in praw if k not in defaults]
+        if unknown:
+            raise err("problem", f"'{unknown[0]}' is not a parameter; parameters: {', '.join(defaults)}")
+        problem = tuple(dict.fromkeys(praw))
+
     # reference.py
     ref = folder / REFERENCE_FILE
     module = _import_reference(ref, name)
@@ -455,7 +471,7 @@ def _load_folder(folder: Path) -> Workload:
 
     wl = Workload(name=name, description=description, folder=folder.resolve(), program=program,
                   defaults=defaults, test_sizes=(), launch_spec=launch_spec, tolerance=tol,
-                  flops_expr=data.get("flops"), bytes_expr=data.get("bytes_moved"),
+                  flops_expr=data.get("flops"), bytes_expr=data.get("bytes_moved"), problem=problem,
                   _inputs=fns["inputs"], _reference=fns["reference"])
 
     # test sizes: each is a set of overrides; check them (and the launch at each) now

@@ -34,8 +34,10 @@ def lines_table(tmp_path):
 def test_one_line_per_label_over_block(lines_table, tmp_path):
     fig = sweep_figure(lines_table)
     ax = fig.axes[0]
-    assert ax.get_xlabel() == "block size (threads)" and ax.get_ylabel() == "cycles (cycles)"
+    assert ax.get_xlabel() == "block size (threads)" and ax.get_ylabel() == "cycles"  # not "cycles (cycles)"
     assert ax.get_title() == "cycles vs block: saxpy on a100, gtx980"
+    # an honest axis: from zero to a little above the largest value, not fitted to the data's range
+    assert ax.get_ylim() == pytest.approx((0, 3000 * 1.08))
     assert [line.get_label() for line in ax.lines] == ["a100", "gtx980"]
     assert ax.lines[1].get_xydata().tolist() == [[64, 3000], [128, 2500], [256, 2700]]
     [note] = [t for t in fig.texts if t.get_gid() == NOTE_GID]
@@ -68,7 +70,8 @@ def test_heatmap_for_two_params_under_one_label(tmp_path):
     assert ax.get_xlabel() == "block size (threads)" and ax.get_ylabel() == "n"
     assert [t.get_text() for t in ax.get_yticklabels()] == ["1024", "4096"]
     assert "a100" in ax.get_title()
-    assert fig.axes[1].get_ylabel() == "cycles (cycles)"  # the colour bar
+    assert fig.axes[1].get_ylabel() == "cycles"  # the colour bar
+    assert ax.images[0].norm.vmin == 0 and ax.images[0].norm.vmax == 4352  # the colour scale starts at zero
     save_figure(fig, tmp_path / "h.png")
     assert_png(tmp_path / "h.png")
 
@@ -86,3 +89,13 @@ def test_nothing_varies(tmp_path):
     path.write_text(json.dumps([row(0, "a100", 256, cycles=5)]))
     with pytest.raises(GpusimError, match="one.json: no parameter column varies"):
         sweep_figure(load_input(path))
+
+
+def test_small_spread_is_drawn_flat(tmp_path):
+    """Three points 0.3 % apart (the issue's 1068-1071 cycles) are drawn as the flat line they are."""
+    rows = [row(i, "a100", b, cycles=c) for i, (b, c) in enumerate([(128, 1068), (256, 1068), (512, 1071)])]
+    path = tmp_path / "flat.json"
+    path.write_text(json.dumps(rows))
+    ax = sweep_figure(load_input(path)).axes[0]
+    low, high = ax.get_ylim()
+    assert low == 0 and (1071 - 1068) / (high - low) < 0.01

@@ -179,6 +179,8 @@ def test_kernel_that_does_not_assemble(tmp_path):
      r"launch\.block: expected an expression or a list of 1-3"),
     (lambda y: y + "tolerance: {rtol: -1}\n", r"tolerance\.rtol: expected a non-negative number"),
     (lambda y: y + "launch: [\n", r"not valid YAML"),
+    (lambda y: y + "problem: [n, size]\n", r"problem: 'size' is not a parameter; parameters: n, block"),
+    (lambda y: y + "problem: n\n", r"problem: expected a list of parameter names, got 'n'"),
 ])
 def test_malformed_yaml(tmp_path, edit, message):
     with pytest.raises(WorkloadError, match=message):
@@ -283,3 +285,15 @@ def test_copy_of_a_shipped_folder_loads_under_its_new_name(tmp_path):
     text = (dst / "workload.yaml").read_text().replace("name: vecadd", "name: vecadd2")
     (dst / "workload.yaml").write_text(text)
     assert load_workload(dst).run({"n": 300}).ok
+
+
+def test_problem_size_parameters(tmp_path):
+    """Which parameters set the problem's size: the `problem:` list, else those that the flops/bytes_moved
+    expressions read (in the order of `params`), else none."""
+    assert load_workload(make(tmp_path / "a")).problem == ()
+    wl = load_workload(make(tmp_path / "b", yaml=YAML + 'bytes_moved: "8 * n + 0 * max(block, 1)"\n'))
+    assert wl.problem == ("n", "block")
+    wl = load_workload(make(tmp_path / "c", yaml=YAML + 'bytes_moved: "8 * n + block"\nproblem: [n]\n'))
+    assert wl.problem == ("n",)
+    assert load_workload("saxpy").problem == ("n",) and load_workload("reduce_sum").problem == ("n",)
+    assert load_workload("transpose_shared").problem == ("rows", "cols")
