@@ -11,7 +11,7 @@ from gpusim.plot.common import add_note, configs_of, grouped_bars, new_figure
 from gpusim.plot.io import KernelPoint
 from gpusim.timing.decode import PORTS
 
-ISSUE = "issue slots"
+ISSUE = "issue\nslots"  # (two lines: one would run into its neighbour's label)
 
 
 def units_figure(points: Sequence[KernelPoint], *, notes: Sequence[str] = ()) -> Figure:

@@ -59,7 +59,7 @@ def test_units_bars(saxpy, matmul, tmp_path):
     ax = fig.axes[0]
     assert ax.get_title() == "Execution-unit utilisation on a100"
     assert ax.get_ylabel() == "utilisation (% of peak, active cycles)"
-    assert [t.get_text() for t in ax.get_xticklabels()] == list(PORTS) + ["issue slots"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == list(PORTS) + ["issue\nslots"]
     heights = bars_by_label(ax)
     want = [saxpy.kernel["unit_utilisation_pct"][u] for u in PORTS] + [saxpy.kernel["issue_slot_utilisation_pct"]]
     assert heights["saxpy n=4096 block=256"] == pytest.approx(want)

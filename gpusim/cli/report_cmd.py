@@ -1,0 +1,34 @@
+"""`gpusim report RESULT.json`: a self-contained HTML report of a simulated kernel (gpusim.plot.report)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from gpusim.cli.args import add_output
+from gpusim.errors import GpusimError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("report", help="a self-contained HTML report of a result (gpusim run --json)",
+                              description="Write one HTML file of a result written by `gpusim run --json`: the "
+                                          "verdict with its evidence, the key metrics, the warp states per "
+                                          "issued instruction, the charts (inline SVG), occupancy and, when the "
+                                          "result has it, the source view. Nothing in it is fetched from the "
+                                          "network. See docs/stats.md.")
+    p.add_argument("result", metavar="RESULT.json", help="a result written by `gpusim run --json`")
+    add_output(p, "--output", "-o", metavar="FILE", help="the HTML file to write (default: RESULT.html)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpusim.plot import load_input  # matplotlib loads only when a report is drawn
+    from gpusim.plot.report import write_report
+
+    result = load_input(args.result)
+    if not isinstance(result, dict):
+        raise GpusimError(f"{args.result}: a sweep table; `gpusim report` reads one result (gpusim run --json)")
+    out = args.output or str(Path(args.result).with_suffix(".html"))
+    write_report(result, out)
+    print(f"wrote {out}")
+    return 0
