@@ -20,8 +20,8 @@ import gpusim
 from gpusim.cli.args import output_problem
 from gpusim.errors import GpusimError
 
-SUBCOMMANDS = ["run", "info", "occupancy", "asm", "list", "bench", "sweep", "plot", "report", "compile", "compare",
-               "program", "validate"]
+SUBCOMMANDS = ["run", "info", "occupancy", "asm", "list", "bench", "sweep", "plot", "report", "step", "compile",
+               "compare", "program", "validate"]
 
 
 class Terminated(KeyboardInterrupt):
