@@ -17,6 +17,7 @@ import sys
 import threading
 
 import gpusim
+from gpusim import progress
 from gpusim.cli.args import output_problem
 from gpusim.errors import GpusimError
 
@@ -44,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             args = build_parser().parse_args(argv)
             command = f"gpusim {args.command}"
+            if getattr(args, "quiet", False):
+                progress.set_enabled(False)
             problem = output_problem(args)
             if problem is not None:
                 print(f"{command}: error: {problem}", file=sys.stderr)

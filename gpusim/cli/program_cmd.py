@@ -38,6 +38,7 @@ def register(subparsers) -> None:
     add_output(p, "--json", nargs="?", const="-", metavar="FILE", help="write the report as JSON ('-': stdout)")
     add_output(p, "--trace", metavar="FILE", help="write a Chrome/Perfetto trace ('-': stdout; for "
                                                    f"{TRANSFORMER}: of the first config at the most GPUs)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
     p.set_defaults(func=run)
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from gpusim import progress
 from gpusim.config import Config, load_config
 from gpusim.config.vocab import SCHEDULER_POLICIES
 from gpusim.errors import ConfigError
@@ -41,8 +42,18 @@ def timed_execute(program, launch, args, memory, *, cfg: Config, max_steps_per_w
     of them dirty (`GPU.run`)."""
     ex = Executor(program, launch, args, memory, cfg=cfg, max_steps_per_warp=max_steps_per_warp, record=True,
                   block_limit=block_limit, loop_cap=loop_cap)
-    timing = GPU(cfg).run(program, launch, ex.stream_batches(), max_cycles=max_cycles, warm_l2=warm_l2)
+    with progress.bar(ex.num_blocks, f"simulating {program.name}", "block") as bar:
+        timing = GPU(cfg).run(program, launch, _counted(ex.stream_batches(), bar), max_cycles=max_cycles,
+                              warm_l2=warm_l2)
     return TimedExecution(program, launch, ex.stats, timing)
+
+
+def _counted(batches, bar):
+    """The executor's batches, counting each one's blocks on the progress bar as the timing model takes
+    them up (it opens a batch when its SMs need the next blocks)."""
+    for src in batches:
+        yield src
+        bar.update(src.nblocks)
 
 
 def configure(cfg: Config | str | os.PathLike, scheduler: str | None = None,
