@@ -309,6 +309,7 @@ class Executor:
         steps = since = 0
         stats = self.stats
         by_unit = stats.by_unit
+        global_access = [i.opcode in ("ld", "st", "atom", "red") and i.space == "global" for i in prog.instructions]
         per_block = None  # loop-cap mode: warp instructions of each block of this batch
         if self.loop_cap is not None:
             per_block = self.block_warp_instructions[b.first_block: b.first_block + b.nblocks]
@@ -339,6 +340,8 @@ class Executor:
             stats.warp_instructions += G.size
             stats.thread_instructions += nlanes
             by_unit[ins.unit] += G.size
+            if global_access[p]:
+                stats.global_requests += G.size
             if per_block is not None:
                 per_block += np.bincount(G // wpb, minlength=per_block.size)
             if b.rec is not None:

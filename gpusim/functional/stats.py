@@ -19,6 +19,7 @@ class ExecStats:
     divergent_branches: int = 0
     barriers: int = 0
     atomics: int = 0
+    global_requests: int = 0  # warp instructions that access global memory (ld/st/atom/red): Nsight's requests
     global_bytes_read: int = 0
     global_bytes_written: int = 0
     shared_bytes_read: int = 0

@@ -1,9 +1,14 @@
 """The bottleneck verdict: what limits a kernel, decided from its metrics (`kernel_metrics`), with the
-numbers that decided it.
+numbers that decided it. The verdict is the kernel's own, from its own duration, as Nsight Compute
+reports it: the host's launch overhead belongs to the program around the kernel (a program of many
+short kernels gets the launch-overhead verdict: `gpusim.system.ProgramReport.verdict`); a kernel
+shorter than its launch says so in its evidence.
 
 The rules, tried in this order (the first that holds is the verdict; docs/stats.md explains them):
 
-1. launch-bound            the host launch overhead is longer than the kernel itself.
+1. uncoalesced             global accesses fetch at least twice the sectors their bytes need
+                           (Nsight's "uncoalesced global accesses": half the sectors excessive or more),
+                           and memory throughput is at least compute throughput.
 2. memory-bandwidth-bound  memory throughput (the largest of DRAM bandwidth, DRAM busy and L2 busy, % of
                            peak) >= 60% and at least the compute throughput.
 3. bank-conflicts          shared-memory wavefronts >= 2x the conflict-free ideal, and warps spend
@@ -24,15 +29,16 @@ from typing import Any
 
 from gpusim.stats.metrics import MATH_UNITS
 
-LAUNCH_BOUND = "launch-bound"
+UNCOALESCED = "uncoalesced"
 MEMORY_BOUND = "memory-bandwidth-bound"
 BANK_CONFLICTS = "bank-conflicts"
 DIVERGENCE = "divergence"
 COMPUTE_BOUND = "compute-bound"
 LATENCY_BOUND = "latency-bound"
-VERDICTS = (LAUNCH_BOUND, MEMORY_BOUND, BANK_CONFLICTS, DIVERGENCE, COMPUTE_BOUND, LATENCY_BOUND)
+VERDICTS = (UNCOALESCED, MEMORY_BOUND, BANK_CONFLICTS, DIVERGENCE, COMPUTE_BOUND, LATENCY_BOUND)
 
 THROUGHPUT_PCT = 60.0  # memory or compute throughput at or above this share of peak is the limit
+EXCESSIVE_SECTORS_PCT = 50.0  # excessive global sectors at or above this share: uncoalesced (2x the ideal)
 CONFLICT_FACTOR = 2.0  # shared wavefronts / ideal wavefronts at or above this is a bank-conflict problem
 SHARED_STALL_PCT = 25.0  # ... when mio_throttle + short_scoreboard take at least this share of warp-cycles
 SIMT_THRESHOLD = 0.6  # SIMT efficiency below this (with divergent branches) is a divergence problem
@@ -72,8 +78,19 @@ def _busiest_math(util: dict[str, float]) -> tuple[str, float]:
 
 
 def diagnose(m: dict[str, Any]) -> Verdict:
-    """The verdict for kernel metrics `m` (a `kernel_metrics` dict)."""
+    """The verdict for kernel metrics `m` (a `kernel_metrics` dict); a kernel shorter than its launch
+    overhead gets a last evidence line that says so."""
+    v = _diagnose(m)
     cycles, overhead = m["cycles"], m["launch_overhead_cycles"]
+    if overhead > cycles:
+        v.evidence.append(f"the kernel ({cycles:,} cycles, {m['kernel_seconds'] * 1e6:.3f} us) is shorter than "
+                          f"its {overhead:,}-cycle ({overhead / m['clock_mhz']:.3f} us) launch: in a program of "
+                          "such kernels the launches set the pace (`gpusim program` reports it)")
+        v.numbers["launch_overhead_cycles"] = overhead
+    return v
+
+
+def _diagnose(m: dict[str, Any]) -> Verdict:
     mem, comp = m["memory_throughput_pct"], m["compute_throughput_pct"]
     states = m["warp_states_pct"]
     top, top_pct = _top_stall(states)
@@ -83,24 +100,37 @@ def diagnose(m: dict[str, Any]) -> Verdict:
     simt = m.get("simt_efficiency")
     divergent = m.get("divergent_branches") or 0
 
-    if overhead > cycles:
+    excess_pct = m.get("global_excessive_sectors_pct") or 0.0
+    if excess_pct >= EXCESSIVE_SECTORS_PCT and mem >= comp:
+        sectors, ideal = m["global_sectors"], m["global_ideal_sectors"]
         return Verdict(
-            LAUNCH_BOUND,
-            f"the kernel runs {cycles:,} cycles, less than the {overhead:,}-cycle launch overhead: "
-            "launch fewer, larger kernels (or fuse them)",
-            [f"kernel {cycles:,} cycles ({m['kernel_seconds'] * 1e6:.3f} us) < launch overhead {overhead:,} "
-             f"cycles ({overhead / m['clock_mhz']:.3f} us)"],
-            {"cycles": cycles, "launch_overhead_cycles": overhead})
+            UNCOALESCED,
+            f"global accesses fetch {sectors / ideal:.1f}x the sectors their bytes need ({excess_pct:.0f}% of them "
+            "excessive): make neighbouring threads access neighbouring addresses (or stage through shared memory)",
+            [f"{m['global_sectors']:,} global sectors for {m['global_ideal_sectors']:,} ideal: "
+             f"{m['global_excessive_sectors']:,} excessive ({excess_pct:.1f}% >= {EXCESSIVE_SECTORS_PCT:.0f}%)",
+             f"{m['global_sectors_per_request']:.1f} sectors per request ({m['global_requests']:,} requests)",
+             f"memory throughput {mem:.1f}% >= compute throughput {comp:.1f}%; top stall: {top} {top_pct:.1f}%"],
+            {"global_sectors": sectors, "global_ideal_sectors": ideal,
+             "global_excessive_sectors_pct": excess_pct,
+             "global_sectors_per_request": m["global_sectors_per_request"],
+             "memory_throughput_pct": mem, "compute_throughput_pct": comp})
 
     mem_numbers = {"memory_throughput_pct": mem, "dram_bandwidth_pct": m["dram_bandwidth_pct"],
                    "dram_busy_pct": m["dram_busy_pct"], "l2_busy_pct": m["l2_busy_pct"],
                    "dram_bandwidth_gbps": m["dram_bandwidth_gbps"], "compute_throughput_pct": comp}
     if mem >= THROUGHPUT_PCT and mem >= comp:
-        where = "L2" if m["l2_busy_pct"] > max(m["dram_bandwidth_pct"], m["dram_busy_pct"]) else "DRAM"
+        if m["l2_busy_pct"] >= max(m["dram_bandwidth_pct"], m["dram_busy_pct"]):
+            where = f"L2 is busy {mem:.0f}% of the time"
+        elif m["dram_busy_pct"] >= m["dram_bandwidth_pct"]:
+            where = (f"DRAM is busy {mem:.0f}% of the time ({m['dram_bandwidth_gbps']:.0f} GB/s, "
+                     f"{m['dram_bandwidth_pct']:.0f}% of its peak bandwidth)")
+        else:
+            where = f"DRAM moves {mem:.0f}% of its peak bandwidth ({m['dram_bandwidth_gbps']:.0f} GB/s)"
         return Verdict(
             MEMORY_BOUND,
-            f"{where} runs at {mem:.0f}% of its peak (at least {THROUGHPUT_PCT:.0f}%): move fewer bytes "
-            "(reuse through shared memory or L1, coalesce, compress)",
+            f"{where}, at least {THROUGHPUT_PCT:.0f}%: move fewer bytes (reuse through shared memory or L1, "
+            "coalesce, compress)",
             [f"memory throughput {mem:.1f}% >= {THROUGHPUT_PCT:.0f}% and >= compute throughput {comp:.1f}%",
              f"DRAM {m['dram_bandwidth_gbps']:.1f} GB/s = {m['dram_bandwidth_pct']:.1f}% of "
              f"{m['peak_dram_bandwidth_gbps']:.0f} GB/s peak; DRAM busy {m['dram_busy_pct']:.1f}%; "

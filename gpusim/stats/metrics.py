@@ -55,6 +55,12 @@ KERNEL_METRICS: dict[str, tuple[str, str]] = {
     "l1_miss_sectors": ("sectors", "l1tex__t_sectors_pipe_lsu_mem_global_lookup_miss.sum"),
     "l1_hit_rate_pct": ("%", "l1tex__t_sector_hit_rate.pct"),
     "l1_mshr_full_cycles": ("cycles", "(cycles a miss waited for a free MSHR)"),
+    "global_requests": ("requests", "smsp__inst_executed_op_global_{ld,st,atom,red}.sum (warp instructions)"),
+    "global_sectors": ("sectors", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum + lts__t_sectors_op_write.sum"),
+    "global_sectors_per_request": ("sectors/request", "l1tex__average_t_sectors_per_request_pipe_lsu_mem_global"),
+    "global_ideal_sectors": ("sectors", "(Source Counters: the 32-byte sectors the accessed bytes fill, packed)"),
+    "global_excessive_sectors": ("sectors", "(Source Counters: excessive sectors of uncoalesced global accesses)"),
+    "global_excessive_sectors_pct": ("%", "(excessive / all global sectors)"),
     "l2_read_sectors": ("sectors", "lts__t_sectors_op_read.sum"),
     "l2_write_sectors": ("sectors", "lts__t_sectors_op_write.sum"),
     "l2_atomic_operations": ("operations", "lts__t_requests_op_atom.sum (per lane)"),
@@ -177,11 +183,16 @@ def kernel_metrics(timing: KernelTiming, *, stats: Any = None, flops: float | No
     states = warp_state_totals(timing)
     state_total = sum(states.values())
 
-    simt = threads = divergent = None
+    simt = threads = divergent = requests = ideal_sectors = None
     if stats is not None:
         simt = stats.simt_efficiency
         threads = stats.thread_instructions
         divergent = stats.divergent_branches
+        requests = stats.global_requests
+        # a lower bound: each request's bytes packed into whole sectors, over all requests together
+        ideal_sectors = -(-stats.global_bytes_read // 32) + -(-stats.global_bytes_written // 32)
+    global_sectors = l1_hit + l1_miss + l2.get("write_sectors", 0)
+    excessive = max(0, global_sectors - ideal_sectors) if ideal_sectors is not None else None
     flops = flops or None
     bytes_moved = bytes_moved or None
     gflops = flops / seconds / 1e9 if flops and seconds else None
@@ -220,6 +231,12 @@ def kernel_metrics(timing: KernelTiming, *, stats: Any = None, flops: float | No
         "l1_miss_sectors": l1_miss,
         "l1_hit_rate_pct": pct(l1_hit, l1_hit + l1_miss),
         "l1_mshr_full_cycles": _sum(sms, "l1_mshr_full_cycles"),
+        "global_requests": requests,
+        "global_sectors": global_sectors,
+        "global_sectors_per_request": ratio(global_sectors, requests) if requests else None,
+        "global_ideal_sectors": ideal_sectors,
+        "global_excessive_sectors": excessive,
+        "global_excessive_sectors_pct": pct(excessive, global_sectors, 0.0) if excessive is not None else None,
         "l2_read_sectors": l2_hit + l2_miss,
         "l2_write_sectors": l2.get("write_sectors", 0),
         "l2_atomic_operations": l2.get("atomic_operations", 0),

@@ -182,12 +182,19 @@ class SimResult:
                    f"{k['l1_miss_sectors']:,} missed; {k['l1_requests']:,} requests)"))
         add(("L2", f"{_rate(k['l2_hit_rate_pct'])} read hit rate ({k['l2_read_sectors']:,} sectors read, "
                    f"{k['l2_write_sectors']:,} written); {k['l2_busy_pct']:.1f}% busy"))
+        if k["global_requests"]:
+            add(("global accesses", f"{k['global_requests']:,} requests, {k['global_sectors_per_request']:.2f} "
+                                    f"sectors/request; excessive (uncoalesced): {k['global_excessive_sectors']:,} of "
+                                    f"{k['global_sectors']:,} sectors ({k['global_excessive_sectors_pct']:.1f}%)"))
         add(("DRAM", f"{k['dram_bytes_read']:,} B read, {k['dram_bytes_written']:,} B written: "
-                     f"{k['dram_bandwidth_gbps']:.1f} GB/s = {k['dram_bandwidth_pct']:.1f}% of "
-                     f"{k['peak_dram_bandwidth_gbps']:.0f} GB/s; {k['dram_busy_pct']:.1f}% busy"))
+                     f"achieved {k['dram_bandwidth_gbps']:.1f} GB/s = {k['dram_bandwidth_pct']:.1f}% of the "
+                     f"{k['peak_dram_bandwidth_gbps']:.0f} GB/s peak; controllers busy {k['dram_busy_pct']:.1f}% "
+                     "of the time"))
         if k["useful_bandwidth_gbps"] is not None:
-            add(("useful bandwidth", f"{k['useful_bandwidth_gbps']:.1f} GB/s = {k['useful_bandwidth_pct']:.1f}% "
-                                     f"of peak ({k['bytes_moved']:,} B moved)"))
+            # The workload's own bytes over the kernel's time: not DRAM traffic (writes may stay in L2,
+            # reads may hit in it), so it is not compared with DRAM's peak here.
+            add(("workload bytes", f"{k['bytes_moved']:,} B (bytes_moved) in the kernel's time: "
+                                   f"{k['useful_bandwidth_gbps']:.1f} GB/s"))
         if k["achieved_gflops"] is not None:
             of = f" = {k['achieved_gflops_pct']:.2f}% of FP32 peak" if k["achieved_gflops_pct"] is not None else ""
             add(("GFLOP/s", f"{k['achieved_gflops']:.1f}{of} ({k['flops']:,} flop)"))

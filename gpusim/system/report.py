@@ -7,7 +7,26 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from gpusim.system.collectives import KINDS as COLLECTIVES
+
 COMPUTE, COPY, COMMUNICATION, SYNC = "compute", "copy", "communication", "sync"
+
+# What limits a program (ProgramReport.verdict): its host's kernel launches, its copies, its collectives, or
+# its kernels (each kernel's own verdict then says what limits it: `gpusim run`).
+LAUNCH_OVERHEAD, TRANSFERS, COMMUNICATION_BOUND, KERNELS = "launch-overhead", "transfers", "communication", "kernels"
+
+
+@dataclass(frozen=True)
+class ProgramVerdict:
+    kind: str
+    summary: str
+    evidence: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"verdict": self.kind, "summary": self.summary, "evidence": list(self.evidence)}
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.summary}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,9 +109,50 @@ class ProgramReport:
         return {"compute": length(spans[COMPUTE]), "copy": length(spans[COPY]),
                 "communication": length(spans[COMMUNICATION]), "overlap": intersection(spans[COMPUTE], moving)}
 
+    def verdict(self) -> ProgramVerdict:
+        """What limits the program, on its busiest GPU: the host's launches when they take longer than the
+        kernels they launch (the GPU waits for the host: fuse kernels, or launch them as one graph), else
+        copies or collectives where they take longer than the computing they do not overlap, else the
+        kernels."""
+        us = 1e6
+        launches = [r for r in self.records if r.kind == "kernel" or r.kind in COLLECTIVES]  # (what costs a launch)
+        per_gpu = {g: self.busy(g) for g in self.used_gpus} or {0: self.busy(0)}
+        gpu = max(per_gpu, key=lambda g: sum(per_gpu[g].values()))
+        b = per_gpu[gpu]
+        n = sum(1 for r in launches if r.gpu == gpu)
+        host = n * self.launch_overhead_seconds
+        kernels = [r for r in self.records if r.kind == "kernel" and r.gpu == gpu]
+        mean = b["compute"] / len(kernels) if kernels else 0.0
+        evidence = [f"elapsed {self.seconds * us:,.3f} us on GPU {gpu}: kernels {b['compute'] * us:,.3f} us, copies "
+                    f"{b['copy'] * us:,.3f} us, collectives and peer copies {b['communication'] * us:,.3f} us, "
+                    f"overlapped with kernels {b['overlap'] * us:,.3f} us",
+                    f"{n} launches x {self.launch_overhead_seconds * us:.3f} us = {host * us:,.3f} us of host time"]
+        exposed = {TRANSFERS: max(0.0, b["copy"] - b["overlap"]), COMMUNICATION_BOUND: max(0.0, b["communication"] -
+                                                                                           b["overlap"])}
+        weights = {LAUNCH_OVERHEAD: host if n else 0.0, **exposed, KERNELS: b["compute"]}
+        kind = max(weights, key=lambda k: weights[k])  # (the largest of the four; the kernels on a tie)
+        if weights[kind] <= b["compute"]:
+            kind = KERNELS
+        if kind == LAUNCH_OVERHEAD:
+            return ProgramVerdict(
+                kind, f"{len(kernels)} kernels of {mean * us:,.3f} us on average behind "
+                      f"{self.launch_overhead_seconds * us:.3f}-us launches: the GPU waits for the host; fuse kernels "
+                      "or launch them as one CUDA graph", evidence)
+        if kind in exposed:
+            what = "host-device copies" if kind == TRANSFERS else "collectives and peer copies"
+            total = b["copy"] if kind == TRANSFERS else b["communication"]
+            return ProgramVerdict(
+                kind, f"{what} take {total * us:,.3f} us, {exposed[kind] * us:,.3f} us of them not overlapped with "
+                      f"the {b['compute'] * us:,.3f} us of kernels: move less, overlap them (streams), or use a faster "
+                      "link", evidence)
+        share = b["compute"] / self.seconds if self.seconds else 0.0
+        return ProgramVerdict(KERNELS, f"the kernels take {share:.0%} of the elapsed time: each kernel's own verdict "
+                                       "(gpusim run) says what limits it", evidence)
+
     def to_dict(self) -> dict[str, Any]:
         return {"program": self.program, "description": self.description, "config": self.config,
                 "gpus": self.gpus, "seconds": self.seconds, "launch_overhead_seconds": self.launch_overhead_seconds,
+                "verdict": self.verdict().to_dict(),
                 "busy": [{"gpu": g, **{f"{k}_seconds": v for k, v in self.busy(g).items()}} for g in self.used_gpus],
                 "ops": [asdict(r) for r in self.records]}
 
@@ -112,4 +172,6 @@ class ProgramReport:
             lines.append(f"GPU {g}: compute {b['compute'] * us:,.3f} us, copy {b['copy'] * us:,.3f} us, "
                          f"communication {b['communication'] * us:,.3f} us, overlap (compute while copying or "
                          f"communicating) {b['overlap'] * us:,.3f} us")
+        v = self.verdict()
+        lines += ["", f"verdict: {v}"] + [f"  - {e}" for e in v.evidence]
         return "\n".join(lines)

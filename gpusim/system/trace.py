@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpusim.system.collectives import KINDS as COLLECTIVES
-from gpusim.system.report import SYNC, ProgramReport
+from gpusim.system.report import COLLECTIVES, SYNC, ProgramReport
 
 HOST_PID = 0
 US = 1e6

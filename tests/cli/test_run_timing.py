@@ -17,7 +17,9 @@ def test_default_run_is_timed_and_writes_every_output(tmp_path, capsys):
                  "--trace", str(tr)]) == 0
     text = capsys.readouterr().out
     assert "cycles" in text and "warp states" in text
-    assert "bottleneck           launch-bound: the kernel runs" in text  # 16 blocks: about 600 cycles
+    # 16 blocks, about 600 cycles: the verdict is the kernel's own, and its evidence says the launch is longer
+    assert "bottleneck           latency-bound: no unit is near its peak" in text
+    assert "is shorter than its 5,640-cycle (4.000 us) launch" in text
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.csv", "r.json", "r.trace.json"]  # no temp files
 
     d = json.loads(js.read_text())
@@ -29,7 +31,7 @@ def test_default_run_is_timed_and_writes_every_output(tmp_path, capsys):
     assert k["cycles"] > 0 and k["blocks"] == 16 and k["warps"] == 128
     assert k["warp_instructions"] == d["stats"]["warp_instructions"]
     assert k["flops"] == 4096 and k["bytes_moved"] == 12 * 4096
-    assert d["verdict"]["verdict"] == "launch-bound" and d["verdict"]["verdict"] in VERDICTS
+    assert d["verdict"]["verdict"] == "latency-bound" and d["verdict"]["verdict"] in VERDICTS
     assert len(d["sms"]) == 108 and len(d["timeline"]) == 16
     assert max(b["end"] for b in d["timeline"]) == k["cycles"]
 

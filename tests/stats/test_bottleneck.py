@@ -1,6 +1,8 @@
 """The bottleneck verdict: each rule on hand-built counters (with its boundary), the order the rules are
 tried in, and each verdict on a real simulation where the workload leaves no doubt."""
 
+import dataclasses
+
 import pytest
 
 from gpusim.stats import simulate
@@ -9,14 +11,14 @@ from gpusim.stats.bottleneck import (
     COMPUTE_BOUND,
     DIVERGENCE,
     LATENCY_BOUND,
-    LAUNCH_BOUND,
     MEMORY_BOUND,
     THROUGHPUT_PCT,
+    UNCOALESCED,
     VERDICTS,
     diagnose,
 )
 from gpusim.stats.metrics import kernel_metrics
-from tests.stats.build import exec_stats, quiet_memory, sm, timing
+from tests.stats.build import base_sms, exec_stats, quiet_memory, sm, timing
 
 
 def verdict(t, stats=None):
@@ -31,12 +33,32 @@ def compute_sm(fp32_busy: int, **kw):
     return sm(0, **(fields | kw))
 
 
-def test_launch_bound_when_the_overhead_outlasts_the_kernel():
+def test_a_kernel_shorter_than_its_launch_keeps_its_own_verdict():
+    """Nsight reports a kernel's own duration: the launch overhead belongs to the program around it."""
     v = verdict(timing(launch_overhead_cycles=1001))
-    assert v.kind == LAUNCH_BOUND
-    assert v.numbers == {"cycles": 1000, "launch_overhead_cycles": 1001}
-    assert "1,000 cycles" in v.evidence[0] and "1,001" in v.evidence[0]
-    assert verdict(timing(launch_overhead_cycles=1000)).kind != LAUNCH_BOUND  # equal is not longer
+    assert v.kind == MEMORY_BOUND  # what the counters say (DRAM busy 75%)
+    assert v.evidence[-1].startswith("the kernel (1,000 cycles, 1.000 us) is shorter than its 1,001-cycle")
+    assert v.numbers["launch_overhead_cycles"] == 1001
+    equal = verdict(timing(launch_overhead_cycles=1000))  # equal is not longer
+    assert "launch_overhead_cycles" not in equal.numbers and "shorter than" not in equal.evidence[-1]
+
+
+def test_uncoalesced_when_half_the_sectors_are_excessive():
+    # 100 L1 load sectors + 20 L2 write sectors = 120 fetched; the threads moved 1,920 B = 60 sectors' worth
+    stats = exec_stats()
+    stats.global_requests, stats.global_bytes_read, stats.global_bytes_written = 30, 1280, 640
+    sms = base_sms()
+    sms[0] = dataclasses.replace(sms[0], l1_hit_sectors=40, l1_miss_sectors=60)
+    sms[1] = dataclasses.replace(sms[1], l1_hit_sectors=0, l1_miss_sectors=0)
+    v = verdict(timing(sms), stats)
+    assert v.kind == UNCOALESCED
+    assert v.numbers["global_sectors"] == 120 and v.numbers["global_ideal_sectors"] == 60
+    assert v.numbers["global_excessive_sectors_pct"] == pytest.approx(50.0)
+    assert v.numbers["global_sectors_per_request"] == pytest.approx(4.0)
+    assert v.summary.startswith("global accesses fetch 2.0x the sectors their bytes need (50% of them excessive)")
+    # one sector fewer is below the threshold: the memory verdict
+    sms[0] = dataclasses.replace(sms[0], l1_miss_sectors=59)
+    assert verdict(timing(sms), stats).kind == MEMORY_BOUND
 
 
 def test_memory_bound_on_dram_busy():
@@ -56,7 +78,7 @@ def test_memory_bound_threshold_is_sixty_percent():
 
 def test_memory_bound_on_l2_alone():
     v = verdict(timing(**{**quiet_memory(), "l2": {"busy_cycles": 4 * 1000 * 0.9}}))
-    assert v.kind == MEMORY_BOUND and v.summary.startswith("L2 runs at 90%")
+    assert v.kind == MEMORY_BOUND and v.summary.startswith("L2 is busy 90% of the time, at least 60%")
 
 
 def test_compute_bound_on_a_math_pipe():
@@ -123,7 +145,7 @@ def test_latency_bound_names_the_top_stall_and_the_occupancy():
 
 
 def test_every_verdict_is_reachable():
-    assert set(VERDICTS) == {LAUNCH_BOUND, MEMORY_BOUND, BANK_CONFLICTS, DIVERGENCE, COMPUTE_BOUND, LATENCY_BOUND}
+    assert set(VERDICTS) == {UNCOALESCED, MEMORY_BOUND, BANK_CONFLICTS, DIVERGENCE, COMPUTE_BOUND, LATENCY_BOUND}
 
 
 # -- real simulations ---------------------------------------------------------------------------------
@@ -146,8 +168,7 @@ def test_pointer_chase_is_latency_bound():
 
 
 def test_divergence_with_32_paths():
-    # 8 SMs so that the kernel outlasts its launch overhead
-    r = simulate("divergence", "a100", overrides={"chip.sm_count": 8}, n=16384, paths=32)
+    r = simulate("divergence", "a100", paths=32)
     assert r.verdict.kind == DIVERGENCE, r.verdict
     assert r.kernel["simt_efficiency"] < 0.3
 
@@ -164,6 +185,23 @@ def test_ffma_peak_on_one_sm_is_compute_bound():
     assert r.verdict.numbers["busiest_unit"] == "fp32"
 
 
-def test_small_vecadd_is_launch_bound():
+def test_small_vecadd_gets_its_own_verdict_and_the_launch_in_evidence():
     r = simulate("vecadd", "a100", n=4096)
-    assert r.verdict.kind == LAUNCH_BOUND and r.cycles < r.kernel["launch_overhead_cycles"]
+    assert r.verdict.kind == LATENCY_BOUND and r.cycles < r.kernel["launch_overhead_cycles"]
+    assert "launch: in a program of such kernels the launches set the pace" in r.verdict.evidence[-1]
+
+
+def test_saxpy_at_2_to_the_18_is_dram_bound():
+    """The issue's case: shorter than its launch, DRAM busy 79%: the verdict names DRAM."""
+    r = simulate("saxpy", "a100", n=1 << 18)
+    assert r.verdict.kind == MEMORY_BOUND and r.verdict.summary.startswith("DRAM is busy 79% of the time")
+    assert r.kernel["global_excessive_sectors"] == 0 and r.kernel["global_sectors_per_request"] == 4.0
+
+
+def test_transpose_naive_is_uncoalesced():
+    r = simulate("transpose_naive", "a100", rows=256, cols=256)
+    k = r.kernel
+    assert r.verdict.kind == UNCOALESCED, r.verdict
+    # reads coalesced (4 sectors a warp), writes strided (32): (4 + 32) / (4 + 4) = 4.5x the ideal
+    assert k["global_sectors"] == 4.5 * k["global_ideal_sectors"]
+    assert simulate("transpose_shared", "a100", rows=256, cols=256).kernel["global_excessive_sectors"] == 0

@@ -62,7 +62,7 @@ def test_bare_timing_summary_table(bare):
     text = bare.summary_table()
     assert "cycles               1,000 = 1.000 us at 1000 MHz" in text
     assert "long_scoreboard       65.0%           6,500" in text
-    assert "bottleneck           memory-bandwidth-bound: DRAM runs at 75%" in text
+    assert "bottleneck           memory-bandwidth-bound: DRAM is busy 75% of the time" in text
     assert "verified" not in text  # no workload run behind it
 
 
