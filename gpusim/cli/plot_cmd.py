@@ -9,11 +9,11 @@ from gpusim.cli.common import parse_sets
 from gpusim.config import load_config
 from gpusim.errors import GpusimError
 
-KINDS = "occupancy|stalls|units|memory|roofline|sweep|timeline"  # gpusim.plot.KINDS, without importing matplotlib
+KINDS = "occupancy|stalls|units|memory|roofline|sol|sweep|timeline"  # gpusim.plot.KINDS, without importing matplotlib
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("plot", help="charts: occupancy, stalls, units, memory, roofline, sweep, timeline",
+    p = subparsers.add_parser("plot", help="charts: occupancy, stalls, units, memory, roofline, sol, sweep, timeline",
                               description="Draw a chart of results (gpusim run --json) or a sweep table "
                                           "(CSV or JSON) and write it as PNG or SVG (by the file's suffix).")
     p.add_argument("inputs", nargs="+", metavar="FILE",
@@ -23,8 +23,11 @@ def register(subparsers) -> None:
                help="the image to write: .png or .svg")
     p.add_argument("--metric", "-m", default="cycles",
                    help="sweep charts: the column to draw (default cycles; e.g. achieved_gflops)")
-    p.add_argument("--intensity", default="dram", metavar="dram|moved",
-                   help="roofline: flops over DRAM bytes (default) or over the workload's bytes_moved")
+    p.add_argument("--intensity", default="hierarchical", metavar="hierarchical|dram|moved",
+                   help="roofline: each kernel at flops over its L1, L2 and DRAM bytes (default), over DRAM "
+                        "bytes alone, or over the workload's bytes_moved")
+    p.add_argument("--stall-scale", default="cycles", metavar="cycles|pct",
+                   help="stalls: warp-cycles per issued instruction (default) or % of warp-cycles")
     p.add_argument("--config", "-c", default=None,
                    help="the config the inputs ran on (default: the one each names, checked by hash)")
     p.add_argument("--config-set", action="append", metavar="FIELD=VALUE", dest="config_sets",
@@ -38,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
     if args.config_sets and not args.config:
         raise GpusimError("--config-set needs --config")
     cfg = load_config(args.config, overrides=parse_sets(args.config_sets)) if args.config else None
-    fig = render(args.kind, args.inputs, metric=args.metric, intensity=args.intensity, cfg=cfg)
+    fig = render(args.kind, args.inputs, metric=args.metric, intensity=args.intensity, stall_scale=args.stall_scale,
+                 cfg=cfg)
     save_figure(fig, args.output)
     print(f"wrote {args.output} ({args.kind})")
     return 0

@@ -3,8 +3,8 @@ each needs.
 
 - occupancy, timeline: one result JSON;
 - sweep: one sweep table;
-- stalls, units, memory, roofline: any number of result JSONs and sweep tables, one bar (or point) per
-  result or per ok row of a table.
+- stalls, units, memory, roofline, sol: any number of result JSONs and sweep tables, one bar (or point)
+  per result or per ok row of a table.
 
 The config is `cfg` when given, else the one each input names (loaded with its overrides and checked
 against its hash); a roofline draws one config's roofs, so its inputs must share one."""
@@ -22,17 +22,18 @@ from gpusim.plot.io import SweepTable, load_input, point_config, result_points, 
 from gpusim.plot.memory import memory_figure
 from gpusim.plot.occupancy import kernel_resources, occupancy_figure
 from gpusim.plot.roofline import roofline_figure
+from gpusim.plot.sol import sol_figure
 from gpusim.plot.stalls import stalls_figure
 from gpusim.plot.sweep import sweep_figure
 from gpusim.plot.timeline import timeline_figure
 from gpusim.plot.units import units_figure
 
-KINDS = ("occupancy", "stalls", "units", "memory", "roofline", "sweep", "timeline")
+KINDS = ("occupancy", "stalls", "units", "memory", "roofline", "sol", "sweep", "timeline")
 SINGLE_RESULT = ("occupancy", "timeline")
 
 
-def render(kind: str, paths: Sequence[str | Path], *, metric: str = "cycles", intensity: str = "dram",
-           cfg: Config | None = None) -> Figure:
+def render(kind: str, paths: Sequence[str | Path], *, metric: str = "cycles", intensity: str = "hierarchical",
+           stall_scale: str = "cycles", cfg: Config | None = None) -> Figure:
     """The `kind` chart of the files at `paths` (see the module docstring); a GpusimError naming the file
     for input the kind cannot draw."""
     if kind not in KINDS:
@@ -59,12 +60,14 @@ def render(kind: str, paths: Sequence[str | Path], *, metric: str = "cycles", in
     if not points:
         raise GpusimError(f"--kind {kind}: no successful kernel in {', '.join(map(str, paths))}")
     if kind == "stalls":
-        return stalls_figure(points, notes=notes)
+        return stalls_figure(points, scale=stall_scale, notes=notes)
     if kind == "units":
         return units_figure(points, notes=notes)
     configs = [cfg] * len(points) if cfg else [point_config(p) for p in points]
     if kind == "memory":
         return memory_figure(points, configs, notes=notes)
+    if kind == "sol":
+        return sol_figure(points, configs, notes=notes)
     hashes = {c.hash(): c.name for c in configs}
     if len(hashes) > 1:
         raise GpusimError(f"--kind roofline draws one config's roofs, but the inputs ran on "

@@ -23,6 +23,7 @@ from gpusim.plot.io import as_result, require_kernel, result_points, run_config,
 from gpusim.plot.memory import memory_figure
 from gpusim.plot.occupancy import kernel_resources, occupancy_figure
 from gpusim.plot.roofline import roofline_figure
+from gpusim.plot.sol import sol_figure
 from gpusim.plot.stalls import stalls_figure
 from gpusim.plot.timeline import timeline_figure
 from gpusim.plot.units import units_figure
@@ -176,10 +177,13 @@ def _charts(r: dict[str, Any], cfg: Config) -> str:
     point = result_points([r])
     block, regs, smem = kernel_resources(r)
     charts: list[tuple[str, Callable[[], Figure]]] = [
-        ("Warp states: each state's share of the resident warp-cycles", lambda: stalls_figure(point)),
+        ("Speed of light: compute and memory against their peaks, and the units behind them",
+         lambda: sol_figure(point, [cfg])),
+        ("Warp states: warp-cycles per issued instruction", lambda: stalls_figure(point)),
         ("Units: how busy each execution unit class was", lambda: units_figure(point)),
         ("Memory: bytes through L1, L2 and DRAM", lambda: memory_figure(point, [cfg])),
-        ("Roofline (DRAM)", lambda: roofline_figure(cfg, point)),
+        ("Hierarchical roofline: the kernel at its L1, L2 and DRAM intensities",
+         lambda: roofline_figure(cfg, point, intensity="hierarchical")),
         ("Occupancy: warps per SM against block size, registers and shared memory",
          lambda: occupancy_figure(cfg, block, regs, smem, name=r.get("workload"))),
         ("Blocks on SMs over time", lambda: timeline_figure(r)),

@@ -60,7 +60,7 @@ def test_sections_carry_the_results_figures(saxpy, page):
     assert [s for s, _ in shown] == [s for s, _ in states]
     for (_s, c), (_, per) in zip(states, shown, strict=True):
         assert float(per) == pytest.approx(c / k["warp_instructions"], abs=0.006)
-    assert page.count("<svg") == 6 and page.count("<figcaption>") == 6
+    assert page.count("<svg") == 7 and page.count("<figcaption>") == 7
 
 
 def test_the_page_is_well_formed_and_fetches_nothing(page):
@@ -108,4 +108,4 @@ def test_renders_in_headless_chromium_without_console_errors(tmp_path, saxpy, pa
     console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
     assert console == []
     dom = done.stdout
-    assert f"<b>{saxpy.verdict.kind}</b>" in dom and dom.count("<svg") == 6
+    assert f"<b>{saxpy.verdict.kind}</b>" in dom and dom.count("<svg") == 7

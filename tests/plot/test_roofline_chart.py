@@ -62,3 +62,27 @@ def test_kernels_without_flops_are_named_in_a_note(a100, saxpy):
     assert len(lines(fig.axes[0], "kernel")) == 1
     [note] = [t for t in fig.texts if t.get_gid() == NOTE_GID]
     assert "not placed: stream_copy n=65536" in note.get_text()
+
+
+def test_hierarchical_roofline_places_each_kernel_at_l1_l2_and_dram(a100, saxpy, matmul):
+    """Nsight's hierarchical roofline: the L1 roof (108 SMs x 32 banks x 4 B x 1.41 GHz) and each kernel
+    three times, by flops over its bytes at each level."""
+    fig = roofline_figure(a100, result_points([saxpy, matmul]), intensity="hierarchical")
+    ax = fig.axes[0]
+    [l1] = lines(ax, "l1_roof")
+    (x0, y0), _ = l1.get_xydata()
+    assert y0 / x0 == pytest.approx(108 * 32 * 4 * 1.41)
+    assert roofline(a100).l1_ridge == pytest.approx(1.0)
+    for level in ("L1", "L2", "DRAM"):
+        assert len(lines(ax, f"kernel_{level}")) == 2
+    m = matmul.kernel
+    l1_bytes = m["global_sectors"] * 32 + m["shared_wavefronts"] * 128
+    l2_bytes = (m["l2_read_sectors"] + m["l2_write_sectors"]) * 32
+    dram_bytes = m["dram_bytes_read"] + m["dram_bytes_written"]
+    got = {lv: lines(ax, f"kernel_{lv}")[1].get_xydata()[0] for lv in ("L1", "L2", "DRAM")}
+    assert got["L1"] == pytest.approx((m["flops"] / l1_bytes, m["achieved_gflops"]))
+    assert got["L2"] == pytest.approx((m["flops"] / l2_bytes, m["achieved_gflops"]))
+    assert got["DRAM"] == pytest.approx((m["flops"] / dram_bytes, m["achieved_gflops"]))
+    # more bytes nearer the SM: intensity grows from L1 out to DRAM for a tiled matmul
+    assert got["L1"][0] < got["L2"][0] <= got["DRAM"][0]
+    assert ax.get_title().startswith("Hierarchical roofline of a100")
