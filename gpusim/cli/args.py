@@ -13,7 +13,8 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["MAX_COUNT", "Output", "add_output", "integer", "integers", "number", "output_problem"]
+__all__ = ["MAX_COUNT", "VOCABULARY", "Output", "add_config", "add_config_set", "add_csv", "add_json", "add_output",
+           "add_params", "add_quiet", "add_renamed", "integer", "integers", "number", "output_problem"]
 
 MAX_COUNT = 2**63 - 1  # the largest count or seed any flag takes: a signed 64-bit integer
 IMAGE_SUFFIXES = (".png", ".svg")  # gpusim.plot.io.FORMATS, without importing matplotlib
@@ -176,3 +177,71 @@ def _probe(folder: str, prefix: str) -> str | None:
     os.close(fd)
     os.unlink(tmp)
     return None
+
+
+# -- one vocabulary ------------------------------------------------------------------------------------
+# Every subcommand names the same thing with the same flag, defined once here (tests/cli/test_vocabulary.py
+# checks every subcommand against it; docs/cli.md lists it).
+VOCABULARY = {
+    "--config": "the config(s) to run on: a built-in name or a YAML path (comma-separated where a command "
+                "takes several)",
+    "--config-set": "a config field, FIELD=VALUE (repeatable; in a sweep, FIELD=V1,V2 sweeps it)",
+    "--set": "a parameter of what runs (workload, program or model), PARAM=VALUE (repeatable; in a sweep, "
+             "PARAM=V1,V2 sweeps it)",
+    "--warp-scheduler": "the warp-scheduler policy (default: the config's scheduler.policy)",
+    "--json": "write JSON to FILE, or to stdout with '-' or no FILE",
+    "--csv": "write CSV to FILE ('-': stdout)",
+    "--quiet": "no progress bars",
+    "--seed": "seed of the input generator",
+}
+RENAMED = {"--configs": "--config", "--config-override": "--config-set", "--param": "--set",
+           "--scheduler": "--warp-scheduler (the Dask scheduler's address is --dask-scheduler)"}
+
+
+def add_config(p: argparse.ArgumentParser, *, default: str | None = "a100", several: bool = False,
+               help: str | None = None) -> argparse.Action:
+    """`--config/-c`: a built-in config name or YAML path (several, comma-separated, where `several`)."""
+    what = "built-in config names or YAML paths, comma-separated" if several else "built-in config name or YAML path"
+    return p.add_argument("--config", "-c", default=default, metavar="NAME[,NAME...]" if several else "NAME",
+                          help=help or f"{what} (default {default})")
+
+
+def add_config_set(p: argparse.ArgumentParser, *, lists: bool = False, help: str | None = None) -> argparse.Action:
+    """`--config-set FIELD=VALUE` (repeatable), a field of the config, dotted (`chip.sm_count`) or its unique
+    last name; with `lists`, `FIELD=V1,V2` sweeps it."""
+    return p.add_argument("--config-set", action="append", dest="config_sets",
+                          metavar="FIELD=V[,V...]" if lists else "FIELD=VALUE",
+                          help=help or ("a config field to sweep, FIELD=V1,V2 (repeatable)" if lists else
+                                        "override a config field, e.g. --config-set chip.sm_count=54 (repeatable)"))
+
+
+def add_params(p: argparse.ArgumentParser, *, lists: bool = False, help: str | None = None) -> argparse.Action:
+    """`--set PARAM=VALUE` (repeatable): a parameter of what runs; with `lists`, `PARAM=V1,V2` sweeps it."""
+    return p.add_argument("--set", action="append", dest="sets", metavar="PARAM=V[,V...]" if lists else "PARAM=VALUE",
+                          help=help or "a parameter, e.g. --set n=4096 (repeatable)")
+
+
+def add_json(p: argparse.ArgumentParser, help: str | None = None) -> argparse.Action:
+    """`--json [FILE|-]`: JSON to FILE, or to stdout."""
+    return add_output(p, "--json", nargs="?", const="-", metavar="FILE",
+                      help=help or "write the result as JSON to FILE ('-' or no FILE: stdout)")
+
+
+def add_csv(p: argparse.ArgumentParser, help: str | None = None) -> argparse.Action:
+    return add_output(p, "--csv", metavar="FILE", help=help or "write the table as CSV to FILE ('-': stdout)")
+
+
+def add_quiet(p: argparse.ArgumentParser) -> argparse.Action:
+    """`--quiet/-q`: no progress bars (gpusim.progress)."""
+    return p.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
+
+
+class _Renamed(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        raise argparse.ArgumentError(self, f"renamed: use {RENAMED[option_string]}")
+
+
+def add_renamed(p: argparse.ArgumentParser, *flags: str) -> None:
+    """Flags an older gpusim took, hidden: each is refused with the one that replaced it."""
+    for flag in flags:
+        p.add_argument(flag, action=_Renamed, nargs="?", help=argparse.SUPPRESS)

@@ -18,7 +18,7 @@ import statistics
 import sys
 import time
 
-from gpusim.cli.args import add_output, integer
+from gpusim.cli.args import add_config, add_output, add_quiet, integer
 from gpusim.cli.common import add_executor_args, emit_json, make_executor
 from gpusim.errors import GpusimError
 from gpusim.sweep.executors import stop_pool, worker_signals
@@ -115,7 +115,8 @@ def register(subparsers) -> None:
                                           "warp instructions, simulated cycles, wall time, simulated "
                                           "warp-instructions and cycles per second, and peak memory. "
                                           "See docs/bench.md.")
-    p.add_argument("--config", "-c", default="a100", help="config (default a100)")
+    add_config(p)
+    add_quiet(p)
     p.add_argument("--quick", action="store_true", help="small sizes (seconds; for tests and CI)")
     p.add_argument("--only", metavar="NAME[,NAME]", action="append",
                    help="run only these suite entries (comma-separated or repeated)")

@@ -1,5 +1,5 @@
 """Helpers shared by the subcommands: writing JSON atomically, parsing `--set k=v`, the options saying
-where parallel work runs (`--jobs N`, `--dask`, `--scheduler tcp://HOST:PORT`)."""
+where parallel work runs (`--jobs N`, `--dask`, `--dask-scheduler tcp://HOST:PORT`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from gpusim.cli.args import integer
+from gpusim.cli.args import add_renamed, integer
 from gpusim.errors import GpusimError
 from gpusim.stats.files import write_atomic
 
@@ -20,14 +20,15 @@ MAX_JOBS = 1024  # worker processes (or Dask workers) a sweep or tuner may start
 
 
 def add_executor_args(p, what: str) -> None:
-    """`--jobs N`, and `--dask` or `--scheduler tcp://HOST:PORT`: where `what` (e.g. "the points") runs."""
+    """`--jobs N`, and `--dask` or `--dask-scheduler tcp://HOST:PORT`: where `what` (e.g. "the points")
+    runs."""
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--scheduler", metavar="tcp://HOST:PORT",
-                       help=f"run {what} on the Dask cluster with this scheduler (not the warp scheduler: "
-                            "that is --warp-scheduler)")
+    where.add_argument("--dask-scheduler", metavar="tcp://HOST:PORT",
+                       help=f"run {what} on the Dask cluster with this scheduler")
     where.add_argument("--dask", action="store_true", help=f"run {what} on a Dask LocalCluster of --jobs workers")
     p.add_argument("--jobs", "-j", type=integer(1, MAX_JOBS), metavar="N",
                    help="local worker processes (default: one per core; 1 runs in this process)")
+    add_renamed(p, "--scheduler")
 
 
 def make_executor(args):
@@ -35,13 +36,13 @@ def make_executor(args):
     from gpusim.stats.simulate import SCHEDULERS
     from gpusim.sweep import DaskExecutor, LocalExecutor
 
-    if args.scheduler in SCHEDULERS:
-        raise GpusimError(f"--scheduler is the Dask scheduler's address (tcp://HOST:PORT); for the warp scheduler "
-                          f"policy use --warp-scheduler {args.scheduler}")
-    if args.scheduler is not None and args.jobs is not None:
-        raise GpusimError("--jobs sets local workers; with --scheduler the cluster's workers run the points")
-    if args.scheduler is not None:
-        return DaskExecutor(args.scheduler)
+    if args.dask_scheduler in SCHEDULERS:
+        raise GpusimError(f"--dask-scheduler is the Dask scheduler's address (tcp://HOST:PORT); for the warp "
+                          f"scheduler policy use --warp-scheduler {args.dask_scheduler}")
+    if args.dask_scheduler is not None and args.jobs is not None:
+        raise GpusimError("--jobs sets local workers; with --dask-scheduler the cluster's workers run the points")
+    if args.dask_scheduler is not None:
+        return DaskExecutor(args.dask_scheduler)
     if args.dask:
         return DaskExecutor(workers=args.jobs)
     return LocalExecutor(args.jobs)
@@ -80,13 +81,14 @@ def _jsonable(obj):
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
-def parse_sets(items: list[str] | None) -> dict[str, object]:
-    """`--set n=1024 --set block=128` -> {'n': 1024, 'block': 128} (ints, floats or strings)."""
+def parse_sets(items: list[str] | None, flag: str = "--set") -> dict[str, object]:
+    """`--set n=1024 --set block=128` -> {'n': 1024, 'block': 128} (ints, floats or strings); `flag`
+    names the option in an error."""
     out: dict[str, object] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise GpusimError(f"--set {item!r}: expected KEY=VALUE")
+            raise GpusimError(f"{flag} {item!r}: expected KEY=VALUE")
         out[key.strip()] = _number(value.strip())
     return out
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from gpusim.cli.args import add_output
+from gpusim.cli.args import add_config, add_config_set, add_json, add_renamed
 from gpusim.cli.common import emit_json, parse_sets
 from gpusim.config import builtin_configs, load_config
 
@@ -13,12 +13,11 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("info", help="show a hardware configuration and derived figures",
                               description="Show a hardware configuration and its derived figures "
                                           "(peak GFLOP/s, bandwidths, limits).")
-    p.add_argument("--config", "-c", default="a100", help="built-in name or YAML path (default a100)")
-    p.add_argument("--set", action="append", metavar="FIELD=VALUE", dest="sets",
-                   help="override a field, e.g. --set chip.sm_count=54 (repeatable)")
+    add_config(p)
+    add_config_set(p)
     p.add_argument("--list", action="store_true", help="list the built-in configurations and exit")
-    add_output(p, "--json", nargs="?", const="-", metavar="DEST",
-                   help="write {config, derived} as JSON to DEST ('-' or no value: stdout)")
+    add_json(p, help="write {config, derived} as JSON to FILE ('-' or no FILE: stdout)")
+    add_renamed(p, "--set")
     p.set_defaults(func=run)
 
 
@@ -31,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
         for item in (_summary(n) for n in names):
             print(f"{item['name']:<12} {item['description']}")
         return 0
-    cfg = load_config(args.config, overrides=parse_sets(args.sets))
+    cfg = load_config(args.config, overrides=parse_sets(args.config_sets, "--config-set"))
     derived = cfg.derived()
     if args.json is not None:
         emit_json({"config": cfg.to_dict(), "hash": cfg.hash(), "derived": derived}, args.json)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from gpusim.analysis import occupancy
-from gpusim.cli.args import add_output, integer
+from gpusim.cli.args import add_config, add_config_set, add_json, add_output, add_params, add_renamed, integer
 from gpusim.cli.common import emit_json, parse_sets
 from gpusim.config import load_config
 from gpusim.errors import GpusimError
@@ -15,32 +15,30 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("occupancy", help="theoretical occupancy (CUDA Occupancy Calculator rules)",
                               description="Blocks and warps resident per SM for a block size, registers "
                                           "per thread and shared memory per block, and what limits them.")
-    p.add_argument("--config", "-c", default="a100", help="built-in name or YAML path (default a100)")
-    p.add_argument("--set", action="append", metavar="FIELD=VALUE", dest="sets",
-                   help="override a config field (repeatable)")
+    add_config(p)
+    add_config_set(p)
     p.add_argument("--workload", "-w", default=None,
                    help="take block size, registers and shared memory from a workload's kernel and launch")
-    p.add_argument("--param", action="append", metavar="PARAM=VALUE", dest="params",
-                   help="workload size parameter (with --workload)")
+    add_params(p, help="a workload parameter (with --workload), e.g. --set n=4096 (repeatable)")
     p.add_argument("--block-size", "-b", type=integer(1), default=None, help="threads per block")
     p.add_argument("--regs", "-r", type=integer(0), default=0, help="registers per thread (0: no limit)")
     p.add_argument("--smem", "-s", type=integer(0), default=0, help="shared memory per block, bytes")
     p.add_argument("--carveout", type=integer(0), default=None, metavar="BYTES",
                    help="shared-memory carve-out to assume (default: the largest)")
-    add_output(p, "--json", nargs="?", const="-", metavar="DEST",
-                   help="write the result as JSON to DEST ('-' or no value: stdout)")
+    add_json(p)
+    add_renamed(p, "--param")
     add_output(p, "--plot", kind="image", metavar="FILE", default=None,
                    help="also draw the occupancy calculator's three charts to FILE (.png or .svg)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    cfg = load_config(args.config, overrides=parse_sets(args.sets))
+    cfg = load_config(args.config, overrides=parse_sets(args.config_sets, "--config-set"))
     if args.workload:
         from gpusim.workloads import load_workload
 
         wl = load_workload(args.workload)
-        launch = wl.launch(wl.params(parse_sets(args.params)))
+        launch = wl.launch(wl.params(parse_sets(args.sets)))
         block = args.block_size or launch.threads_per_block
         regs = args.regs or wl.program.regs_per_thread
         smem = args.smem or wl.program.shared_bytes

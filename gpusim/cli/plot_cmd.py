@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from gpusim.cli.args import add_output
+from gpusim.cli.args import add_config, add_config_set, add_output
 from gpusim.cli.common import parse_sets
 from gpusim.config import load_config
 from gpusim.errors import GpusimError
@@ -28,10 +28,8 @@ def register(subparsers) -> None:
                         "bytes alone, or over the workload's bytes_moved")
     p.add_argument("--stall-scale", default="cycles", metavar="cycles|pct",
                    help="stalls: warp-cycles per issued instruction (default) or % of warp-cycles")
-    p.add_argument("--config", "-c", default=None,
-                   help="the config the inputs ran on (default: the one each names, checked by hash)")
-    p.add_argument("--config-set", action="append", metavar="FIELD=VALUE", dest="config_sets",
-                   help="override a field of --config (repeatable)")
+    add_config(p, default=None, help="the config the inputs ran on (default: the one each names, checked by hash)")
+    add_config_set(p, help="override a field of --config (repeatable)")
     p.set_defaults(func=run)
 
 

@@ -8,7 +8,7 @@ import argparse
 import dataclasses
 import json
 
-from gpusim.cli.args import add_output, integer, integers
+from gpusim.cli.args import add_config, add_output, add_params, add_quiet, integer, integers
 from gpusim.cli.common import emit_json, emit_text, parse_sets, stdout_taken
 from gpusim.config import load_config
 from gpusim.errors import GpusimError
@@ -26,19 +26,17 @@ def register(subparsers) -> None:
                                           "communication and overlap.")
     p.add_argument("program", help=f"program YAML file, a shipped program's name (see `gpusim list`), or "
                                    f"{TRANSFORMER}")
-    p.add_argument("--config", "-c", default=None,
-                   help=f"config (default a100); for {TRANSFORMER} comma-separated systems "
-                        "(default dgx_a100,a100x8_pcie)")
+    add_config(p, default=None, several=True,
+               help=f"config (default a100); for {TRANSFORMER} comma-separated systems (default dgx_a100,a100x8_pcie)")
     p.add_argument("--gpus", type=integers(1, 1024), default="1,2,4,8",
                    help=f"{TRANSFORMER}: GPU counts (default 1,2,4,8)")
-    p.add_argument("--set", action="append", metavar="FIELD=VALUE", dest="sets",
-                   help=f"{TRANSFORMER}: tokens, hidden or ffn_hidden (default 2048, 512, 2048)")
+    add_params(p, help=f"{TRANSFORMER}: tokens, hidden or ffn_hidden (default 2048, 512, 2048)")
     p.add_argument("--chunks", type=integer(1), default=1,
                    help=f"{TRANSFORMER}: token chunks on alternate streams, to overlap all-reduce with compute")
     add_output(p, "--json", nargs="?", const="-", metavar="FILE", help="write the report as JSON ('-': stdout)")
     add_output(p, "--trace", metavar="FILE", help="write a Chrome/Perfetto trace ('-': stdout; for "
                                                    f"{TRANSFORMER}: of the first config at the most GPUs)")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
+    add_quiet(p)
     p.set_defaults(func=run)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from gpusim.cli.args import integer
+from gpusim.cli.args import add_config, add_params, integer
 from gpusim.cli.common import parse_sets
 from gpusim.errors import GpusimError
 
@@ -19,9 +19,8 @@ def register(subparsers) -> None:
                                           "branch, POP where the paths reconverge) and the lane values of the "
                                           "registers written (or those --reg names). See docs/isa.md.")
     p.add_argument("workload", help="workload name (see `gpusim list`) or folder")
-    p.add_argument("--config", "-c", default="a100", help="built-in config name or YAML path (default a100)")
-    p.add_argument("--set", action="append", metavar="PARAM=VALUE", dest="sets",
-                   help="workload parameter (repeatable), e.g. --set n=64")
+    add_config(p)
+    add_params(p, help="a workload parameter, e.g. --set n=64 (repeatable)")
     p.add_argument("--block", type=integer(0), default=0, metavar="N", help="the block to run (default 0)")
     p.add_argument("--warps", metavar="W[,W...]", help="show only these warps of the block (default all)")
     p.add_argument("--reg", metavar="NAME[,NAME...]",

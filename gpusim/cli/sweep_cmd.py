@@ -7,7 +7,18 @@ import argparse
 import sys
 import warnings
 
-from gpusim.cli.args import add_output, integer, number
+from gpusim.cli.args import (
+    add_config,
+    add_config_set,
+    add_csv,
+    add_json,
+    add_output,
+    add_params,
+    add_quiet,
+    add_renamed,
+    integer,
+    number,
+)
 from gpusim.cli.common import add_executor_args, emit_text, make_executor, stdout_taken
 from gpusim.errors import GpusimError
 from gpusim.stats.simulate import SCHEDULERS
@@ -19,21 +30,18 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "sweep", help="simulate a workload over launch configurations, configs and config overrides",
         description="Simulate WORKLOAD at every combination of the values given (--block, --grid, --set, "
-                    "--config, --config-override, --warp-scheduler), in parallel, verifying each against numpy; "
+                    "--config, --config-set, --warp-scheduler), in parallel, verifying each against numpy; "
                     "print one line per point and the best point (fewest cycles) of each problem size with the "
                     "evidence and the points tied with it, and write the table (one row per point, every metric) "
                     "as CSV or JSON. Points simulated before are read from the cache. Exit status 1 when a point "
                     "failed (its row says why). See docs/sweep.md.")
     p.add_argument("workload", help="workload name (see `gpusim list`) or folder")
-    p.add_argument("--config", "-c", default="a100", metavar="NAME[,NAME...]",
-                   help="built-in config names or YAML paths, comma-separated (default a100)")
+    add_config(p, several=True)
     p.add_argument("--block", metavar="N[,N...]", help="values of the workload's `block` parameter, e.g. 64,128,256")
     p.add_argument("--grid", metavar="N[,N...]", help="values of the workload's `grid` parameter")
-    p.add_argument("--set", action="append", metavar="PARAM=V[,V...]", dest="sets",
-                   help="a workload parameter: one value fixes it, a comma list sweeps it (repeatable)")
-    p.add_argument("--config-override", action="append", metavar="FIELD=V[,V...]", dest="overrides",
-                   help="config field values to sweep, a dotted field or a unique leaf name: sm_count=54,108 "
-                        "(repeatable)")
+    add_params(p, lists=True, help="a workload parameter: one value fixes it, a comma list sweeps it (repeatable)")
+    add_config_set(p, lists=True, help="a config field: one value fixes it, a comma list sweeps it; a dotted field "
+                                       "or a unique leaf name: sm_count=54,108 (repeatable)")
     p.add_argument("--warp-scheduler", metavar="POLICY[,POLICY...]",
                    help=f"warp scheduler policies ({', '.join(SCHEDULERS)}; default: the config's)")
     p.add_argument("--seed", type=integer(0), default=0, help="seed of the input generator (default 0)")
@@ -45,9 +53,10 @@ def register(subparsers) -> None:
     add_output(p, "--cache-dir", kind="folder", metavar="DIR",
                    help="result cache folder (default $GPUSIM_CACHE_DIR or ~/.cache/gpusim)")
     p.add_argument("--no-cache", action="store_true", help="simulate every point; read and write no cache")
-    add_output(p, "--csv", metavar="FILE", help="write the table as CSV to FILE ('-': stdout)")
-    add_output(p, "--json", metavar="FILE", help="write the table as JSON to FILE ('-': stdout)")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    add_csv(p)
+    add_json(p, help="write the table as JSON to FILE ('-' or no FILE: stdout)")
+    add_quiet(p)
+    add_renamed(p, "--config-override")
     p.set_defaults(func=run)
 
 
@@ -64,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
             params[name] = values[0]
         else:
             grid[name] = values
-    overrides = dict(_assignment(item, "--config-override") for item in args.overrides or [])
+    overrides = dict(_assignment(item, "--config-set") for item in args.config_sets or [])
     policies = parse_values(args.warp_scheduler, "--warp-scheduler") if args.warp_scheduler else None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")

@@ -63,7 +63,7 @@ def test_info_json(capsys):
 
 def test_info_json_to_file_and_set(capsys, tmp_path):
     dest = tmp_path / "info.json"
-    status, out, _ = run(capsys, "info", "-c", "a100", "--set", "chip.sm_count=54", "--json", str(dest))
+    status, out, _ = run(capsys, "info", "-c", "a100", "--config-set", "chip.sm_count=54", "--json", str(dest))
     assert status == 0 and "3456" in out  # the text report still prints
     assert json.loads(dest.read_text())["derived"]["total_fp32_cores"] == 3456
 

@@ -93,7 +93,7 @@ def test_compile_an_onnx_model(tmp_path, capsys):
     (["x.py", "--dtype", "f16"], "--dtype applies to the built-in models (mlp2, attention)"),
     (["mlp2", "--shape", "x"], "--shape 'x': expected INPUT=D0,D1,... (integers)"),
     (["mlp2", "--config", "nosuch"], "nosuch"),
-    (["mlp2", "--scheduler", "tcp://h:1", "--jobs", "2"], "--jobs sets local workers; with --scheduler"),
+    (["mlp2", "--dask-scheduler", "tcp://h:1", "--jobs", "2"], "--jobs sets local workers; with --dask-scheduler"),
 ])
 def test_compile_errors(capsys, args, message):
     assert main(["compile", *args]) == 2

@@ -48,7 +48,7 @@ def test_csv_to_stdout_prints_nothing_else(capsys):
 
 
 def test_overrides_configs_and_warp_schedulers(capsys):
-    assert main(BASE + ["--block", "128", "--config", "a100,gtx980", "--config-override", "sm_count=8,16",
+    assert main(BASE + ["--block", "128", "--config", "a100,gtx980", "--config-set", "sm_count=8,16",
                         "--warp-scheduler", "lrr,gto", "--no-cache", "--json", "-"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert len(d["points"]) == 8 and "override.chip.sm_count" in d["columns"]
@@ -60,13 +60,13 @@ def test_overrides_configs_and_warp_schedulers(capsys):
     (["sweep", "pointer_chase", "--block", "64"], "workload 'pointer_chase' has no parameter 'block'; its parameters: "
                                                   "footprint, stride, steps"),
     (["sweep", "saxpy", "--grid", "1,2"], "workload 'saxpy' has no parameter 'grid'; its parameters: n, block"),
-    (["sweep", "saxpy", "--config-override", "latency_ns=1"], "ambiguous config field: it may be pcie.latency_ns, "
-                                                              "nvlink.latency_ns"),
-    (["sweep", "saxpy", "--config-override", "sm_cnt=1"], "did you mean sm_count, chip.sm_count?"),
-    (["sweep", "saxpy", "--config-override", "sm_count"], "expected NAME=VALUE"),
+    (["sweep", "saxpy", "--config-set", "latency_ns=1"], "ambiguous config field: it may be pcie.latency_ns, "
+                                                         "nvlink.latency_ns"),
+    (["sweep", "saxpy", "--config-set", "sm_cnt=1"], "did you mean sm_count, chip.sm_count?"),
+    (["sweep", "saxpy", "--config-set", "sm_count"], "expected NAME=VALUE"),
     (["sweep", "saxpy", "--block", "64", "--set", "block=128"], "'block' is given twice"),
-    (["sweep", "saxpy", "--scheduler", "gto"], "use --warp-scheduler gto"),
-    (["sweep", "saxpy", "--scheduler", "tcp://h:1", "--jobs", "2"], "--jobs sets local workers"),
+    (["sweep", "saxpy", "--dask-scheduler", "gto"], "use --warp-scheduler gto"),
+    (["sweep", "saxpy", "--dask-scheduler", "tcp://h:1", "--jobs", "2"], "--jobs sets local workers"),
     (["sweep", "saxpy", "--warp-scheduler", "fifo"], "'fifo' is not one of lrr, gto, two_level"),
     (["sweep", "saxpy", "--config", "a100,nope"], "no built-in config or file named 'nope'"),
 ])

@@ -36,8 +36,8 @@ def test_a_distributed_sweep_gives_exactly_the_local_results(cluster):
 
 def test_the_cli_runs_on_a_scheduler_address(cluster, tmp_path, capsys):
     out = tmp_path / "s.csv"
-    assert main(["sweep", "saxpy", "--block", "64,128", "--set", "n=4096", "--scheduler", cluster.scheduler_address,
-                 "--no-cache", "--csv", str(out)]) == 0
+    assert main(["sweep", "saxpy", "--block", "64,128", "--set", "n=4096", "--dask-scheduler",
+                 cluster.scheduler_address, "--no-cache", "--csv", str(out)]) == 0
     assert "best" in capsys.readouterr().out and len(out.read_text().splitlines()) == 3
 
 
