@@ -8,6 +8,7 @@ a laptop's disk, an e-mail attachment or a CI artifact."""
 
 from __future__ import annotations
 
+import base64
 import html
 import io
 import re
@@ -43,7 +44,7 @@ td, th { padding: 0.22em 0.8em 0.22em 0; text-align: left; vertical-align: top; 
 th { color: #5a6573; font-weight: 600; } td.n { text-align: right; }
 .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(330px, 1fr)); gap: 0.4em 2em; }
 .charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(460px, 1fr)); gap: 0 1.5em; }
-figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; }
+figure { margin: 1em 0; } figure svg, figure img { max-width: 100%; height: auto; }
 figcaption { color: #5a6573; font-size: 0.9em; }
 .bar { display: inline-block; height: 0.75em; background: #4e79a7; vertical-align: middle; }
 pre.src { font: 12.5px/1.35 ui-monospace, Menlo, Consolas, monospace; overflow-x: auto; }
@@ -173,6 +174,17 @@ def _svg(fig: Figure) -> str:
     return re.sub(r"<metadata>.*?</metadata>\s*", "", text, flags=re.S)  # (matplotlib's RDF credits)
 
 
+def _png(fig: Figure) -> str:
+    """The figure as an inline PNG (a data: URI, nothing fetched): for charts of thousands of marks, whose
+    SVG would be megabytes."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    return f'<img alt="" src="data:image/png;base64,{base64.b64encode(buf.getvalue()).decode()}">'
+
+
+RASTER_ABOVE = 1000  # a timeline of more blocks than this is embedded as PNG, not SVG
+
+
 def _charts(r: dict[str, Any], cfg: Config) -> str:
     point = result_points([r])
     block, regs, smem = kernel_resources(r)
@@ -195,7 +207,8 @@ def _charts(r: dict[str, Any], cfg: Config) -> str:
         except GpusimError as exc:  # (a chart the result has no data for: said, not fatal)
             out.append(f"<p class=note>{_e(caption)}: not drawn ({_e(exc)})</p>")
             continue
-        out.append(f"<figure>{_svg(fig)}<figcaption>{_e(caption)}</figcaption></figure>")
+        big = caption.startswith("Blocks on SMs") and len(r.get("timeline") or []) > RASTER_ABOVE
+        out.append(f"<figure>{_png(fig) if big else _svg(fig)}<figcaption>{_e(caption)}</figcaption></figure>")
     return "<div class=charts>" + "\n".join(out) + "</div>"
 
 
