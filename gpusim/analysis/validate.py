@@ -21,7 +21,8 @@ from gpusim.data import data_dir
 from gpusim.errors import GpusimError
 
 DEFAULT_TOLERANCE_PCT = 15.0
-OPS = ("ffma", "fadd", "imad", "iadd", "popc", "dfma", "sin", "cos", "rsqrt", "ex2", "lg2", "rcp", "sqrt")
+OPS = ("ffma", "fadd", "imad", "iadd", "popc", "dfma", "sin", "cos", "rsqrt", "ex2", "lg2", "rcp", "sqrt", "shl", "xor",
+       "min", "cvt", "shfl")
 
 
 class ValidationDataError(GpusimError):
@@ -184,7 +185,8 @@ def measure(config: str, m: dict[str, Any], overrides: dict[str, Any] | None = N
         nocache = variant(**{"l1.caches_global_loads": False})
         words, grid = int(m["words"]), 8 * sms
         c1, c2 = (_cycles("l2_read", nocache, words=words, passes=p, grid=grid) for p in (1, 2))
-        return 4 * words / (c2 - c1)
+        per_cycle = 4 * words / (c2 - c1)
+        return per_cycle * cfg.chip.clock_mhz / 1000 if m.get("per_second") else per_cycle  # B/clk or GB/s
     if bench == "atomics":
         n = 4 * sms * 256
         spread = int(m["spread"]) or n

@@ -67,7 +67,7 @@ def test_every_reference_has_a_source_and_every_figure_a_bench():
     for config in ("a100", "gtx980", "h200"):
         refs = references(config)
         assert refs and all(src and value > 0 for _, value, src, _ in refs)
-    assert len(references("a100")) + len(references("gtx980")) >= 20
+    assert len(references("a100")) + len(references("gtx980")) >= 30
 
 
 def test_lookup_selects_list_items_by_fields():
