@@ -3,8 +3,8 @@ the stride/stream prefetcher has brought in ahead of time.
 
 Reuse by distance: an access to a line the same hardware thread touched before hits in the smallest
 private cache whose share holds the distinct lines touched in between. Their number is estimated as the
-accesses in between times the thread's distinct-lines-per-access ratio (exact for a stream, close for a
-loop nest), so no per-access stack is kept. SMT siblings share their core's L1 and L2 (each gets
+line accesses in between, at most the thread's distinct lines (exact for a stream and for a sweep over a
+footprint, high by the repeats in a loop nest), so no per-access stack is kept. SMT siblings share their core's L1 and L2 (each gets
 size / threads on the core), all threads share the LLC.
 
 First touches: caches start cold, as the GPU's do. The first touch of a line by any thread (the earliest
@@ -46,14 +46,12 @@ def classify(h, seq, pcs, line, *, threads_on_core, cpu, active_threads: int) ->
     # distinct lines per access, per thread
     order, same = _prev_same((h, line), (seq, line, h))
     H = int(h.max()) + 1
-    accesses = np.bincount(h, minlength=H)
     distinct = np.bincount(h[order][~same], minlength=H)
-    ratio = distinct / np.maximum(accesses, 1)
     reuse = np.zeros(n, dtype=bool)
     gap = np.zeros(n)
     cur, prev = order[1:][same[1:]], order[:-1][same[1:]]
     reuse[cur] = True
-    gap[cur] = (idx[cur] - idx[prev]) * ratio[h[cur]]
+    gap[cur] = np.minimum(idx[cur] - idx[prev], distinct[h[cur]])  # at most every line the thread touches
     share = threads_on_core[h]
     l1 = cpu.l1_bytes / lines_of / share
     l2 = cpu.l2_bytes / lines_of / share
