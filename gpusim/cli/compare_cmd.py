@@ -25,6 +25,8 @@ def register(subparsers) -> None:
     p.add_argument("--sizes", type=parse_range, default="1e2..1e8", metavar="LOW..HIGH",
                    help="size range (default 1e2..1e8)")
     p.add_argument("--per-decade", type=integer(1, 100), default=1, metavar="K", help="sizes per decade (default 1)")
+    p.add_argument("--size-param", default="n", metavar="NAME", help="the parameter swept (default n; e.g. paths)")
+    p.add_argument("--set", action="append", default=[], metavar="K=V", help="fix another parameter (repeatable)")
     p.add_argument("--include-transfers", action="store_true",
                    help="count copying the inputs to the GPU and the outputs back over PCIe")
     p.add_argument("--max-simulated", type=number(1, MAX_SIMULATED), default=2**18, metavar="N",
@@ -48,12 +50,22 @@ def parse_range(text: str) -> tuple[float, float]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpusim.analysis.compare import compare, log_sizes
+    from gpusim.analysis.compare import compare, log_sizes, multi_gpu_step
 
     sizes = log_sizes(*args.sizes, per_decade=args.per_decade)
     configs = [c.strip() for c in args.configs.split(",") if c.strip()]
+    if args.workload == "step":  # a data-parallel training step: NVLink vs PCIe (sizes: gradient bytes)
+        step = multi_gpu_step(configs, sizes)
+        emit_json(step.to_dict(), args.json)
+        if args.json != "-":
+            print(step.table())
+        return 0
+    fixed = {}
+    for item in args.set:
+        key, _, value = item.partition("=")
+        fixed[key.strip()] = float(value) if "." in value else int(value)
     result = compare(args.workload, configs, sizes, include_transfers=args.include_transfers,
-                     max_simulated=int(args.max_simulated))
+                     max_simulated=int(args.max_simulated), size=args.size_param, params=fixed)
     emit_json(result.to_dict(), args.json)
     if args.plot:
         from gpusim.plot.compare import compare_figure

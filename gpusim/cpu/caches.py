@@ -4,7 +4,8 @@ the stride/stream prefetcher has brought in ahead of time.
 Reuse by distance: an access to a line the same hardware thread touched before hits in the smallest
 private cache whose share holds the distinct lines touched in between. Their number is estimated as the
 line accesses in between, at most the thread's distinct lines (exact for a stream and for a sweep over a
-footprint, high by the repeats in a loop nest), so no per-access stack is kept. SMT siblings share their core's L1 and L2 (each gets
+footprint, high by the repeats in a loop nest); no per-access stack is kept.
+SMT siblings share their core's L1 and L2 (each gets
 size / threads on the core), all threads share the LLC.
 
 First touches: caches start cold, as the GPU's do. The first touch of a line by any thread (the earliest

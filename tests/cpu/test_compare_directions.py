@@ -1,6 +1,5 @@
 """`gpusim compare` gives the hardware's answers (issue 23): each test checks a comparison's direction."""
 
-import pytest
 
 from gpusim.analysis.compare import compare, log_sizes, multi_gpu_step
 
