@@ -35,7 +35,8 @@ import numpy as np
 from gpusim.analysis.kernel_cost import as_workload, blocks_per_wave, extrapolate, kernel_run
 from gpusim.config import load_config
 from gpusim.config.schema import Config
-from gpusim.cpu import simulate_cpu
+from gpusim.cpu import dram_bandwidth, simulate_cpu
+from gpusim.cpu.core import dram_bytes
 from gpusim.errors import GpusimError
 from gpusim.system import Collective, CopyD2H, CopyH2D, Kernel, Program, run_program
 from gpusim.workloads.loader import Workload
@@ -197,15 +198,16 @@ class _Design:
     def _blocks(self, n: int) -> int:
         return self.wl.launch(self._at(n)).num_blocks
 
-    def _run(self, n: int) -> tuple[float, int, int, float, str]:
-        """(cycles, blocks, warp instructions, blocks per wave, bound) of one simulated size."""
+    def _run(self, n: int) -> tuple[float, int, int, float, str, Any]:
+        """(cycles, blocks, warp instructions, blocks per wave, bound, the CPU model's result or None) of one
+        simulated size."""
         if self.cfg.cpu is not None:
             r = simulate_cpu(self.wl, self.cfg, **self._at(n))
             bound = "chain" if r.breakdown["chain"] >= 0.5 * r.cycles else r.bound
             return (r.seconds * self.cfg.chip.clock_mhz * 1e6, r.blocks, r.instructions,
-                    self.cfg.cpu.cores * self.cfg.cpu.smt_threads, bound)
+                    self.cfg.cpu.cores * self.cfg.cpu.smt_threads, bound, r)
         r = kernel_run(self.wl, self.cfg, **self._at(n))
-        return r.cycles, r.blocks, r.warp_instructions, r.blocks_per_wave, "gpu"
+        return r.cycles, r.blocks, r.warp_instructions, r.blocks_per_wave, "gpu", None
 
     def simt_efficiency(self, n: int) -> float:
         from gpusim.stats.simulate import simulate
@@ -215,16 +217,32 @@ class _Design:
     def cycles(self, n: int) -> tuple[float, float, bool, str]:
         """(cycles, waves, extrapolated, bound) of the kernel at size n."""
         if n <= self.max_simulated:
-            cycles, blocks, _, per_wave, bound = self._run(n)
+            cycles, blocks, _, per_wave, bound, _ = self._run(n)
             return cycles, blocks / per_wave, False, bound
         lo, hi = (self._run(a) for a in (self.anchor // 2, self.anchor))
         per_block = [r[2] / r[1] for r in (lo, hi)]
-        if abs(per_block[1] - per_block[0]) > SAME_WORK * per_block[1]:
+        if lo[1] == hi[1] or abs(per_block[1] - per_block[0]) > SAME_WORK * per_block[1]:
             raise GpusimError(f"{self.wl.name}: its warp instructions per block change with n ({per_block[0]:.1f} "
-                              f"at n={self.anchor // 2}, {per_block[1]:.1f} at n={self.anchor}), so its time cannot "
-                              f"be extrapolated in waves; keep the sizes within {self.max_simulated:,}")
+                              f"at n={self.anchor // 2}, {per_block[1]:.1f} at n={self.anchor}; {lo[1]} and {hi[1]} "
+                              f"blocks), so its time cannot be extrapolated in waves; keep the sizes within "
+                              f"{self.max_simulated:,}")
         blocks = self._blocks(n)
-        return extrapolate(blocks, lo[1], lo[0], hi[1], hi[0]), blocks / hi[3], True, hi[4]
+        waves = blocks / hi[3]
+        if hi[5] is None:
+            return extrapolate(blocks, lo[1], lo[0], hi[1], hi[0]), waves, True, hi[4]
+        return self._cpu_line(blocks, lo, hi), waves, True, hi[4]
+
+    def _cpu_line(self, blocks: int, lo: tuple, hi: tuple) -> float:
+        """A CPU's cycles past the anchors: its cores' time and its DRAM traffic each on the line in blocks,
+        the written lines counted again once the footprint outgrows the LLC (as the model counts them)."""
+        a, b = lo[5], hi[5]
+
+        def line(field: str) -> float:
+            return max(0.0, extrapolate(blocks, lo[1], getattr(a, field), hi[1], getattr(b, field)))
+
+        cpu = self.cfg.cpu
+        dram = dram_bytes(cpu, line("dram_read_bytes"), line("written_bytes"), line("footprint_bytes"))
+        return max(line("core_seconds"), dram / dram_bandwidth(cpu)) * self.cfg.chip.clock_mhz * 1e6
 
     def point(self, n: int) -> ComparePoint:
         cycles, waves, extrapolated, bound = self.cycles(n)

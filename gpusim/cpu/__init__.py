@@ -2,6 +2,6 @@
 predictor and DRAM channels, timed by interval simulation over the functional executor's per-SIMD-group
 streams (docs/cpu.md). It never imports gpusim.timing."""
 
-from gpusim.cpu.model import CpuResult, cpu_spec, simulate_cpu
+from gpusim.cpu.model import CpuResult, cpu_spec, dram_bandwidth, simulate_cpu
 
-__all__ = ["CpuResult", "cpu_spec", "simulate_cpu"]
+__all__ = ["CpuResult", "cpu_spec", "dram_bandwidth", "simulate_cpu"]

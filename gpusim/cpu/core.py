@@ -82,20 +82,22 @@ def core_cycles(parts: dict[str, np.ndarray], trace) -> np.ndarray:
     return np.maximum.reduce([longest, shared, fills])
 
 
-def dram_bytes(cpu, trace, level) -> float:
-    """Lines read from DRAM, and the written lines written back when the kernel's lines outgrow the LLC
-    (a write-back LLC keeps smaller dirty footprints)."""
+def dram_traffic(cpu, trace, level) -> tuple[float, float, float]:
+    """(bytes read from DRAM, bytes of lines written, bytes of distinct lines touched). Reads are the
+    accesses served by DRAM (write-allocate fills of store misses included); the written lines go back to
+    DRAM when the footprint outgrows the LLC (a write-back LLC keeps smaller dirty footprints)."""
     if not trace.lines:
-        return 0.0
+        return 0.0, 0.0, 0.0
     line = np.concatenate([a[3] for a in trace.lines])
     store = np.concatenate([a[4] for a in trace.lines])
-    reads = int((level == DRAM).sum())
-    footprint = np.unique(line).size
     written = np.unique(line[store]).size if store.any() else 0
-    stores_of_loaded = 0
-    if footprint * cpu.line_bytes > cpu.llc_bytes:
-        stores_of_loaded = written
-    return float((reads + stores_of_loaded) * cpu.line_bytes)
+    b = cpu.line_bytes
+    return float((level == DRAM).sum() * b), float(written * b), float(np.unique(line).size * b)
 
 
-__all__ = ["DRAM", "INT", "L1", "L2", "LLC", "core_cycles", "dram_bytes", "latencies", "thread_cycles"]
+def dram_bytes(cpu, reads: float, written: float, footprint: float) -> float:
+    """DRAM traffic: the reads, and the written lines once the footprint outgrows the LLC."""
+    return reads + (written if footprint > cpu.llc_bytes else 0.0)
+
+
+__all__ = ["DRAM", "INT", "L1", "L2", "LLC", "core_cycles", "dram_bytes", "dram_traffic", "latencies", "thread_cycles"]

@@ -35,6 +35,9 @@ class CpuResult:
     core_seconds: float
     dram_seconds: float
     dram_bytes: float
+    dram_read_bytes: float  # lines DRAM served (fills of store misses included)
+    written_bytes: float  # distinct lines written
+    footprint_bytes: float  # distinct lines touched
     instructions: int
     blocks: int
     threads_used: int
@@ -50,6 +53,11 @@ class CpuResult:
 
 
 _RUNS: dict[tuple, CpuResult] = {}
+
+
+def dram_bandwidth(cpu) -> float:
+    """Sustained DRAM bytes per second: the channels' peak times the streaming efficiency."""
+    return cpu.dram_channels * cpu.dram_channel_gbps * 1e9 * cpu.dram_efficiency
 
 
 def cpu_spec(cfg: Config):
@@ -101,11 +109,13 @@ def _time(cfg: Config, name: str, params: dict, trace: Trace, blocks: int) -> Cp
     parts = core.thread_cycles(cpu, trace, level, prefetched, missed, lat)
     cycles = float(core.core_cycles(parts, trace).max())
     clock = cfg.chip.clock_mhz * 1e6
-    dbytes = core.dram_bytes(cpu, trace, level)
-    dram_s = dbytes / (cpu.dram_channels * cpu.dram_channel_gbps * 1e9 * cpu.dram_efficiency)
+    reads, written, footprint = core.dram_traffic(cpu, trace, level)
+    dbytes = core.dram_bytes(cpu, reads, written, footprint)
+    dram_s = dbytes / dram_bandwidth(cpu)
     core_s = cycles / clock
     counts = np.bincount(level, minlength=4) if level.size else np.zeros(4, dtype=np.int64)
-    return CpuResult(cfg.name, name, dict(params), cycles, max(core_s, dram_s), core_s, dram_s, dbytes,
+    return CpuResult(cfg.name, name, dict(params), cycles, max(core_s, dram_s), core_s, dram_s, dbytes, reads, written,
+                     footprint,
                      int(trace.instructions.sum()), blocks, int(active), int(missed.sum()),
                      dict(zip(("l1", "l2", "llc", "dram"), (int(x) for x in counts), strict=True)),
                      int(prefetched.sum()),
