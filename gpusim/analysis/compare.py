@@ -27,7 +27,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -93,6 +93,7 @@ class Comparison:
     size_name: str = SIZE
     params: tuple[tuple[str, Any], ...] = ()
     simt_efficiency: tuple[tuple[int, float], ...] = ()  # per size, the GPU warp's active-lane share
+    warp_sizes: dict[str, int] = field(default_factory=dict)  # per config: lanes of a warp or SIMD group
 
     def series(self, config: str) -> list[ComparePoint]:
         return [p for p in self.points if p.config == config]
@@ -127,7 +128,8 @@ class Comparison:
                 p = next(q for q in self.series(c) if q.size == size)
                 cells.append(f"{'~' if p.extrapolated else ''}{p.seconds * 1e6:,.2f} us {p.throughput:9.3g}/s")
             lines.append(f"{size:>12,} " + " ".join(f"{cell:>{width}}" for cell in cells))
-        lines.append("latency of one element: " + ", ".join(f"{p.config} {p.seconds * 1e6:,.3f} us"
+        one = "one element" if self.size_name == SIZE else f"{self.size_name} = 1"
+        lines.append(f"latency of {one}: " + ", ".join(f"{p.config} {p.seconds * 1e6:,.3f} us"
                                                          for p in self.latency))
         for c in self.crossovers:
             lines.append(f"crossover at {self.size_name} = {c.size:,.0f}: {c.faster_below} faster below, "
@@ -169,7 +171,8 @@ def compare(workload: Workload | str, configs: Sequence[str | Config], sizes: Se
             simt = tuple((n, design.simt_efficiency(n)) for n in sizes if n <= max_simulated)
     names = tuple(c.name for c in cfgs)
     return Comparison(wl.name, names, sizes, include_transfers, max_simulated, tuple(points), tuple(latency),
-                      tuple(_crossovers(points, names, sizes)), size, tuple(sorted(fixed.items())), simt)
+                      tuple(_crossovers(points, names, sizes)), size, tuple(sorted(fixed.items())), simt,
+                      {c.name: c.sm.warp_size for c in cfgs})
 
 
 class _Design:
@@ -333,13 +336,14 @@ def explain(c: Comparison) -> str:
                 out.append(f"{g} is faster than {cpu} {where} ({lead:.3g}x): {cause}.")
     if c.simt_efficiency and gpus and cpus:
         g, cpu = gpus[0], cpus[0]
-        leads = [at[(cpu, n)].seconds / at[(g, n)].seconds for n in c.sizes]
+        leads = [at[(cpu, n)].kernel_seconds / at[(g, n)].kernel_seconds for n in c.sizes]
         eff = dict(c.simt_efficiency)
         out.append(f"Divergence: as {c.size_name} goes from {small:,} to {big:,}, {g}'s SIMT efficiency falls from "
                    f"{eff.get(small, float('nan')):.0%} to {eff.get(big, float('nan')):.0%} and its lead over "
-                   f"{cpu} from {leads[0]:.3g}x to {leads[-1]:.3g}x: a 32-lane warp runs every path its lanes "
-                   f"take, an 8-lane SIMD group fewer, and the CPU's branch predictor pays only for "
-                   f"mispredictions.")
+                   f"{cpu} in kernel time (launches aside) from {leads[0]:.3g}x to {leads[-1]:.3g}x: a "
+                   f"warp of {c.warp_sizes.get(g, 32)} lanes runs every path its lanes take, a SIMD group of "
+                   f"{c.warp_sizes.get(cpu, 8)} at most that many, and the CPU's branch predictor charges "
+                   f"only its mispredictions.")
     return " ".join(out) or "one design only: nothing to compare"
 
 

@@ -19,7 +19,9 @@ def register(subparsers) -> None:
                                           "throughput, the latency of one element, and the sizes where one design "
                                           "overtakes another. Sizes past --max-simulated are extrapolated "
                                           "linearly in waves and marked (docs/system.md).")
-    p.add_argument("workload", help="a workload with a size parameter n (saxpy, vecadd, stream_copy, ...)")
+    p.add_argument("workload", help="a workload with a size parameter n (saxpy, vecadd, embedding, chase, "
+                                    "matmul_tiled, ...), or 'step': a data-parallel multi-GPU step whose sizes "
+                                    "are gradient bytes (--configs dgx_a100,a100x8_pcie)")
     p.add_argument("--configs", default="cpu_8core,gtx980,a100", help="comma-separated designs "
                                                                       "(default cpu_8core,gtx980,a100)")
     p.add_argument("--sizes", type=parse_range, default="1e2..1e8", metavar="LOW..HIGH",
@@ -57,6 +59,11 @@ def run(args: argparse.Namespace) -> int:
     if args.workload == "step":  # a data-parallel training step: NVLink vs PCIe (sizes: gradient bytes)
         step = multi_gpu_step(configs, sizes)
         emit_json(step.to_dict(), args.json)
+        if args.plot:
+            from gpusim.plot.compare import step_figure
+            from gpusim.plot.io import save_figure
+
+            save_figure(step_figure(step), args.plot)
         if args.json != "-":
             print(step.table())
         return 0

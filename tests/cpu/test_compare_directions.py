@@ -61,3 +61,14 @@ def test_multi_gpu_step_nvlink_beats_pcie():
         assert nv.seconds < pc.seconds / 2
         assert pc.copy_seconds > 0.5 * pc.seconds > nv.copy_seconds
     assert "The bus" in s.explain()
+
+
+def test_step_figure_reads_back():
+    from gpusim.plot.compare import step_figure
+
+    s = multi_gpu_step(["dgx_a100", "a100x8_pcie"], [1 << 20, 64 << 20])
+    ax = step_figure(s).axes[0]
+    lines = {line.get_gid(): line for line in ax.get_lines()}
+    for c in s.configs:
+        assert list(lines[f"step:{c}"].get_ydata()) == [p.seconds for p in s.series(c)]
+        assert list(lines[f"communication:{c}"].get_ydata()) == [p.copy_seconds for p in s.series(c)]

@@ -109,3 +109,13 @@ def test_figure_reads_back(plain):
     assert [b.get_height() for b in bars.patches] == [pytest.approx(p.seconds * 1e6) for p in plain.latency]
     assert [t.get_text() for t in bars.get_xticklabels()] == CONFIGS
     assert "saxpy" in fig.get_suptitle() and bars.get_ylabel() == "time (us)"
+
+
+def test_figure_with_copies_draws_each_gpu_without_them_too(copied):
+    fig = compare_figure(copied)
+    times = fig.axes[0]
+    lines = {line.get_gid(): line for line in times.get_lines()}
+    assert list(lines["without_copies:a100"].get_ydata()) == [p.kernel_only_seconds for p in copied.series("a100")]
+    assert "without_copies:cpu_8core" not in lines  # host-resident: nothing to copy
+    note = " ".join(t.get_text() for t in fig.texts).replace("\n", " ")
+    assert "the bus" in note
