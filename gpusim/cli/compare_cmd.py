@@ -28,7 +28,8 @@ def register(subparsers) -> None:
                    help="size range (default 1e2..1e8)")
     p.add_argument("--per-decade", type=integer(1, 100), default=1, metavar="K", help="sizes per decade (default 1)")
     p.add_argument("--size-param", default="n", metavar="NAME", help="the parameter swept (default n; e.g. paths)")
-    p.add_argument("--set", action="append", default=[], metavar="K=V", help="fix another parameter (repeatable)")
+    p.add_argument("--set", action="append", default=[], type=parse_setting, metavar="K=V",
+                   help="fix another parameter (repeatable)")
     p.add_argument("--include-transfers", action="store_true",
                    help="count copying the inputs to the GPU and the outputs back over PCIe")
     p.add_argument("--max-simulated", type=number(1, MAX_SIMULATED), default=2**18, metavar="N",
@@ -51,6 +52,17 @@ def parse_range(text: str) -> tuple[float, float]:
     return bounds
 
 
+def parse_setting(text: str) -> tuple[str, int | float]:
+    """`n=65536` -> ('n', 65536); an argparse `type`."""
+    key, sep, value = text.partition("=")
+    try:
+        if not (sep and key.strip()):
+            raise ValueError
+        return key.strip(), float(value) if "." in value or "e" in value.lower() else int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=NUMBER, e.g. n=65536") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from gpusim.analysis.compare import compare, log_sizes, multi_gpu_step
 
@@ -67,10 +79,7 @@ def run(args: argparse.Namespace) -> int:
         if args.json != "-":
             print(step.table())
         return 0
-    fixed = {}
-    for item in args.set:
-        key, _, value = item.partition("=")
-        fixed[key.strip()] = float(value) if "." in value else int(value)
+    fixed = dict(args.set)
     result = compare(args.workload, configs, sizes, include_transfers=args.include_transfers,
                      max_simulated=int(args.max_simulated), size=args.size_param, params=fixed)
     emit_json(result.to_dict(), args.json)

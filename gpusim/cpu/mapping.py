@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from gpusim.cpu.kernel import CLASSES, FP64, GLOBAL, MEM, KernelInfo
+from gpusim.cpu.kernel import CLASSES, FP64, GLOBAL, KernelInfo
 from gpusim.functional.executor import ExecResult, Executor
 
 
@@ -133,4 +133,4 @@ def run_traced(trace_factory):
     return executor
 
 
-__all__ = ["MEM", "Trace", "run_traced"]
+__all__ = ["Trace", "run_traced"]
