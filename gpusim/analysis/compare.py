@@ -113,15 +113,13 @@ class Comparison:
                 "params": dict(self.params), "explanation": explain(self)}
 
     def table(self) -> str:
-        """Time (us) and throughput (elements/s) per size and design, the one-element latency and the
-        crossovers; `~` marks an extrapolated time."""
+        """Time (us) and throughput (elements/s) per size and design, the one-element latency, the
+        crossovers and the explanation; `~` marks an extrapolated time."""
         width = 24
-        head = f"{'n':>12} " + " ".join(f"{c:>{width}}" for c in self.configs)
+        head = f"{self.size_name:>12} " + " ".join(f"{c:>{width}}" for c in self.configs)
         transfers = "with" if self.include_transfers else "without"
         lines = [f"{self.workload}: time in us (~ extrapolated past {self.max_simulated:,} elements) and "
                  f"throughput, {transfers} host-device copies", head]
-        head = head.replace(f"{'n':>12}", f"{self.size_name:>12}")
-        lines[1] = head
         for size in self.sizes:
             cells = []
             for c in self.configs:
@@ -360,6 +358,7 @@ class StepComparison:
         return [p for p in self.points if p.config == config]
 
     def table(self) -> str:
+        """Each size's step time per node, its share in the all-reduce, and the explanation."""
         lines = [f"data-parallel step on {self.gpus} GPUs: compute, then an all-reduce of the gradients",
                  f"{'bytes':>14} " + " ".join(f"{c:>26}" for c in self.configs)]
         for n in self.sizes:
