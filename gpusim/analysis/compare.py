@@ -12,14 +12,22 @@ number of waves (blocks / blocks resident at once) from two anchor simulations, 
 simulated size and at half of it, each raised to at least one and two waves so that the line is the
 GPU's steady state, not its fill; such points are marked `extrapolated`. This holds for kernels whose
 work per block does not depend on n; another kernel is refused (its warp instructions per block differ
-between the anchors)."""
+between the anchors).
+
+A CPU config (one with a `cpu:` section: cpu_8core, cpu_64core) is timed by the CPU model
+(`gpusim.cpu`: out-of-order cores, SIMD, SMT, caches, prefetcher, branch predictor, DRAM channels), not by
+the GPU timing model; its extrapolated points follow the same line in blocks. Each point also carries its
+time without copies (`kernel_only_seconds`), so a chart shows both. `size` names the parameter swept
+(default `n`; the divergence study sweeps `paths` at a fixed n), `params` fixes the others.
+`explain()` says in one paragraph who wins and why (bus, bandwidth, latency, divergence);
+`multi_gpu_step` compares a data-parallel training step's all-reduce over NVLink and over PCIe."""
 
 from __future__ import annotations
 
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -27,8 +35,10 @@ import numpy as np
 from gpusim.analysis.kernel_cost import as_workload, blocks_per_wave, extrapolate, kernel_run
 from gpusim.config import load_config
 from gpusim.config.schema import Config
+from gpusim.cpu import dram_bandwidth, simulate_cpu
+from gpusim.cpu.core import dram_bytes
 from gpusim.errors import GpusimError
-from gpusim.system import CopyD2H, CopyH2D, Kernel, Program, run_program
+from gpusim.system import Collective, CopyD2H, CopyH2D, Kernel, Program, run_program
 from gpusim.workloads.loader import Workload
 
 SIZE = "n"
@@ -51,6 +61,8 @@ class ComparePoint:
     d2h_bytes: int
     waves: float
     extrapolated: bool
+    kernel_only_seconds: float = 0.0  # launch + kernel, without the copies
+    bound: str = ""  # what limits the kernel: dram, core, chain (CPU model); gpu (timing model)
 
     @property
     def throughput(self) -> float:
@@ -78,6 +90,10 @@ class Comparison:
     points: tuple[ComparePoint, ...]
     latency: tuple[ComparePoint, ...]
     crossovers: tuple[Crossover, ...]
+    size_name: str = SIZE
+    params: tuple[tuple[str, Any], ...] = ()
+    simt_efficiency: tuple[tuple[int, float], ...] = ()  # per size, the GPU warp's active-lane share
+    warp_sizes: dict[str, int] = field(default_factory=dict)  # per config: lanes of a warp or SIMD group
 
     def series(self, config: str) -> list[ComparePoint]:
         return [p for p in self.points if p.config == config]
@@ -93,13 +109,14 @@ class Comparison:
         return {"workload": self.workload, "configs": list(self.configs), "sizes": list(self.sizes),
                 "include_transfers": self.include_transfers, "max_simulated": self.max_simulated,
                 "points": [point(p) for p in self.points], "latency": [point(p) for p in self.latency],
-                "crossovers": [asdict(c) for c in self.crossovers]}
+                "crossovers": [asdict(c) for c in self.crossovers], "size_name": self.size_name,
+                "params": dict(self.params), "explanation": explain(self)}
 
     def table(self) -> str:
-        """Time (us) and throughput (elements/s) per size and design, the one-element latency and the
-        crossovers; `~` marks an extrapolated time."""
+        """Time (us) and throughput (elements/s) per size and design, the one-element latency, the
+        crossovers and the explanation; `~` marks an extrapolated time."""
         width = 24
-        head = f"{'n':>12} " + " ".join(f"{c:>{width}}" for c in self.configs)
+        head = f"{self.size_name:>12} " + " ".join(f"{c:>{width}}" for c in self.configs)
         transfers = "with" if self.include_transfers else "without"
         lines = [f"{self.workload}: time in us (~ extrapolated past {self.max_simulated:,} elements) and "
                  f"throughput, {transfers} host-device copies", head]
@@ -109,12 +126,15 @@ class Comparison:
                 p = next(q for q in self.series(c) if q.size == size)
                 cells.append(f"{'~' if p.extrapolated else ''}{p.seconds * 1e6:,.2f} us {p.throughput:9.3g}/s")
             lines.append(f"{size:>12,} " + " ".join(f"{cell:>{width}}" for cell in cells))
-        lines.append("latency of one element: " + ", ".join(f"{p.config} {p.seconds * 1e6:,.3f} us"
+        one = "one element" if self.size_name == SIZE else f"{self.size_name} = 1"
+        lines.append(f"latency of {one}: " + ", ".join(f"{p.config} {p.seconds * 1e6:,.3f} us"
                                                          for p in self.latency))
         for c in self.crossovers:
-            lines.append(f"crossover at n = {c.size:,.0f}: {c.faster_below} faster below, {c.faster_above} above")
+            lines.append(f"crossover at {self.size_name} = {c.size:,.0f}: {c.faster_below} faster below, "
+                         f"{c.faster_above} above")
         if not self.crossovers:
             lines.append("no crossover within the sizes")
+        lines.append(explain(self))
         return "\n".join(lines)
 
 
@@ -127,69 +147,122 @@ def log_sizes(low: float, high: float, per_decade: int = 1) -> list[int]:
 
 
 def compare(workload: Workload | str, configs: Sequence[str | Config], sizes: Sequence[int], *,
-            include_transfers: bool = False, max_simulated: int = 2**18) -> Comparison:
+            include_transfers: bool = False, max_simulated: int = 2**18, size: str = SIZE,
+            params: dict[str, Any] | None = None) -> Comparison:
     """Each size on each design (module docstring)."""
     wl = as_workload(workload)
-    if SIZE not in wl.defaults:
-        raise GpusimError(f"{wl.name} has no size parameter {SIZE!r} (parameters: {', '.join(wl.defaults)})")
+    if size not in wl.defaults:
+        raise GpusimError(f"{wl.name} has no size parameter {size!r} (parameters: {', '.join(wl.defaults)})")
+    fixed = dict(params or {})
+    unknown = sorted(set(fixed) - set(wl.defaults))
+    if unknown:
+        raise GpusimError(f"{wl.name} has no parameter {unknown[0]!r} (parameters: {', '.join(wl.defaults)})")
     cfgs = [c if isinstance(c, Config) else load_config(c) for c in configs]
     sizes = tuple(sorted(set(sizes)))
     points, latency = [], []
+    simt = ()
     for cfg in cfgs:
-        design = _Design(wl, cfg, include_transfers, max_simulated)
+        design = _Design(wl, cfg, include_transfers, max_simulated, size, fixed)
         points += [design.point(n) for n in sizes]
         latency.append(design.point(1))
+        if cfg.cpu is None and not simt and size != SIZE:  # a sweep of divergence (paths, k) at a fixed n
+            simt = tuple((n, design.simt_efficiency(n)) for n in sizes if n <= max_simulated)
     names = tuple(c.name for c in cfgs)
     return Comparison(wl.name, names, sizes, include_transfers, max_simulated, tuple(points), tuple(latency),
-                      tuple(_crossovers(points, names, sizes)))
+                      tuple(_crossovers(points, names, sizes)), size, tuple(sorted(fixed.items())), simt,
+                      {c.name: c.sm.warp_size for c in cfgs})
 
 
 class _Design:
-    """One config's points: simulated or extrapolated kernel cycles, run as a program with its copies."""
+    """One config's points: simulated or extrapolated kernel cycles (the GPU timing model, or the CPU model
+    for a config with a cpu: section), run as a program with its copies."""
 
-    def __init__(self, wl: Workload, cfg: Config, include_transfers: bool, max_simulated: int):
-        self.wl, self.cfg = wl, cfg
+    def __init__(self, wl: Workload, cfg: Config, include_transfers: bool, max_simulated: int, size: str = SIZE,
+                 fixed: dict[str, Any] | None = None):
+        self.wl, self.cfg, self.size = wl, cfg, size
         self.copies = include_transfers and not cfg.host.resident
         self.max_simulated = max_simulated
-        self.params = {}
+        self.params = dict(fixed or {})
         if "block" in wl.defaults:
-            self.params["block"] = min(int(wl.defaults["block"]), cfg.sm.max_threads_per_block)
-        per_wave = blocks_per_wave(wl, cfg, **self._at(1)) * wl.launch(self._at(1)).threads_per_block
-        self.anchor = max(max_simulated, 1 << math.ceil(math.log2(2 * per_wave)))
-        self.io = [_io_bytes(wl, self._at(n)) for n in IO_SIZES]
+            self.params["block"] = min(int(self.params.get("block", wl.defaults["block"])),
+                                       cfg.sm.max_threads_per_block)
+        if cfg.cpu is None:
+            per_wave = blocks_per_wave(wl, cfg, **self._at(1)) * wl.launch(self._at(1)).threads_per_block
+            self.anchor = max(max_simulated, 1 << math.ceil(math.log2(2 * per_wave)))
+        else:
+            self.anchor = max_simulated
+        self.io = [_io_bytes(wl, self._at(n)) for n in IO_SIZES] if size == SIZE else None
 
     def _at(self, n: int) -> dict[str, int]:
-        return {SIZE: n, **self.params}
+        return {**self.params, self.size: n}
 
     def _blocks(self, n: int) -> int:
         return self.wl.launch(self._at(n)).num_blocks
 
-    def cycles(self, n: int) -> tuple[float, float, bool]:
-        """(cycles, waves, extrapolated) of the kernel at size n."""
+    def _run(self, n: int) -> tuple[float, int, int, float, str, Any]:
+        """(cycles, blocks, warp instructions, blocks per wave, bound, the CPU model's result or None) of one
+        simulated size."""
+        if self.cfg.cpu is not None:
+            r = simulate_cpu(self.wl, self.cfg, **self._at(n))
+            bound = "chain" if r.breakdown["chain"] >= 0.5 * r.cycles else r.bound
+            return (r.seconds * self.cfg.chip.clock_mhz * 1e6, r.blocks, r.instructions,
+                    self.cfg.cpu.cores * self.cfg.cpu.smt_threads, bound, r)
+        r = kernel_run(self.wl, self.cfg, **self._at(n))
+        return r.cycles, r.blocks, r.warp_instructions, r.blocks_per_wave, "gpu", None
+
+    def simt_efficiency(self, n: int) -> float:
+        """Active lanes per issued warp instruction at size n (a functional run: no timing needed)."""
+        return float(self.wl.run(self._at(n), self.cfg).result.stats.simt_efficiency)
+
+    def cycles(self, n: int) -> tuple[float, float, bool, str]:
+        """(cycles, waves, extrapolated, bound) of the kernel at size n."""
         if n <= self.max_simulated:
-            run = kernel_run(self.wl, self.cfg, **self._at(n))
-            return run.cycles, run.waves, False
-        lo, hi = (kernel_run(self.wl, self.cfg, **self._at(a)) for a in (self.anchor // 2, self.anchor))
-        per_block = [r.warp_instructions / r.blocks for r in (lo, hi)]
-        if abs(per_block[1] - per_block[0]) > SAME_WORK * per_block[1]:
+            cycles, blocks, _, per_wave, bound, _ = self._run(n)
+            return cycles, blocks / per_wave, False, bound
+        lo, hi = (self._run(a) for a in (self.anchor // 2, self.anchor))
+        per_block = [r[2] / r[1] for r in (lo, hi)]
+        if lo[1] == hi[1] or abs(per_block[1] - per_block[0]) > SAME_WORK * per_block[1]:
             raise GpusimError(f"{self.wl.name}: its warp instructions per block change with n ({per_block[0]:.1f} "
-                              f"at n={self.anchor // 2}, {per_block[1]:.1f} at n={self.anchor}), so its time cannot "
-                              f"be extrapolated in waves; keep the sizes within {self.max_simulated:,}")
+                              f"at n={self.anchor // 2}, {per_block[1]:.1f} at n={self.anchor}; {lo[1]} and {hi[1]} "
+                              f"blocks), so its time cannot be extrapolated in waves; keep the sizes within "
+                              f"{self.max_simulated:,}")
         blocks = self._blocks(n)
-        return extrapolate(blocks, lo.blocks, lo.cycles, hi.blocks, hi.cycles), blocks / hi.blocks_per_wave, True
+        waves = blocks / hi[3]
+        if hi[5] is None:
+            return extrapolate(blocks, lo[1], lo[0], hi[1], hi[0]), waves, True, hi[4]
+        return self._cpu_line(blocks, lo, hi), waves, True, hi[4]
+
+    def _cpu_line(self, blocks: int, lo: tuple, hi: tuple) -> float:
+        """A CPU's cycles past the anchors: its cores' time and its DRAM traffic each on the line in blocks,
+        the written lines counted again once the footprint outgrows the LLC (as the model counts them)."""
+        a, b = lo[5], hi[5]
+
+        def line(field: str) -> float:
+            return max(0.0, extrapolate(blocks, lo[1], getattr(a, field), hi[1], getattr(b, field)))
+
+        cpu = self.cfg.cpu
+        dram = dram_bytes(cpu, line("dram_read_bytes"), line("written_bytes"), line("footprint_bytes"))
+        return max(line("core_seconds"), dram / dram_bandwidth(cpu)) * self.cfg.chip.clock_mhz * 1e6
 
     def point(self, n: int) -> ComparePoint:
-        cycles, waves, extrapolated = self.cycles(n)
-        (n0, (in0, out0)), (n1, (in1, out1)) = zip(IO_SIZES, self.io, strict=True)
-        h2d, d2h = (round(extrapolate(n, n0, a, n1, b)) for a, b in ((in0, in1), (out0, out1)))
-        ops = [Kernel(cycles=cycles, name=self.wl.name)]
+        cycles, waves, extrapolated, bound = self.cycles(n)
+        if self.io is None or n <= self.max_simulated:
+            h2d, d2h = _io_bytes(self.wl, self._at(n))
+        else:
+            (n0, (in0, out0)), (n1, (in1, out1)) = zip(IO_SIZES, self.io, strict=True)
+            h2d, d2h = (round(extrapolate(n, n0, a, n1, b)) for a, b in ((in0, in1), (out0, out1)))
+        kernel = [Kernel(cycles=cycles, name=self.wl.name)]
+        ops = list(kernel)
         if self.copies:
             ops = [CopyH2D(bytes=h2d, name="inputs")] * bool(h2d) + ops
             ops += [CopyD2H(bytes=d2h, name="outputs")] * bool(d2h)
         report = run_program(Program(tuple(ops), name=self.wl.name), self.cfg)
+        alone = run_program(Program(tuple(kernel), name=self.wl.name), self.cfg).seconds if self.copies \
+            else report.seconds
         busy = report.busy(0)
         return ComparePoint(self.cfg.name, n, report.seconds, busy["compute"], report.launch_overhead_seconds,
-                            busy["copy"], h2d if self.copies else 0, d2h if self.copies else 0, waves, extrapolated)
+                            busy["copy"], h2d if self.copies else 0, d2h if self.copies else 0, waves, extrapolated,
+                            alone, bound)
 
 
 def _io_bytes(wl: Workload, params: dict[str, int]) -> tuple[int, int]:
@@ -215,3 +288,119 @@ def _crossovers(points: Sequence[ComparePoint], names: Sequence[str], sizes: Seq
                 below, above = (a, b) if gap[i] < 0 else (b, a)
                 out.append(Crossover(below, above, x))
     return sorted(out, key=lambda c: c.size)
+
+
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:,.1f} us"
+
+
+def explain(c: Comparison) -> str:
+    """One paragraph: who is faster where, and the cause (bus, bandwidth, latency, divergence), read off
+    the points: the GPU's share of time in copies, the CPU model's bound, the SIMT efficiency."""
+    at = {(p.config, p.size): p for p in c.points}
+    cpus = [n for n in c.configs if at[(n, c.sizes[0])].bound in ("dram", "core", "chain")]
+    gpus = [n for n in c.configs if n not in cpus]
+    big, small = c.sizes[-1], c.sizes[0]
+    out = []
+    for g in gpus:
+        for cpu in cpus:
+            pg, pc = at[(g, big)], at[(cpu, big)]
+            cross = c.crossover(cpu, g)
+            lead = pc.seconds / pg.seconds
+            if lead < 1:
+                where = "at every size" if cross is None else f"up to {c.size_name} = {cross.size:,.0f}"
+                if pc.bound == "chain":
+                    cause = (f"latency: every load waits for the one before, and {cpu}'s caches and DRAM answer "
+                             f"in nanoseconds where {g}'s memory takes hundreds of its slower cycles")
+                elif c.include_transfers and pg.copy_seconds > 0.5 * pg.seconds:
+                    cause = (f"the bus: {g} spends {pg.copy_seconds / pg.seconds:.0%} of its {_us(pg.seconds)} "
+                             f"copying {pg.h2d_bytes + pg.d2h_bytes:,} bytes over PCIe, while {cpu} works in "
+                             f"host memory ({_us(pc.seconds)}, {pc.bound}-bound)")
+                else:
+                    cause = (f"launch and latency: {g}'s {_us(pg.launch_seconds)} launch and long memory latency "
+                             f"outweigh its width at these sizes")
+                out.append(f"{cpu} is faster than {g} {where} ({lead:.2g}x {g}'s time at {c.size_name} = "
+                           f"{big:,}): {cause}.")
+            else:
+                where = f"above {c.size_name} = {cross.size:,.0f}" if cross else "at every size"
+                copies = (f" even with {_us(pg.copy_seconds)} of PCIe copies" if c.include_transfers and pg.copy_seconds
+                          else "")
+                cause = (f"bandwidth and width: {g}'s thousands of lanes and its memory's bandwidth finish "
+                         f"{c.size_name} = {big:,} in {_us(pg.seconds)}{copies}, against {cpu}'s {_us(pc.seconds)} "
+                         f"({pc.bound}-bound)")
+                if at[(cpu, small)].seconds < at[(g, small)].seconds:
+                    cause += f"; below the crossover {cpu}'s {_us(at[(cpu, small)].launch_seconds)} dispatch wins"
+                out.append(f"{g} is faster than {cpu} {where} ({lead:.3g}x): {cause}.")
+    if c.simt_efficiency and gpus and cpus:
+        g, cpu = gpus[0], cpus[0]
+        leads = [at[(cpu, n)].kernel_seconds / at[(g, n)].kernel_seconds for n in c.sizes]
+        eff = dict(c.simt_efficiency)
+        out.append(f"Divergence: as {c.size_name} goes from {small:,} to {big:,}, {g}'s SIMT efficiency falls from "
+                   f"{eff.get(small, float('nan')):.0%} to {eff.get(big, float('nan')):.0%} and its lead over "
+                   f"{cpu} in kernel time (launches aside) from {leads[0]:.3g}x to {leads[-1]:.3g}x: a "
+                   f"warp of {c.warp_sizes.get(g, 32)} lanes runs every path its lanes take, a SIMD group of "
+                   f"{c.warp_sizes.get(cpu, 8)} at most that many, and the CPU's branch predictor charges "
+                   f"only its mispredictions.")
+    return " ".join(out) or "one design only: nothing to compare"
+
+
+@dataclass(frozen=True)
+class StepComparison:
+    """A data-parallel training step on each node: every GPU computes for `compute_seconds`, then the
+    gradients (`sizes`, bytes) are all-reduced over the node's interconnect."""
+
+    configs: tuple[str, ...]
+    sizes: tuple[int, ...]
+    gpus: int
+    points: tuple[ComparePoint, ...]
+
+    def series(self, config: str) -> list[ComparePoint]:
+        return [p for p in self.points if p.config == config]
+
+    def table(self) -> str:
+        """Each size's step time per node, its share in the all-reduce, and the explanation."""
+        lines = [f"data-parallel step on {self.gpus} GPUs: compute, then an all-reduce of the gradients",
+                 f"{'bytes':>14} " + " ".join(f"{c:>26}" for c in self.configs)]
+        for n in self.sizes:
+            cells = [next(p for p in self.series(c) if p.size == n) for c in self.configs]
+            lines.append(f"{n:>14,} " + " ".join(f"{_us(p.seconds):>13} ({p.copy_seconds / p.seconds:4.0%} comm)"
+                                                 for p in cells))
+        lines.append(self.explain())
+        return "\n".join(lines)
+
+    def explain(self) -> str:
+        fast, slow = sorted(self.configs, key=lambda c: self.series(c)[-1].seconds)[:1] + \
+            sorted(self.configs, key=lambda c: -self.series(c)[-1].seconds)[:1]
+        pf, ps = self.series(fast)[-1], self.series(slow)[-1]
+        return (f"The bus: at {self.sizes[-1]:,} bytes of gradients {fast} finishes the step in {_us(pf.seconds)}, "
+                f"{ps.seconds / pf.seconds:.3g}x faster than {slow} ({_us(ps.seconds)}), whose all-reduce takes "
+                f"{ps.copy_seconds / ps.seconds:.0%} of the step: over PCIe every ring hop crosses host memory, "
+                f"over NVLink it goes GPU to GPU.")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"configs": list(self.configs), "sizes": list(self.sizes), "gpus": self.gpus,
+                "points": [asdict(p) for p in self.points], "explanation": self.explain()}
+
+
+def multi_gpu_step(configs: Sequence[str | Config], sizes: Sequence[int], *, gpus: int = 8,
+                   flops_per_byte: float = 1024.0) -> StepComparison:
+    """Each node runs one step per gradient size S (bytes): a kernel of `flops_per_byte` x S flops on every
+    GPU at its fp32 peak (S/4 parameters, 6 flops each for 1024/6 tokens of forward and backward), then a
+    ring all-reduce of S bytes over all `gpus` GPUs, as NCCL would."""
+    cfgs = [c if isinstance(c, Config) else load_config(c) for c in configs]
+    points = []
+    for cfg in cfgs:
+        if cfg.system.gpus < gpus:
+            raise GpusimError(f"{cfg.name} has {cfg.system.gpus} GPUs; the step needs {gpus}")
+        clock = cfg.chip.clock_mhz * 1e6
+        for n in sorted(set(sizes)):
+            compute = flops_per_byte * n / (cfg.derived()["peak_fp32_gflops"] * 1e9)
+            ops = [Kernel(cycles=max(1, round(compute * clock)), gpu=g, name="compute")
+                   for g in range(gpus)]
+            ops.append(Collective(collective="all_reduce", bytes=int(n), gpus=tuple(range(gpus)), name="gradients"))
+            report = run_program(Program(tuple(ops), name="step"), cfg)
+            busy = report.busy(0)
+            points.append(ComparePoint(cfg.name, int(n), report.seconds, busy["compute"],
+                                       report.launch_overhead_seconds, busy["communication"], 0, 0, 1.0, False,
+                                       report.seconds - busy["communication"], "gpu"))
+    return StepComparison(tuple(c.name for c in cfgs), tuple(sorted(set(sizes))), gpus, tuple(points))

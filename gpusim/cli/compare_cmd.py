@@ -19,12 +19,17 @@ def register(subparsers) -> None:
                                           "throughput, the latency of one element, and the sizes where one design "
                                           "overtakes another. Sizes past --max-simulated are extrapolated "
                                           "linearly in waves and marked (docs/system.md).")
-    p.add_argument("workload", help="a workload with a size parameter n (saxpy, vecadd, stream_copy, ...)")
+    p.add_argument("workload", help="a workload with a size parameter n (saxpy, vecadd, embedding, chase, "
+                                    "matmul_tiled, ...), or 'step': a data-parallel multi-GPU step whose sizes "
+                                    "are gradient bytes (--configs dgx_a100,a100x8_pcie)")
     p.add_argument("--configs", default="cpu_8core,gtx980,a100", help="comma-separated designs "
                                                                       "(default cpu_8core,gtx980,a100)")
     p.add_argument("--sizes", type=parse_range, default="1e2..1e8", metavar="LOW..HIGH",
                    help="size range (default 1e2..1e8)")
     p.add_argument("--per-decade", type=integer(1, 100), default=1, metavar="K", help="sizes per decade (default 1)")
+    p.add_argument("--size-param", default="n", metavar="NAME", help="the parameter swept (default n; e.g. paths)")
+    p.add_argument("--set", action="append", default=[], type=parse_setting, metavar="K=V",
+                   help="fix another parameter (repeatable)")
     p.add_argument("--include-transfers", action="store_true",
                    help="count copying the inputs to the GPU and the outputs back over PCIe")
     p.add_argument("--max-simulated", type=number(1, MAX_SIMULATED), default=2**18, metavar="N",
@@ -47,13 +52,36 @@ def parse_range(text: str) -> tuple[float, float]:
     return bounds
 
 
+def parse_setting(text: str) -> tuple[str, int | float]:
+    """`n=65536` -> ('n', 65536); an argparse `type`."""
+    key, sep, value = text.partition("=")
+    try:
+        if not (sep and key.strip()):
+            raise ValueError
+        return key.strip(), float(value) if "." in value or "e" in value.lower() else int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=NUMBER, e.g. n=65536") from None
+
+
 def run(args: argparse.Namespace) -> int:
-    from gpusim.analysis.compare import compare, log_sizes
+    from gpusim.analysis.compare import compare, log_sizes, multi_gpu_step
 
     sizes = log_sizes(*args.sizes, per_decade=args.per_decade)
     configs = [c.strip() for c in args.configs.split(",") if c.strip()]
+    if args.workload == "step":  # a data-parallel training step: NVLink vs PCIe (sizes: gradient bytes)
+        step = multi_gpu_step(configs, sizes)
+        emit_json(step.to_dict(), args.json)
+        if args.plot:
+            from gpusim.plot.compare import step_figure
+            from gpusim.plot.io import save_figure
+
+            save_figure(step_figure(step), args.plot)
+        if args.json != "-":
+            print(step.table())
+        return 0
+    fixed = dict(args.set)
     result = compare(args.workload, configs, sizes, include_transfers=args.include_transfers,
-                     max_simulated=int(args.max_simulated))
+                     max_simulated=int(args.max_simulated), size=args.size_param, params=fixed)
     emit_json(result.to_dict(), args.json)
     if args.plot:
         from gpusim.plot.compare import compare_figure

@@ -375,6 +375,9 @@ def _value(tp: Any, f: dataclasses.Field, value: Any, path: str, where: Where) -
     meta = f.metadata
     if dataclasses.is_dataclass(tp):
         return tp(**_fields_of(tp, value, path, where))
+    optional = [a for a in typing.get_args(tp) if dataclasses.is_dataclass(a)]
+    if optional and type(None) in typing.get_args(tp):  # an optional section (cpu)
+        return None if value is None else _value(optional[0], f, value, path, where)
     origin = typing.get_origin(tp)
     if origin is not None and origin.__name__ == "Mapping":  # units, opcodes
         return _opcodes(value, path, where) if f.name == "opcodes" else _units(value, path, where)
@@ -556,5 +559,17 @@ def _check_consistency(cfg: Config, where: Where) -> None:
     if system.gpu_interconnect == "nvlink_ring" and nv.links % 2:
         fail("system.gpu_interconnect", f"nvlink_ring splits the links between two neighbours; "
                                         f"nvlink.links {nv.links} is odd")
+    cpu = cfg.cpu
+    if cpu is not None:
+        if cpu.simd_lanes != sm.warp_size:
+            fail("cpu.simd_lanes", f"{cpu.simd_lanes} must equal sm.warp_size {sm.warp_size}: a SIMD group "
+                                   f"runs one warp of the functional executor")
+        if cpu.cores != chip.sm_count:
+            fail("cpu.cores", f"{cpu.cores} must equal chip.sm_count {chip.sm_count}")
+        if not cpu.line_bytes <= cpu.l1_bytes <= cpu.l2_bytes <= cpu.llc_bytes:
+            fail("cpu.l2_bytes", f"expected line_bytes <= l1_bytes <= l2_bytes <= llc_bytes, got {cpu.line_bytes}, "
+                                 f"{cpu.l1_bytes}, {cpu.l2_bytes}, {cpu.llc_bytes}")
+        if not cpu.l1_latency_cycles <= cpu.l2_latency_cycles <= cpu.llc_latency_cycles:
+            fail("cpu.l2_latency_cycles", "expected l1_latency_cycles <= l2_latency_cycles <= llc_latency_cycles")
     if cfg.host.resident and system.gpus != 1:
         fail("system.gpus", "a host-resident design (host.resident: true) has no GPUs to connect: must be 1")

@@ -319,6 +319,65 @@ class SystemSpec:
 
 
 # ----------------------------------------------------------------------------------------------
+# a CPU (gpusim/cpu): the optional `cpu:` section of a latency-oriented design
+
+
+@dataclass(frozen=True, slots=True)
+class CpuSpec:
+    """A multi-core out-of-order CPU, timed by `gpusim/cpu/` (interval model) instead of the GPU timing
+    model. Optional: GPU configs have none. The clock is `chip.clock_mhz`; the SIMD group is the functional
+    executor's warp (`sm.warp_size`)."""
+
+    cores: int = spec("physical cores; blocks are spread over cores x smt_threads hardware threads "
+                      "(must equal chip.sm_count)", "count", (1, 1024))
+    smt_threads: int = spec("hardware threads per core (SMT); siblings share the core's dispatch, ports "
+                            "and private caches", "threads", (1, 8))
+    simd_lanes: int = spec("fp32 lanes of one vector instruction (8: AVX2); a SIMD group runs one warp "
+                           "(must equal sm.warp_size)", "lanes", (1, 64))
+    dispatch_width: int = spec("instructions the core dispatches per cycle (the interval model's base rate)",
+                               "instructions/cycle", (1, 16))
+    rob_entries: int = spec("reorder-buffer entries: the out-of-order window in which independent "
+                            "long-latency loads overlap", "entries", (1, 4096))
+    load_queue_entries: int = spec("loads in flight per core; caps memory-level parallelism together "
+                                   "with l1_fill_buffers", "entries", (1, 4096))
+    store_queue_entries: int = spec("stores in flight per core; a store miss stalls the core only once "
+                                    "they are all waiting", "entries", (1, 4096))
+    fma_ports: int = spec("vector floating-point (FMA) pipes per core", "ports", (1, 16))
+    alu_ports: int = spec("vector integer / logic / branch pipes per core", "ports", (1, 16))
+    load_ports: int = spec("vector loads per cycle per core", "ports", (1, 16))
+    store_ports: int = spec("vector stores per cycle per core", "ports", (1, 16))
+    gather_lanes_per_cycle: float = spec("elements a gather or scatter (a vector access to scattered "
+                                         "addresses) moves per cycle", "lanes/cycle", (0.01, 64))
+    sfu_cycles: int = spec("cycles a vector transcendental (rcp, sqrt, ex2, sin: a short library "
+                           "sequence) holds an FMA pipe", "cycles", (1, 1000))
+    branch_mispredict_penalty_cycles: int = spec("cycles lost when a conditional branch goes the other way "
+                                                 "than its last outcome predicted", "cycles", (0, 1000))
+    line_bytes: int = spec("cache-line size of every level", "bytes", (16, 1024))
+    l1_bytes: int = spec("private L1 data cache per core", "bytes", (1024, 2**30))
+    l1_latency_cycles: int = spec("load-to-use latency of an L1 hit (paid in full by a dependent-load "
+                                  "chain)", "cycles", (1, 1000))
+    l1_fill_buffers: int = spec("outstanding L1 misses per core (miss-address buffers): the memory-level "
+                                "parallelism of misses that hit in L2", "entries", (1, 1024))
+    l2_bytes: int = spec("private L2 per core", "bytes", (1024, 2**34))
+    l2_latency_cycles: int = spec("load-to-use latency of an L2 hit; a prefetched line costs this",
+                                  "cycles", (1, 10000))
+    l2_outstanding_misses: int = spec("outstanding L2 misses per core (to the LLC and DRAM): bounds a "
+                                      "core's own bandwidth, prefetches included", "entries", (1, 4096))
+    llc_bytes: int = spec("shared last-level cache (all cores)", "bytes", (1024, 2**36))
+    llc_latency_cycles: int = spec("load-to-use latency of an LLC hit", "cycles", (1, 10000))
+    dram_channels: int = spec("DRAM channels (64-bit DDR5 channels: 2 per DIMM pair on a desktop)", "count",
+                              (1, 256))
+    dram_channel_gbps: float = spec("peak bandwidth of one channel (DDR5-4800: 38.4)", "GB/s", (0.1, 10000))
+    dram_efficiency: float = spec("fraction of the channels' peak sustained by streaming traffic (refresh, "
+                                  "read/write turnaround, the fabric)", "fraction", (0.01, 1.0))
+    dram_latency_ns: float = spec("idle load-to-use latency of a DRAM access (a pointer chase's step)", "ns",
+                                  (1, 10000))
+    prefetch_max_stride_bytes: int = spec("largest stride between a load's consecutive lines that the "
+                                          "stride/stream prefetcher follows (0: no prefetcher)", "bytes",
+                                          (0, 2**20))
+
+
+# ----------------------------------------------------------------------------------------------
 # the whole configuration
 
 
@@ -374,6 +433,8 @@ class Config:
                                           default=InterconnectSpec())
     opcodes: Mapping[str, OpcodeSpec] = spec("per-opcode latencies and throughputs where they differ from "
                                              "their unit's (optional section)", default=UnitTable({}))
+    cpu: CpuSpec | None = spec("a CPU timed by gpusim/cpu instead of the GPU timing model (optional section)",
+                               default=None)
 
     def opcode_timing(self, opcode: str, unit: str) -> tuple[int, int]:
         """(latency_cycles, lanes_per_subpartition) of `opcode` running on unit class `unit`: the
@@ -397,6 +458,8 @@ class Config:
         data.pop("source")
         if not data["opcodes"]:
             data.pop("opcodes")  # the optional table, empty: the hash of a config written before it existed
+        if data["cpu"] is None:
+            data.pop("cpu")  # a GPU: no CPU section, the hash it had before the section existed
         text = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -446,6 +509,7 @@ SECTIONS: dict[str, type] = {
     "chip": ChipSpec, "sm": SMSpec, "l1": L1Spec, "shared_memory": SharedMemorySpec, "l2": L2Spec,
     "dram": DramSpec, "scheduler": SchedulerSpec, "launch": LaunchSpec, "pcie": PcieSpec,
     "nvlink": NvlinkSpec, "host": HostSpec, "system": SystemSpec, "interconnect": InterconnectSpec,
+    "cpu": CpuSpec,
 }
 
 

@@ -1,15 +1,18 @@
 """Designs compared over problem sizes (`gpusim compare`): the crossover chart, time against size on log-log
-axes with one line per design, extrapolated points hollow and crossovers marked, beside a bar chart of
-each design's latency for one element."""
+axes with one line per design (and, where copies are counted, a dashed line of its time without them),
+extrapolated points hollow and crossovers marked, beside a bar chart of each design's latency for one
+element; the explanation (bus, bandwidth, latency, divergence) under both. `step_figure` draws a
+multi-GPU step's time against its gradient bytes, per node."""
 
 from __future__ import annotations
 
 import math
+import textwrap
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from gpusim.analysis.compare import Comparison
+from gpusim.analysis.compare import Comparison, StepComparison, explain
 from gpusim.plot.common import add_note, new_figure
 
 US = 1e6
@@ -24,8 +27,31 @@ def compare_figure(comparison: Comparison) -> Figure:
     _latency_axes(bars, comparison)
     transfers = "with" if comparison.include_transfers else "without"
     fig.suptitle(f"{comparison.workload} on {', '.join(comparison.configs)}, {transfers} host-device copies")
-    add_note(fig, [f"hollow markers: extrapolated linearly in waves past {comparison.max_simulated:,} simulated "
-                   "elements"] if any(p.extrapolated for p in comparison.points) else [])
+    notes = [f"hollow markers: extrapolated linearly in waves past {comparison.max_simulated:,} simulated "
+             "elements"] if any(p.extrapolated for p in comparison.points) else []
+    add_note(fig, notes + textwrap.wrap(explain(comparison), 190))
+    return fig
+
+
+def step_figure(step: StepComparison) -> Figure:
+    """A data-parallel step's time (lines gid `step:<config>`) and its communication (dashed, gid
+    `communication:<config>`) against the gradient bytes, per node."""
+    fig = new_figure(9, 5.6)
+    ax = fig.subplots()
+    for config in step.configs:
+        series = step.series(config)
+        line, = ax.plot([p.size for p in series], [p.seconds for p in series], marker="o", label=config,
+                        gid=f"step:{config}")
+        ax.plot([p.size for p in series], [p.copy_seconds for p in series], ls="--", color=line.get_color(),
+                label=f"{config}: all-reduce", gid=f"communication:{config}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("gradient bytes")
+    ax.set_ylabel("time (s)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    fig.suptitle(f"a data-parallel step on {step.gpus} GPUs: NVLink vs PCIe")
+    add_note(fig, textwrap.wrap(step.explain(), 150))
     return fig
 
 
@@ -34,6 +60,9 @@ def _crossover_axes(ax: Axes, c: Comparison) -> None:
         series = c.series(config)
         line, = ax.plot([p.size for p in series], [p.seconds for p in series], marker="o", label=config,
                         gid=f"time:{config}")
+        if c.include_transfers and any(p.kernel_only_seconds != p.seconds for p in series):
+            ax.plot([p.size for p in series], [p.kernel_only_seconds for p in series], ls="--",
+                    color=line.get_color(), label=f"{config} without copies", gid=f"without_copies:{config}")
         far = [p for p in series if p.extrapolated]
         if far:
             ax.plot([p.size for p in far], [p.seconds for p in far], ls="none", marker="o", markersize=8,
@@ -42,11 +71,12 @@ def _crossover_axes(ax: Axes, c: Comparison) -> None:
     for i, x in enumerate(c.crossovers):
         y = _time_at(c, seconds, x.faster_below, x.size)
         ax.plot([x.size], [y], marker="X", markersize=11, color="k", ls="none", gid="crossover")
-        ax.annotate(f"{x.faster_below} | {x.faster_above}: n = {x.size:,.0f}", (x.size, y), textcoords="offset points",
+        ax.annotate(f"{x.faster_below} | {x.faster_above}: {c.size_name} = {x.size:,.0f}", (x.size, y),
+                    textcoords="offset points",
                     xytext=(14, -28 - 16 * i), fontsize=8, arrowprops={"arrowstyle": "-", "color": "0.4"})
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("problem size n (elements)")
+    ax.set_xlabel("problem size n (elements)" if c.size_name == "n" else c.size_name)
     ax.set_ylabel("time (s)")
     ax.set_title("time vs problem size (X: crossover)")
     ax.grid(alpha=0.3, which="both")

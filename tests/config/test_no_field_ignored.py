@@ -80,6 +80,28 @@ SOFTMAX = kernel("softmax", rows=64)  # stores, then loads of what was stored
 CHASE = kernel("pointer_chase", footprint=168 * 1024, stride=128, steps=3000)
 DIVERGE = kernel("divergence", n=2048)
 BANKS = kernel("shared_bank_conflict", n=1024, stride=32)
+def cpu(workload: str, **params):
+    """The CPU model's result (gpusim/cpu) for a small workload run: cycles, bounds, levels, breakdown."""
+    def probe(cfg):
+        from gpusim.cpu import simulate_cpu
+
+        r = simulate_cpu(workload, cfg, **params)
+        return repr((r.cycles, r.seconds, r.dram_bytes, r.levels, r.prefetched, r.mispredictions, r.breakdown))
+    probe.__name__ = f"cpu({workload})"
+    return probe
+
+
+CPU_STREAM = cpu("saxpy", n=4096)
+CPU_STORES = cpu("vecadd", n=4096)
+CPU_FMA = cpu("ffma_peak", n=64, iters=4)
+CPU_SFU = cpu("sfu_peak", n=64, iters=2)
+CPU_BRANCH = cpu("divergence", n=512, paths=8)
+CPU_GATHER = cpu("embedding", n=512)
+CPU_COPY = cpu("stream_copy", n=4096, grid=4)  # a store every few instructions
+CPU_SCATTER = cpu("transpose_naive", rows=64, cols=64)  # strided stores: scatters
+CPU_REUSE = cpu("matmul_naive", n=64)
+CPU_L1_CHAIN = cpu("pointer_chase", footprint=4096, stride=64, steps=500)
+CPU_CHASE = cpu("chase", n=300)
 PROGRAM = program(COPIES)
 PEER = program(PEERS)
 INFORMATIONAL = "informational"  # the docs' "used by" column says so
@@ -175,6 +197,37 @@ FIELDS: dict[str, tuple] = {
     "host.memcpy_bandwidth_gbps": ({"host.memcpy_bandwidth_gbps": 0.5}, [PROGRAM]),
     "host.staging_buffer_bytes": ({"host.staging_buffer_bytes": 4096}, [PROGRAM]),
     "host.buffers": ({"host.buffers": "pageable"}, [PROGRAM]),
+    "cpu.cores": ({"cpu.cores": 4}, [CPU_STREAM], "cpu_8core"),
+    "cpu.smt_threads": ({"cpu.smt_threads": 1}, [CPU_STREAM], "cpu_8core"),
+    "cpu.simd_lanes": ({"cpu.simd_lanes": 16}, [CPU_STREAM], "cpu_8core"),
+    "cpu.dispatch_width": ({"cpu.dispatch_width": 1}, [CPU_FMA], "cpu_8core"),
+    "cpu.rob_entries": ({"cpu.rob_entries": 16}, [CPU_STREAM], "cpu_8core"),
+    "cpu.load_queue_entries": ({"cpu.load_queue_entries": 1}, [CPU_GATHER], "cpu_8core"),
+    "cpu.store_queue_entries": ({"cpu.store_queue_entries": 1}, [CPU_STORES], "cpu_8core"),
+    "cpu.fma_ports": ({"cpu.fma_ports": 1}, [CPU_FMA], "cpu_8core"),
+    "cpu.alu_ports": ({"cpu.alu_ports": 1}, [CPU_BRANCH], "cpu_8core"),
+    "cpu.load_ports": ({"cpu.load_ports": 1}, [CPU_STREAM], "cpu_8core",
+                       {"cpu.dispatch_width": 16, "cpu.alu_ports": 16}),
+    "cpu.store_ports": ({"cpu.store_ports": 1}, [CPU_COPY], "cpu_8core",
+                        {"cpu.store_ports": 8, "cpu.dispatch_width": 16, "cpu.alu_ports": 16, "cpu.load_ports": 16}),
+    "cpu.gather_lanes_per_cycle": ({"cpu.gather_lanes_per_cycle": 0.1}, [CPU_SCATTER], "cpu_8core"),
+    "cpu.sfu_cycles": ({"cpu.sfu_cycles": 100}, [CPU_SFU], "cpu_8core"),
+    "cpu.branch_mispredict_penalty_cycles": ({"cpu.branch_mispredict_penalty_cycles": 100}, [CPU_BRANCH], "cpu_8core"),
+    "cpu.line_bytes": ({"cpu.line_bytes": 128}, [CPU_STREAM], "cpu_8core"),
+    "cpu.l1_bytes": ({"cpu.l1_bytes": 1024}, [CPU_L1_CHAIN], "cpu_8core"),
+    "cpu.l1_latency_cycles": ({"cpu.l1_latency_cycles": 10}, [CPU_L1_CHAIN], "cpu_8core"),
+    "cpu.l1_fill_buffers": ({"cpu.l1_fill_buffers": 1}, [CPU_GATHER], "cpu_8core"),
+    "cpu.l2_bytes": ({"cpu.l2_bytes": 2048}, [CPU_L1_CHAIN], "cpu_8core", {"cpu.l1_bytes": 1024}),
+    "cpu.l2_latency_cycles": ({"cpu.l2_latency_cycles": 100}, [CPU_STREAM], "cpu_8core",
+                              {"cpu.llc_latency_cycles": 400}),
+    "cpu.l2_outstanding_misses": ({"cpu.l2_outstanding_misses": 1}, [CPU_STREAM], "cpu_8core"),
+    "cpu.llc_bytes": ({"cpu.llc_bytes": 4096}, [CPU_REUSE], "cpu_8core", {"cpu.l1_bytes": 1024, "cpu.l2_bytes": 2048}),
+    "cpu.llc_latency_cycles": ({"cpu.llc_latency_cycles": 400}, [CPU_REUSE], "cpu_8core"),
+    "cpu.dram_channels": ({"cpu.dram_channels": 1}, [CPU_STREAM], "cpu_8core"),
+    "cpu.dram_channel_gbps": ({"cpu.dram_channel_gbps": 1}, [CPU_STREAM], "cpu_8core"),
+    "cpu.dram_efficiency": ({"cpu.dram_efficiency": 0.1}, [CPU_STREAM], "cpu_8core"),
+    "cpu.dram_latency_ns": ({"cpu.dram_latency_ns": 500}, [CPU_CHASE], "cpu_8core"),
+    "cpu.prefetch_max_stride_bytes": ({"cpu.prefetch_max_stride_bytes": 0}, [CPU_STREAM], "cpu_8core"),
     "host.resident": ({"host.resident": True}, [PROGRAM]),
     "system.gpus": ({"system.gpus": 2}, [PEER], "dgx_a100"),
     "system.gpu_interconnect": ({"system.gpu_interconnect": "pcie"}, [PEER], "dgx_a100"),

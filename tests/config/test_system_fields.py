@@ -27,11 +27,29 @@ def test_system_configs_extend_a100(name, gpus, link):
 
 def test_cpu_8core_is_a_latency_design():
     cfg = load_config("cpu_8core")
-    assert (cfg.chip.sm_count, cfg.chip.clock_mhz, cfg.sm.warp_size, cfg.sm.max_warps_per_sm) == (8, 3500, 8, 2)
-    assert cfg.dram.bandwidth_gbps == 76.8 and cfg.dram.latency_cycles == 280
+    assert (cfg.chip.sm_count, cfg.chip.clock_mhz, cfg.sm.warp_size) == (8, 4500, 8)
+    assert (cfg.cpu.cores, cfg.cpu.smt_threads, cfg.cpu.simd_lanes, cfg.cpu.fma_ports) == (8, 2, 8, 2)
+    assert cfg.cpu.dram_channels * cfg.cpu.dram_channel_gbps == cfg.dram.bandwidth_gbps == 96
     assert cfg.host.resident and cfg.launch.kernel_launch_overhead_ns == 1000
-    assert cfg.derived()["peak_fp32_gflops"] == 896.0  # 8 cores x 2 ports x 8 lanes x 2 x 3.5 GHz
     assert all(u.lanes_per_subpartition <= 8 for u in cfg.units.values())
+
+
+def test_cpu_64core_is_the_server():
+    cfg = load_config("cpu_64core")
+    assert (cfg.cpu.cores, cfg.chip.sm_count, cfg.cpu.dram_channels, cfg.cpu.llc_bytes) == (64, 64, 12, 256 << 20)
+    assert cfg.cpu.dram_channels * cfg.cpu.dram_channel_gbps == pytest.approx(cfg.dram.bandwidth_gbps)
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ({"cpu.simd_lanes": 16}, r"cpu\.simd_lanes: 16 must equal sm\.warp_size 8"),
+    ({"cpu.cores": 4}, r"cpu\.cores: 4 must equal chip\.sm_count 8"),
+    ({"cpu.l2_bytes": 1 << 30}, r"cpu\.l2_bytes: expected line_bytes <= l1_bytes <= l2_bytes <= llc_bytes"),
+    ({"cpu.rob_entries": 0}, r"cpu\.rob_entries: 0 entries is below the minimum 1"),
+])
+def test_cpu_section_errors_are_one_line(override, message):
+    with pytest.raises(ConfigError, match=message) as err:
+        load_config("cpu_8core", overrides=override)
+    assert "\n" not in str(err.value)
 
 
 def child(tmp_path, text: str) -> str:

@@ -43,11 +43,14 @@ def test_without_a_config_warps_are_32_wide():
     assert run.result.stats.warp_size == 32 and run.result.stats.warps == 4 * 8
 
 
-@pytest.mark.parametrize("ws", (8, 64))
+@pytest.mark.parametrize("ws", WARP_SIZES)
 def test_the_timing_model_runs_other_widths_and_the_values_verify(ws):
     r = gpusim.simulate("saxpy", config(ws), n=4096)
     assert r.verified and r.cycles > 0
     assert r.run.result.stats.warps == 4096 // ws
+    # the timing model issues the executor's warps, each warp_size lanes wide
+    assert r.kernel["warp_instructions"] == r.run.result.stats.warp_instructions
+    assert r.run.result.stats.thread_instructions == r.run.result.stats.warp_instructions * ws
 
 
 def test_the_cpu_designs_warps_are_8_lanes():

@@ -35,6 +35,29 @@ def test_compare_bad_sizes(capsys):
     assert e.value.code == 2 and "argument --sizes: 'lots': expected LOW..HIGH" in capsys.readouterr().err
 
 
+def test_compare_another_size_parameter(capsys):
+    status, out, _ = run(capsys, "compare", "divergence", "--configs", "cpu_8core,a100", "--size-param", "paths",
+                         "--set", "n=1024", "--sizes", "1..32", "--per-decade", "1")
+    assert status == 0
+    assert out.splitlines()[1].split()[0] == "paths" and "latency of paths = 1" in out
+    assert "Divergence: as paths goes from 1 to 32" in out
+
+
+def test_compare_step_nvlink_vs_pcie(capsys, tmp_path):
+    status, out, _ = run(capsys, "compare", "step", "--configs", "dgx_a100,a100x8_pcie", "--sizes", "1e6..1e7",
+                         "--json", "-")
+    data = json.loads(out)
+    assert status == 0 and data["configs"] == ["dgx_a100", "a100x8_pcie"] and data["sizes"] == [1_000_000, 10_000_000]
+    assert "The bus" in data["explanation"]
+
+
+@pytest.mark.parametrize("value", ["n", "=3", "n=lots"])
+def test_compare_bad_setting(capsys, value):
+    with pytest.raises(SystemExit) as e:
+        main(["compare", "divergence", "--set", value])
+    assert e.value.code == 2 and f"argument --set: {value!r}: expected NAME=NUMBER" in capsys.readouterr().err
+
+
 def test_program_file(capsys, tmp_path):
     status, out, _ = run(capsys, "program", str(PROGRAMS / "two_streams.yaml"), "--config", "a100",
                          "--json", str(tmp_path / "r.json"), "--trace", str(tmp_path / "t.json"))
