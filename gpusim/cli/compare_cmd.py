@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from gpusim.cli.args import add_output, integer, number
+from gpusim.cli.args import add_config, add_json, add_output, add_quiet, add_renamed, integer, number
 from gpusim.cli.common import emit_json
 
 MAX_SIZE = 1e12  # the largest size --sizes reaches (sizes past --max-simulated are extrapolated)
@@ -21,21 +21,23 @@ def register(subparsers) -> None:
                                           "linearly in waves and marked (docs/system.md).")
     p.add_argument("workload", help="a workload with a size parameter n (saxpy, vecadd, embedding, chase, "
                                     "matmul_tiled, ...), or 'step': a data-parallel multi-GPU step whose sizes "
-                                    "are gradient bytes (--configs dgx_a100,a100x8_pcie)")
-    p.add_argument("--configs", default="cpu_8core,gtx980,a100", help="comma-separated designs "
-                                                                      "(default cpu_8core,gtx980,a100)")
+                                    "are gradient bytes (--config dgx_a100,a100x8_pcie)")
+    add_config(p, default="cpu_8core,gtx980,a100", several=True,
+               help="the designs, comma-separated (default cpu_8core,gtx980,a100)")
     p.add_argument("--sizes", type=parse_range, default="1e2..1e8", metavar="LOW..HIGH",
                    help="size range (default 1e2..1e8)")
     p.add_argument("--per-decade", type=integer(1, 100), default=1, metavar="K", help="sizes per decade (default 1)")
     p.add_argument("--size-param", default="n", metavar="NAME", help="the parameter swept (default n; e.g. paths)")
-    p.add_argument("--set", action="append", default=[], type=parse_setting, metavar="K=V",
-                   help="fix another parameter (repeatable)")
+    p.add_argument("--set", action="append", default=[], type=parse_setting, dest="sets", metavar="PARAM=VALUE",
+                   help="fix another parameter of the workload (repeatable)")
     p.add_argument("--include-transfers", action="store_true",
                    help="count copying the inputs to the GPU and the outputs back over PCIe")
     p.add_argument("--max-simulated", type=number(1, MAX_SIMULATED), default=2**18, metavar="N",
                    help="largest size simulated in full; larger ones are extrapolated (default 262144)")
     add_output(p, "--plot", kind="image", metavar="FILE", help="write the crossover and latency charts (.png or .svg)")
-    add_output(p, "--json", nargs="?", const="-", metavar="FILE", help="write the comparison as JSON ('-': stdout)")
+    add_json(p, help="write the comparison as JSON to FILE ('-' or no FILE: stdout)")
+    add_quiet(p)
+    add_renamed(p, "--configs")
     p.set_defaults(func=run)
 
 
@@ -67,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     from gpusim.analysis.compare import compare, log_sizes, multi_gpu_step
 
     sizes = log_sizes(*args.sizes, per_decade=args.per_decade)
-    configs = [c.strip() for c in args.configs.split(",") if c.strip()]
+    configs = [c.strip() for c in args.config.split(",") if c.strip()]
     if args.workload == "step":  # a data-parallel training step: NVLink vs PCIe (sizes: gradient bytes)
         step = multi_gpu_step(configs, sizes)
         emit_json(step.to_dict(), args.json)
@@ -79,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         if args.json != "-":
             print(step.table())
         return 0
-    fixed = dict(args.set)
+    fixed = dict(args.sets)
     result = compare(args.workload, configs, sizes, include_transfers=args.include_transfers,
                      max_simulated=int(args.max_simulated), size=args.size_param, params=fixed)
     emit_json(result.to_dict(), args.json)

@@ -81,8 +81,8 @@ COMMANDS = {
         "--search": ("local", "bad"), "--budget": NUMBERS[:5], "--search-cost": ("analytical", "bad"),
         "--top-k": NUMBERS, "--cache-dir": PATHS, "--json": PATHS}),
     "compare": (("saxpy", "vecadd", "matmul_tiled", "nope"),
-                ["--sizes", "1e1..1e2", "--configs", "gtx980", "--max-simulated", "128"], {
-        "--configs": ("gtx980", "cpu_8core,a100", "nope", ""), "--sizes": ("1e1..1e2", "50", "1e2..1e1", "x", ""),
+                ["--sizes", "1e1..1e2", "--config", "gtx980", "--max-simulated", "128"], {
+        "--config": ("gtx980", "cpu_8core,a100", "nope", ""), "--sizes": ("1e1..1e2", "50", "1e2..1e1", "x", ""),
         "--per-decade": NUMBERS[:5], "--include-transfers": None, "--max-simulated": ("64", "0", "x", "inf"),
         "--plot": PATHS, "--json": PATHS}),
     "program": (("two_streams", "allreduce_overlap", "nope", str(TMP / "file"), str(TMP / "folder")), [], {

@@ -18,7 +18,7 @@ def run(capsys, *argv):
 
 
 def test_compare_table_json_and_plot(capsys, tmp_path):
-    status, out, _ = run(capsys, "compare", "saxpy", "--configs", "cpu_8core,a100", "--sizes", "1e2..1e7",
+    status, out, _ = run(capsys, "compare", "saxpy", "--config", "cpu_8core,a100", "--sizes", "1e2..1e7",
                          "--max-simulated", "4096", "--json", str(tmp_path / "c.json"),
                          "--plot", str(tmp_path / "c.png"))
     assert status == 0
@@ -36,7 +36,7 @@ def test_compare_bad_sizes(capsys):
 
 
 def test_compare_another_size_parameter(capsys):
-    status, out, _ = run(capsys, "compare", "divergence", "--configs", "cpu_8core,a100", "--size-param", "paths",
+    status, out, _ = run(capsys, "compare", "divergence", "--config", "cpu_8core,a100", "--size-param", "paths",
                          "--set", "n=1024", "--sizes", "1..32", "--per-decade", "1")
     assert status == 0
     assert out.splitlines()[1].split()[0] == "paths" and "latency of paths = 1" in out
@@ -44,7 +44,7 @@ def test_compare_another_size_parameter(capsys):
 
 
 def test_compare_step_nvlink_vs_pcie(capsys, tmp_path):
-    status, out, _ = run(capsys, "compare", "step", "--configs", "dgx_a100,a100x8_pcie", "--sizes", "1e6..1e7",
+    status, out, _ = run(capsys, "compare", "step", "--config", "dgx_a100,a100x8_pcie", "--sizes", "1e6..1e7",
                          "--json", "-")
     data = json.loads(out)
     assert status == 0 and data["configs"] == ["dgx_a100", "a100x8_pcie"] and data["sizes"] == [1_000_000, 10_000_000]
