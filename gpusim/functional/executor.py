@@ -510,6 +510,9 @@ class Executor:
             body = self._shfl(ins, b)
         elif op == "vote":
             body = self._vote(ins, b)
+        elif op in ("membar", "fence"):  # memory here is sequentially consistent: nothing to order
+            def body(G, lanes):
+                pass
         else:
             f = alu(ins)
             readers = [self._reader(s, b) for s in ins.srcs]
@@ -682,6 +685,8 @@ class Executor:
         a_arr = a_arr.view(dt).reshape(b.W, WS) if ins.srcs[0].kind == "reg" else None
         a_read = self._reader(ins.srcs[0], b)
         write = self._writer(ins.dsts[0], b, dt)
+        write_p = self._writer(ins.dsts[1], b, np.dtype(bool)) if len(ins.dsts) > 1 else None
+        c_reader = self._reader(ins.srcs[2], b) if len(ins.srcs) > 2 else None
 
         def body(G, lanes):
             if a_arr is not None:
@@ -691,13 +696,24 @@ class Executor:
             idx = (G[:, None] * WS + lane_ids).ravel()
             k = np.asarray(src_reader(idx)).astype(np.int64)
             k = np.broadcast_to(k, idx.shape).reshape(G.size, WS)
-            src = {"up": lane_ids - k, "down": lane_ids + k, "bfly": lane_ids ^ k, "idx": k}[mode]
-            inside = (src >= 0) & (src < WS)
+            if c_reader is None:
+                src = {"up": lane_ids - k, "down": lane_ids + k, "bfly": lane_ids ^ k, "idx": k}[mode]
+                inside = (src >= 0) & (src < WS)
+            else:  # PTX shfl.sync: the clamp c bounds the source lane within a segment of the warp
+                c = np.broadcast_to(np.asarray(c_reader(idx)).astype(np.int64), idx.shape).reshape(G.size, WS)
+                seg, clamp = (c >> 8) & 0x1F, c & 0x1F
+                max_lane = (lane_ids & seg) | (clamp & ~seg)
+                src = {"up": lane_ids - k, "down": lane_ids + k, "bfly": lane_ids ^ k,
+                       "idx": (lane_ids & seg) | (k & ~seg)}[mode]
+                inside = (src >= max_lane) if mode == "up" else (src <= max_lane)
+                inside &= (src >= 0) & (src < WS)
             srcc = np.clip(src, 0, WS - 1)
             rows = np.arange(G.size)[:, None]
             valid = inside & st.active[G][rows, srcc]
             out = np.where(valid, A[rows, srcc], A).ravel()
             write(lanes, _select(out, G, lanes, WS))
+            if write_p is not None:
+                write_p(lanes, _select(inside.ravel(), G, lanes, WS))
 
         return body
 
@@ -705,7 +721,7 @@ class Executor:
         """any/all over the warp's active lanes; ballot: bit i for lane i (a .b32 mask holds lanes 0..31
         of a wider warp, a .b64 one all 64)."""
         WS = b.ws
-        mode = next(q for q in ins.quals if q in ("any", "all", "ballot"))
+        mode = next(q for q in ins.quals if q in ("any", "all", "ballot", "uni"))
         src = ins.srcs[0]
         parr = b.R[src.reg].reshape(b.W, WS)
         d = ins.dsts[0]
@@ -723,6 +739,8 @@ class Executor:
                 res = (p & on).any(1)
             elif mode == "all":
                 res = (p | ~on).all(1)
+            elif mode == "uni":  # every active lane has the same p
+                res = (p | ~on).all(1) | (~p | ~on).all(1)
             else:
                 res = ((p & on) * weights).sum(1, dtype=np.uint64).astype(dtype)
             write(lanes, np.repeat(res, WS)[local])

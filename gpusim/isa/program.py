@@ -49,8 +49,11 @@ class Instruction:
     guard_negate: bool = False
     target: int = -1  # branch target pc
     reconv: int = EXIT_PC  # reconvergence pc of a guarded (possibly divergent) branch
-    line: int = field(default=0, compare=False)
+    line: int = field(default=0, compare=False)  # the line in the kernel's own file (.sasm or .ptx)
     text: str = field(default="", compare=False)
+    # (CUDA source file, line) from the PTX `.loc` in force at this instruction; None for .sasm or without
+    # line info
+    loc: tuple[str, int] | None = field(default=None, compare=False)
 
     @property
     def type(self) -> str:
@@ -85,6 +88,8 @@ class SharedVar:
     count: int
     align: int
     offset: int
+    dynamic: bool = False  # a PTX `.extern .shared` array: `count` bytes given at launch
+
 
     @property
     def size(self) -> int:
