@@ -703,6 +703,8 @@ class Executor:
                 c = np.broadcast_to(np.asarray(c_reader(idx)).astype(np.int64), idx.shape).reshape(G.size, WS)
                 seg, clamp = (c >> 8) & 0x1F, c & 0x1F
                 max_lane = (lane_ids & seg) | (clamp & ~seg)
+                if WS > 32:  # c = 0x1f, one segment of 32 lanes, means the whole warp of a wider one
+                    max_lane = np.where((seg == 0) & (clamp == 31), WS - 1, max_lane)
                 src = {"up": lane_ids - k, "down": lane_ids + k, "bfly": lane_ids ^ k,
                        "idx": (lane_ids & seg) | (k & ~seg)}[mode]
                 inside = (src >= max_lane) if mode == "up" else (src <= max_lane)

@@ -26,7 +26,7 @@ from gpusim.errors import AssemblyError
 
 NVCC_FLAGS = ("-ptx", "-arch=sm_80", "-lineinfo")
 HEADER_PREFIX = "// gpusim: nvcc "
-_HEADER_RE = re.compile(r"^// gpusim: nvcc .* source sha256 ([0-9a-f]{64})\s*$")
+_HEADER_RE = re.compile(r"^// gpusim: nvcc .*\(source sha256 ([0-9a-f]{64})\)?\s*$")
 
 
 def nvcc_command(source: str | Path) -> list[str]:

@@ -414,7 +414,8 @@ def read_ptx(text: str, name: str = "<string>", entry: str | None = None, *,
         raise
     instrs = tuple(replace(ins, text=r.original.get(ins.line, ins.text), loc=r.loc_at.get(ins.line))
                    for ins in prog.instructions)
-    shared = tuple(replace(v, count=0, dynamic=True) if v.name in r.dynamic else v for v in prog.shared)
+    dynamic = {name for name, _ in r.dynamic}
+    shared = tuple(replace(v, count=0, dynamic=True) if v.name in dynamic else v for v in prog.shared)
     return replace(prog, name=ent.name, instructions=instrs, shared=shared)
 
 
