@@ -152,8 +152,9 @@ OPCODES: dict[str, OpSpec] = {
             doc="d = a of lane (up: lane-b, down: lane+b, bfly: lane^b, idx: b); a source lane outside the "
             "warp or inactive gives the lane's own a. With a clamp operand c (PTX's `shfl.sync`) the source "
             "lane must also lie within the segment c describes (c[4:0] the last lane, c[12:8] the segment "
-            "mask, as in PTX, whose c = 0x1f, the whole 32-lane warp, is the whole warp of any width); `d|p` also writes p = the source lane was valid. The member mask (the last "
-            "operand) is read and ignored: the warp's active lanes take part"),
+            "mask, as in PTX, whose c = 0x1f, the whole 32-lane warp, is the whole warp of any width); `d|p` "
+            "also writes p = the source lane was valid. The member mask (the last operand) is read and "
+            "ignored: the warp's active lanes take part"),
         _op("vote", Unit.INT, "dQu", {"pred", "b32", "b64"}, [{"any", "all", "ballot", "uni"}, {"sync"}],
             required=(0,), optional=1,
             doc="across the warp's active lanes: any/all/uni of p (.pred result), ballot: bit i set when lane "

@@ -144,3 +144,17 @@ class Program:
 
     def __len__(self) -> int:
         return len(self.instructions)
+
+    def with_param_names(self, names: tuple[str, ...] | list[str]) -> Program:
+        """The program with its parameters renamed, in order (and its `ld.param` operands with them): PTX
+        names them `_Z6vecaddPKfS0_Pfj_param_0`, ...; a workload's `args:` gives the names its inputs use."""
+        from dataclasses import replace
+
+        new = dict(zip((p.name for p in self.params), names, strict=True))
+
+        def ren(o: Operand) -> Operand:
+            return replace(o, name=new[o.name]) if o.kind == "addr" and o.name in new else o
+
+        instrs = tuple(replace(i, srcs=tuple(map(ren, i.srcs))) if i.space == "param" else i
+                       for i in self.instructions)
+        return replace(self, params=tuple(replace(p, name=new[p.name]) for p in self.params), instructions=instrs)

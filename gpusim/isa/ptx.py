@@ -41,12 +41,13 @@ _IGNORED_DIRECTIVES = (".pragma", ".maxntid", ".reqntid", ".minnctapersm", ".max
                        ".explicitcluster", ".reqnctapercluster", ".maxclusterrank", ".alias")
 _IDENT = r"[A-Za-z_$%][\w$]*"
 _ENTRY_RE = re.compile(rf"^(?:\.(?:visible|weak|extern)\s+)*\.entry\s+({_IDENT})\s*(\(?)")
-_FUNC_RE = re.compile(rf"^(?:\.(?:visible|weak|extern)\s+)*\.func\b")
+_FUNC_RE = re.compile(r"^(?:\.(?:visible|weak|extern)\s+)*\.func\b")
 _PARAM_RE = re.compile(rf"^\.param\s+(\.\w+)\s+({_IDENT})\s*$")
 _FILE_RE = re.compile(r'^\.file\s+(\d+)\s+"([^"]*)"')
 _LOC_RE = re.compile(r"^\.loc\s+(\d+)\s+(\d+)\s+(\d+)(.*)$")
 _INLINED_RE = re.compile(r"inlined_at\s+(\d+)\s+(\d+)\s+(\d+)")
-_SHARED_DECL_RE = re.compile(rf"^(?:\.extern\s+)?\.shared\s+(?:\.align\s+(\d+)\s+)?(\.\w+)\s+({_IDENT})\s*\[\s*(\d*)\s*\]$")
+_SHARED_DECL_RE = re.compile(
+    rf"^(?:\.extern\s+)?\.shared\s+(?:\.align\s+(\d+)\s+)?(\.\w+)\s+({_IDENT})\s*\[\s*(\d*)\s*\]$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +149,7 @@ class _Reader:
     def scan(self) -> list[tuple[int, int, int]]:
         """Find the entries (their header and body line ranges) and the `.file` table."""
         spans, k, n = [], 0, len(self.lines)
-        for line, col, s in self.statements():
+        for _line, _col, s in self.statements():
             m = _FILE_RE.match(s)
             if m:
                 self.files[int(m.group(1))] = m.group(2)
@@ -209,7 +210,7 @@ class _Reader:
         self.header(start, body, entry)
         # the body: from after its `{` to before its closing `}`
         b0, b1 = self.lines[body], self.lines[end]
-        cut = b1.rfind("}") if end != body else b1.rfind("}")
+        cut = b1.rfind("}")
         self.lines[end] = b1[:cut] + " " * (len(b1) - cut)
         brace = b0.find("{")
         self.lines[body] = " " * (brace + 1) + self.lines[body][brace + 1:]

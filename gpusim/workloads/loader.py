@@ -431,8 +431,7 @@ def _load_folder(folder: Path) -> Workload:
         if len(araw) != len(program.params):
             raise err("args", f"{len(araw)} names for the {len(program.params)} parameters of kernel "
                       f"{program.name} ({', '.join('.' + p.type for p in program.params)})")
-        program = dataclasses.replace(program, params=tuple(
-            dataclasses.replace(prm, name=a) for prm, a in zip(program.params, araw, strict=True)))
+        program = program.with_param_names(araw)
 
     # launch
     lraw = data["launch"]

@@ -34,6 +34,9 @@ def test_port_uses_its_checked_in_ptx_and_the_sasm_reference(name):
     assert [p.name for p in wl.program.params] == [p.name for p in sasm.program.params]
     assert [p.type for p in wl.program.params] == [p.type for p in sasm.program.params]
     assert wl.program.name == name
+    # the renamed program disassembles to .sasm that assembles back to it (shfl's `d|p` included)
+    again = gpusim.assemble(gpusim.disassemble(wl.program))
+    assert again.instructions == wl.program.instructions and again.params == wl.program.params
 
 
 @pytest.mark.parametrize("name", ("vecadd", "reduce_sum"))
