@@ -753,18 +753,23 @@ class Executor:
     def _memory(self, ins: Instruction, b: _Batch) -> Callable:
         op, space = ins.opcode, ins.space
         t = TYPES[ins.types[0]]
-        width = t.bytes
+        vec = ins.vector  # .v2/.v4: consecutive elements, one access of vec * t.bytes per lane
+        width = t.bytes * vec
         addr_op = ins.srcs[0] if op in ("ld", "atom") else ins.dsts[0]
         stats = self.stats
         if space == "param":
-            v = np.frombuffer(self.params, dtype=t.dtype, count=1, offset=addr_op.value)[0]
-            write = self._writer(ins.dsts[0], b, t.dtype)
-            return lambda G, lanes: write(lanes, v)
+            vals = np.frombuffer(self.params, dtype=t.dtype, count=vec, offset=addr_op.value)
+            writes = [(self._writer(d, b, t.dtype), vals[k]) for k, d in enumerate(ins.dsts)]
+
+            def body(G, lanes):
+                for write, v in writes:
+                    write(lanes, v)
+            return body
         base = b.R[addr_op.reg] if addr_op.reg >= 0 else None
         offset = np.int64(addr_op.value)
         rec = b.rec
         pow2 = width & (width - 1) == 0
-        shift = width.bit_length() - 1
+        shift = t.bytes.bit_length() - 1  # byte offset -> index of the (first) element
 
         def lane_addresses(lanes) -> np.ndarray:
             """Per-lane byte addresses of the executing lanes (recorded for the timing model)."""
@@ -776,7 +781,7 @@ class Executor:
         if space == "global":
             mem = self.memory
             buf = mem.buffer
-            view = buf.view(t.dtype) if buf.size % width == 0 else None
+            view = buf.view(t.dtype) if buf.size % t.bytes == 0 else None
 
             def addresses(lanes):
                 a = lane_addresses(lanes)
@@ -791,7 +796,7 @@ class Executor:
                     bad = int(np.flatnonzero(~mem.valid(a, width))[0])
                     self.fault(b, ins, _lane_at(lanes, bad), f"out-of-bounds {width}-byte global access "
                                "(outside every allocation)", int(a[bad]))
-                return off >> shift if pow2 else off // width
+                return off >> shift
         else:
             view = b.smem.view(t.dtype)
             size = b.smem_size
@@ -811,8 +816,17 @@ class Executor:
                     self.fault(b, ins, _lane_at(lanes, i), f"{what} {width}-byte shared access (the block has "
                                f"{size} bytes of shared memory)", int(a[i]))
                 a = a + b.lane_smem[lanes]  # (the block's region of the batch's shared memory)
-                return a >> shift if pow2 else a // width
+                return a >> shift
 
+        if op == "ld" and vec > 1:
+            writes = [self._writer(d, b, t.dtype) for d in ins.dsts]
+
+            def body(G, lanes):
+                idx = addresses(lanes)
+                for k, write in enumerate(writes):
+                    write(lanes, view[idx + k])
+                stats.count_bytes(space, read=idx.size * width)
+            return body
         if op == "ld":
             write = self._writer(ins.dsts[0], b, t.dtype)
 
@@ -820,6 +834,15 @@ class Executor:
                 idx = addresses(lanes)
                 write(lanes, view[idx])
                 stats.count_bytes(space, read=idx.size * width)
+            return body
+        if op == "st" and vec > 1:
+            values = [self._reader(s, b) for s in ins.srcs]
+
+            def body(G, lanes):
+                idx = addresses(lanes)
+                for k, value in enumerate(values):
+                    view[idx + k] = value(lanes)
+                stats.count_bytes(space, written=idx.size * width)
             return body
         value = self._reader(ins.srcs[0] if op in ("st", "red") else ins.srcs[1], b)
         if op == "st":

@@ -68,9 +68,9 @@ def _split_operands(text: str, col0: int) -> list[tuple[str, int]]:
     """Split `a, [b+4], c` at top-level commas -> [(token, col)]."""
     out, depth, start = [], 0, 0
     for i, ch in enumerate(text + ","):
-        if ch == "[":
+        if ch in "[{":
             depth += 1
-        elif ch == "]":
+        elif ch in "]}":
             depth -= 1
         elif ch == "," and depth == 0:
             tok = text[start:i]
@@ -524,6 +524,14 @@ class _Assembler:
                                token=".".join((spec.name, *quals, *types)))
                 if itype.name in ("b32", "b64") and "ballot" not in quals:
                     self.error("vote.any/.all give a .pred", st, token=".".join((spec.name, *quals, *types)))
+            vec = 4 if "v4" in quals else 2 if "v2" in quals else 1
+            if vec > 1 and letter == ("d" if spec.name == "ld" else "s"):  # {r0, r1[, r2, r3]}
+                inner = _split_operands(tok[1:-1], col + 1) if tok.startswith("{") and tok.endswith("}") else []
+                if len(inner) != vec:
+                    self.error(f"expected {{...}} with {vec} registers for .v{vec}", st, col, tok)
+                ops = [self.operand(st, letter, t2, c2, t, ins) for t2, c2 in inner]
+                (dsts if letter == "d" else srcs).extend(ops)
+                continue
             op = self.operand(st, letter, tok, col, t, ins)
             if letter == "L":
                 target = op.value

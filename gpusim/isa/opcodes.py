@@ -51,6 +51,7 @@ SPACES = frozenset({"global", "shared", "param"})
 ATOM_OPS = frozenset({"add", "min", "max", "exch", "cas", "and", "or", "xor", "inc", "dec"})
 BOOL_OPS = frozenset({"and", "or", "xor"})
 RND_F = frozenset({"rn"})
+VEC = frozenset({"v2", "v4"})
 RND_CVT = frozenset({"rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi"})
 
 
@@ -136,10 +137,13 @@ OPCODES: dict[str, OpSpec] = {
             ("sin", "d = sin(a), a in radians"), ("cos", "d = cos(a), a in radians"),
             ("ex2", "d = 2 ** a"), ("lg2", "d = log2(a)"))),
         # memory
-        _op("ld", Unit.LDST, "dM", MEM_T, [SPACES], required=(0,),
-            doc="d = memory[address]; sub-word loads zero- or sign-extend into a 32/64-bit register"),
-        _op("st", Unit.LDST, "Ms", MEM_T, [SPACES - {"param"}], required=(0,),
-            doc="memory[address] = a (truncated to the width)"),
+        _op("ld", Unit.LDST, "dM", MEM_T, [SPACES, VEC], required=(0,),
+            doc="d = memory[address]; sub-word loads zero- or sign-extend into a 32/64-bit register; .v2/.v4: "
+            "{d0, d1[, d2, d3]} = the 2 or 4 consecutive elements at address (aligned to the vector's size), "
+            "one instruction"),
+        _op("st", Unit.LDST, "Ms", MEM_T, [SPACES - {"param"}, VEC], required=(0,),
+            doc="memory[address] = a (truncated to the width); .v2/.v4: {a0, a1[, a2, a3]} to consecutive "
+            "elements"),
         _op("atom", Unit.LDST, "dMs", SINT_T | {"b32", "b64", "f32"}, [SPACES - {"param"}, ATOM_OPS],
             required=(0, 1), doc="d = old memory[address]; memory[address] = old OP b (cas: old == b ? c : old; "
             ".inc.u32: old >= b ? 0 : old + 1; .dec.u32: old == 0 or old > b ? b : old - 1), lanes to the same "

@@ -67,6 +67,11 @@ class Instruction:
         return ""
 
     @property
+    def vector(self) -> int:
+        """Elements per lane of a `.v2`/`.v4` load or store; 1 otherwise."""
+        return 4 if "v4" in self.quals else 2 if "v2" in self.quals else 1
+
+    @property
     def mnemonic(self) -> str:
         return ".".join((self.opcode, *self.quals, *self.types))
 

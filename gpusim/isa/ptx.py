@@ -354,7 +354,7 @@ class _Reader:
             bad = next((q for q in quals if q in ("local", "const")), None)
             self.unsupported("instruction" if bad is None else "state space", mnem if bad is None else "." + bad,
                              line, mcol)
-        if any(q in ("v2", "v4", "v8") for q in quals) or "{" in ops:
+        if "v8" in quals or ("{" in ops and op not in ("ld", "st")) or ("_" in re.findall(r"[{,]\s*(_)\s*[,}]", ops)):
             self.unsupported("instruction", mnem, line, mcol)
         if op == "cvta" and "global" not in quals:
             self.unsupported("instruction", mnem, line, mcol)

@@ -131,7 +131,8 @@ def test_unsupported_instruction_is_located():
 
 
 @pytest.mark.parametrize("line, what", [
-    ("\tld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1];\n", "instruction 'ld.global.v4.f32'"),
+    ("\tld.global.v8.f32 {%f1, %f2, %f3, %f4, %f5, %f6, %f7, %f0}, [%rd1];\n", "instruction 'ld.global.v8.f32'"),
+    ("\tmov.b64 {%r1, %r2}, %rd1;\n", "instruction 'mov.b64'"),
     ("\tld.local.u32 %r1, [%rd1];\n", "state space '.local'"),
     ("\tld.u32 %r1, [%rd1];\n", "instruction 'ld.u32'"),
     ("\tcvta.to.shared.u64 %rd1, %rd2;\n", "instruction 'cvta.to.shared.u64'"),
@@ -191,6 +192,32 @@ def test_atom_inc_dec_and_16_bit_arithmetic():
     out = run(kernel(body), n=40)
     assert out[0] == 32 % 5 and out[1] == (0 - 32) % 10
     assert np.array_equal(out[2:34], np.arange(32) * 3)
+
+
+def test_vector_loads_and_stores_are_one_instruction():
+    # lane i: {a, b, c, d} = out[4i .. 4i+3] (one .v4 load), through shared memory as two .v2 pairs, then
+    # stored reversed at out[128 + 4i ..] (one .v4 store)
+    body = STORE + ("\tmul.wide.u32 %rd5, %r1, 16;\n\tadd.s64 %rd6, %rd2, %rd5;\n"
+                    "\tld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd6];\n"
+                    "\tmov.u32 %r2, buf;\n\tshl.b32 %r3, %r1, 4;\n\tadd.s32 %r4, %r2, %r3;\n"
+                    "\tst.shared.v2.f32 [%r4], {%f1, %f2};\n\tst.shared.v2.f32 [%r4+8], {%f3, %f4};\n"
+                    "\tld.shared.v2.f32 {%f5, %f6}, [%r4+8];\n"
+                    "\tst.global.v4.f32 [%rd6+512], {%f6, %f5, %f2, %f1};\n")
+    text = kernel(body, regs="\t.shared .align 16 .b8 buf[512];\n")
+    prog = read_ptx(text, "k.ptx")
+    vec = [i for i in prog.instructions if i.vector > 1]
+    assert [(i.mnemonic, len(i.dsts), len(i.srcs)) for i in vec] == [
+        ("ld.global.v4.f32", 4, 1), ("st.shared.v2.f32", 1, 2), ("st.shared.v2.f32", 1, 2),
+        ("ld.shared.v2.f32", 2, 1), ("st.global.v4.f32", 1, 4)]
+    assert gpusim.assemble(gpusim.disassemble(prog)).instructions == prog.instructions
+    out = np.arange(256, dtype=np.float32)
+    run_ = gpusim.launch(text, 1, 32, [out], mode="functional")
+    assert np.array_equal(out[128:].reshape(32, 4), np.arange(128, dtype=np.float32).reshape(32, 4)[:, ::-1])
+    stats = run_.result.stats
+    assert stats.warp_instructions == len(prog)  # one warp, no branches: each instruction once
+    # misaligned: a .v4 access needs 16-byte alignment
+    with pytest.raises(gpusim.KernelFault, match="misaligned 16-byte global access"):
+        gpusim.launch(text.replace("[%rd6];", "[%rd6+4];"), 1, 32, [out], mode="functional")
 
 
 def test_negative_offsets_and_dynamic_shared():
