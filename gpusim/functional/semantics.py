@@ -38,9 +38,9 @@ def _trunc_divmod(a: np.ndarray, b: np.ndarray, signed: bool, dt: np.dtype):
 
 def _mul_hi(a, b, dt: np.dtype):
     bits = dt.itemsize * 8
-    if bits == 32:
+    if bits <= 32:
         w = np.int64 if dt.kind == "i" else np.uint64
-        return ((np.asarray(a).astype(w) * np.asarray(b).astype(w)) >> 32).astype(dt)
+        return ((np.asarray(a).astype(w) * np.asarray(b).astype(w)) >> bits).astype(dt)
     prod = (np.asarray(a).astype(object) * np.asarray(b).astype(object)) >> 64
     return np.asarray(prod).astype(np.int64 if dt.kind == "i" else np.uint64).astype(dt)
 
