@@ -42,7 +42,7 @@ REPLACEMENT_POLICY_DOCS = {
 
 # Opcode names a config's `opcodes:` table may list (per-opcode latency and throughput). THE opcode table
 # is `gpusim/isa/opcodes.py`, a layer above: it checks on import that its opcodes are exactly these.
-OPCODE_NAMES = ("mov", "cvt", "add", "sub", "mul", "mad", "fma", "fadd", "fmul", "div", "rem", "min", "max",
+OPCODE_NAMES = ("mov", "cvt", "cvta", "add", "sub", "mul", "mad", "fma", "fadd", "fmul", "div", "rem", "min", "max",
                 "abs", "neg", "and", "or", "xor", "not", "shl", "shr", "popc", "setp", "selp", "rcp", "sqrt",
                 "rsqrt", "sin", "cos", "ex2", "lg2", "ld", "st", "atom", "red", "shfl", "vote", "bra", "exit",
-                "bar")
+                "bar", "membar", "fence")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-OPS = ("add", "min", "max", "exch", "cas", "and", "or", "xor")
+OPS = ("add", "min", "max", "exch", "cas", "and", "or", "xor", "inc", "dec")
 
 
 def _combine(op: str, old: np.ndarray, b: np.ndarray, c: np.ndarray | None) -> np.ndarray:
@@ -19,6 +19,10 @@ def _combine(op: str, old: np.ndarray, b: np.ndarray, c: np.ndarray | None) -> n
         return b
     if op == "cas":
         return np.where(old == b, c, old)
+    if op == "inc":  # CUDA atomicInc: wrap to 0 past b
+        return np.where(old >= b, 0, old + 1).astype(old.dtype)
+    if op == "dec":  # CUDA atomicDec: wrap to b below 0 (or above b)
+        return np.where((old == 0) | (old > b), b, old - 1).astype(old.dtype)
     return {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[op](old, b)
 
 

@@ -510,6 +510,9 @@ class Executor:
             body = self._shfl(ins, b)
         elif op == "vote":
             body = self._vote(ins, b)
+        elif op in ("membar", "fence"):  # memory here is sequentially consistent: nothing to order
+            def body(G, lanes):
+                pass
         else:
             f = alu(ins)
             readers = [self._reader(s, b) for s in ins.srcs]
@@ -682,6 +685,8 @@ class Executor:
         a_arr = a_arr.view(dt).reshape(b.W, WS) if ins.srcs[0].kind == "reg" else None
         a_read = self._reader(ins.srcs[0], b)
         write = self._writer(ins.dsts[0], b, dt)
+        write_p = self._writer(ins.dsts[1], b, np.dtype(bool)) if len(ins.dsts) > 1 else None
+        c_reader = self._reader(ins.srcs[2], b) if len(ins.srcs) > 2 else None
 
         def body(G, lanes):
             if a_arr is not None:
@@ -691,13 +696,26 @@ class Executor:
             idx = (G[:, None] * WS + lane_ids).ravel()
             k = np.asarray(src_reader(idx)).astype(np.int64)
             k = np.broadcast_to(k, idx.shape).reshape(G.size, WS)
-            src = {"up": lane_ids - k, "down": lane_ids + k, "bfly": lane_ids ^ k, "idx": k}[mode]
-            inside = (src >= 0) & (src < WS)
+            if c_reader is None:
+                src = {"up": lane_ids - k, "down": lane_ids + k, "bfly": lane_ids ^ k, "idx": k}[mode]
+                inside = (src >= 0) & (src < WS)
+            else:  # PTX shfl.sync: the clamp c bounds the source lane within a segment of the warp
+                c = np.broadcast_to(np.asarray(c_reader(idx)).astype(np.int64), idx.shape).reshape(G.size, WS)
+                seg, clamp = (c >> 8) & 0x1F, c & 0x1F
+                max_lane = (lane_ids & seg) | (clamp & ~seg)
+                if WS > 32:  # c = 0x1f, one segment of 32 lanes, means the whole warp of a wider one
+                    max_lane = np.where((seg == 0) & (clamp == 31), WS - 1, max_lane)
+                src = {"up": lane_ids - k, "down": lane_ids + k, "bfly": lane_ids ^ k,
+                       "idx": (lane_ids & seg) | (k & ~seg)}[mode]
+                inside = (src >= max_lane) if mode == "up" else (src <= max_lane)
+                inside &= (src >= 0) & (src < WS)
             srcc = np.clip(src, 0, WS - 1)
             rows = np.arange(G.size)[:, None]
             valid = inside & st.active[G][rows, srcc]
             out = np.where(valid, A[rows, srcc], A).ravel()
             write(lanes, _select(out, G, lanes, WS))
+            if write_p is not None:
+                write_p(lanes, _select(inside.ravel(), G, lanes, WS))
 
         return body
 
@@ -705,7 +723,7 @@ class Executor:
         """any/all over the warp's active lanes; ballot: bit i for lane i (a .b32 mask holds lanes 0..31
         of a wider warp, a .b64 one all 64)."""
         WS = b.ws
-        mode = next(q for q in ins.quals if q in ("any", "all", "ballot"))
+        mode = next(q for q in ins.quals if q in ("any", "all", "ballot", "uni"))
         src = ins.srcs[0]
         parr = b.R[src.reg].reshape(b.W, WS)
         d = ins.dsts[0]
@@ -723,6 +741,8 @@ class Executor:
                 res = (p & on).any(1)
             elif mode == "all":
                 res = (p | ~on).all(1)
+            elif mode == "uni":  # every active lane has the same p
+                res = (p | ~on).all(1) | (~p | ~on).all(1)
             else:
                 res = ((p & on) * weights).sum(1, dtype=np.uint64).astype(dtype)
             write(lanes, np.repeat(res, WS)[local])
@@ -733,18 +753,23 @@ class Executor:
     def _memory(self, ins: Instruction, b: _Batch) -> Callable:
         op, space = ins.opcode, ins.space
         t = TYPES[ins.types[0]]
-        width = t.bytes
+        vec = ins.vector  # .v2/.v4: consecutive elements, one access of vec * t.bytes per lane
+        width = t.bytes * vec
         addr_op = ins.srcs[0] if op in ("ld", "atom") else ins.dsts[0]
         stats = self.stats
         if space == "param":
-            v = np.frombuffer(self.params, dtype=t.dtype, count=1, offset=addr_op.value)[0]
-            write = self._writer(ins.dsts[0], b, t.dtype)
-            return lambda G, lanes: write(lanes, v)
+            vals = np.frombuffer(self.params, dtype=t.dtype, count=vec, offset=addr_op.value)
+            writes = [(self._writer(d, b, t.dtype), vals[k]) for k, d in enumerate(ins.dsts)]
+
+            def body(G, lanes):
+                for write, v in writes:
+                    write(lanes, v)
+            return body
         base = b.R[addr_op.reg] if addr_op.reg >= 0 else None
         offset = np.int64(addr_op.value)
         rec = b.rec
         pow2 = width & (width - 1) == 0
-        shift = width.bit_length() - 1
+        shift = t.bytes.bit_length() - 1  # byte offset -> index of the (first) element
 
         def lane_addresses(lanes) -> np.ndarray:
             """Per-lane byte addresses of the executing lanes (recorded for the timing model)."""
@@ -756,7 +781,7 @@ class Executor:
         if space == "global":
             mem = self.memory
             buf = mem.buffer
-            view = buf.view(t.dtype) if buf.size % width == 0 else None
+            view = buf.view(t.dtype) if buf.size % t.bytes == 0 else None
 
             def addresses(lanes):
                 a = lane_addresses(lanes)
@@ -771,7 +796,7 @@ class Executor:
                     bad = int(np.flatnonzero(~mem.valid(a, width))[0])
                     self.fault(b, ins, _lane_at(lanes, bad), f"out-of-bounds {width}-byte global access "
                                "(outside every allocation)", int(a[bad]))
-                return off >> shift if pow2 else off // width
+                return off >> shift
         else:
             view = b.smem.view(t.dtype)
             size = b.smem_size
@@ -791,8 +816,17 @@ class Executor:
                     self.fault(b, ins, _lane_at(lanes, i), f"{what} {width}-byte shared access (the block has "
                                f"{size} bytes of shared memory)", int(a[i]))
                 a = a + b.lane_smem[lanes]  # (the block's region of the batch's shared memory)
-                return a >> shift if pow2 else a // width
+                return a >> shift
 
+        if op == "ld" and vec > 1:
+            writes = [self._writer(d, b, t.dtype) for d in ins.dsts]
+
+            def body(G, lanes):
+                idx = addresses(lanes)
+                for k, write in enumerate(writes):
+                    write(lanes, view[idx + k])
+                stats.count_bytes(space, read=idx.size * width)
+            return body
         if op == "ld":
             write = self._writer(ins.dsts[0], b, t.dtype)
 
@@ -800,6 +834,15 @@ class Executor:
                 idx = addresses(lanes)
                 write(lanes, view[idx])
                 stats.count_bytes(space, read=idx.size * width)
+            return body
+        if op == "st" and vec > 1:
+            values = [self._reader(s, b) for s in ins.srcs]
+
+            def body(G, lanes):
+                idx = addresses(lanes)
+                for k, value in enumerate(values):
+                    view[idx + k] = value(lanes)
+                stats.count_bytes(space, written=idx.size * width)
             return body
         value = self._reader(ins.srcs[0] if op in ("st", "red") else ins.srcs[1], b)
         if op == "st":

@@ -38,9 +38,9 @@ def _trunc_divmod(a: np.ndarray, b: np.ndarray, signed: bool, dt: np.dtype):
 
 def _mul_hi(a, b, dt: np.dtype):
     bits = dt.itemsize * 8
-    if bits == 32:
+    if bits <= 32:
         w = np.int64 if dt.kind == "i" else np.uint64
-        return ((np.asarray(a).astype(w) * np.asarray(b).astype(w)) >> 32).astype(dt)
+        return ((np.asarray(a).astype(w) * np.asarray(b).astype(w)) >> bits).astype(dt)
     prod = (np.asarray(a).astype(object) * np.asarray(b).astype(object)) >> 64
     return np.asarray(prod).astype(np.int64 if dt.kind == "i" else np.uint64).astype(dt)
 
@@ -125,7 +125,7 @@ def alu(ins: Instruction):
     """Return f(*sources) -> result for an ALU instruction (everything but memory, control, shfl, vote)."""
     op, t = ins.opcode, TYPES[ins.types[0]] if ins.types else None
     dt = t.dtype if t else None
-    if op == "mov":
+    if op in ("mov", "cvta"):  # cvta: a global address is its own generic address
         return lambda a: a
     if op == "cvt":
         return lambda a: _cvt(ins, a)
@@ -185,7 +185,11 @@ def alu(ins: Instruction):
         # count the bits of the pattern: numpy counts those of |a| for signed types
         return lambda a: np.bitwise_count(np.asarray(a, dtype=dt).view(_u(dt))).astype(dt)
     if op == "setp":
-        cmp = next(q for q in ins.quals)
+        cmp = next(q for q in ins.quals if q not in ("and", "or", "xor"))
+        boolop = next((q for q in ins.quals if q in ("and", "or", "xor")), None)
+        if boolop is not None:  # setp.CMP.BOOL p, a, b, q: p = (a CMP b) BOOL q
+            f = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[boolop]
+            return lambda a, b, q: f(_compare(cmp, a, b, t), q)
         return lambda a, b: _compare(cmp, a, b, t)
     if op == "selp":
         return lambda a, b, p: np.where(p, a, b).astype(dt)

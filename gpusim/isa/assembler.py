@@ -68,9 +68,9 @@ def _split_operands(text: str, col0: int) -> list[tuple[str, int]]:
     """Split `a, [b+4], c` at top-level commas -> [(token, col)]."""
     out, depth, start = [], 0, 0
     for i, ch in enumerate(text + ","):
-        if ch == "[":
+        if ch in "[{":
             depth += 1
-        elif ch == "]":
+        elif ch in "]}":
             depth -= 1
         elif ch == "," and depth == 0:
             tok = text[start:i]
@@ -267,8 +267,14 @@ class _Assembler:
         sig = spec.sig
         if spec.name == "atom" and "cas" in quals:
             sig = "dMss"
+        if spec.name == "setp" and set(quals) & {"and", "or", "xor"}:
+            sig = "PssQ"
         toks = _split_operands(ops_stripped, ops_col) if ops_stripped else []
-        optional = 1 if sig.endswith("B") else 0
+        if spec.name == "shfl" and toks and "|" in toks[0][0]:  # `d|p`: also the source lane's validity
+            d_tok, _, p_tok = toks[0][0].partition("|")
+            toks[0:1] = [(d_tok.strip(), toks[0][1]), (p_tok.strip(), toks[0][1] + len(d_tok) + 1)]
+            sig = "dP" + sig[1:]
+        optional = spec.optional or (1 if sig.endswith("B") else 0)
         if not len(sig) - optional <= len(toks) <= len(sig):
             want = ", ".join(_SIG_NAMES[c] for c in sig) or "no operands"
             self.error(f"{mnem} expects {len(sig) - optional if optional else len(sig)} operand(s) ({want}), "
@@ -333,7 +339,7 @@ class _Assembler:
         spec = ins["spec"]
         ok = compatible(itype, rtype)
         if not ok and spec.name in ("ld", "st", "cvt") and itype.is_int and itype.bits < 32:
-            ok = rtype.is_int and rtype.bits >= 32  # sub-word memory widths extend into wide registers
+            ok = rtype.is_int and rtype.bits >= itype.bits  # sub-word memory widths extend into wider registers
         if not ok:
             written = ".".join((spec.name, *ins["quals"], *ins["types"]))
             self.error(f"type mismatch: {tok} is .{reg.type}; {written} needs a .{itype.name} register", st, col, tok)
@@ -490,8 +496,8 @@ class _Assembler:
         itype = TYPES[types[0]] if types else None
         dsts, srcs, target = [], [], -1
         wide = "wide" in quals
-        if wide and not (itype and itype.is_int and itype.bits == 32):
-            self.error(".wide needs a 32-bit integer type", st, token=".".join((spec.name, *quals, *types)))
+        if wide and not (itype and itype.is_int and itype.bits in (16, 32)):
+            self.error(".wide needs a 16- or 32-bit integer type", st, token=".".join((spec.name, *quals, *types)))
         mnem = ".".join((spec.name, *quals, *types))
         if spec.name in ("mul", "mad") and itype and itype.is_float and set(quals) & {"lo", "hi", "wide"}:
             self.error(".lo/.hi/.wide apply to integer multiplies only", st, token=mnem)
@@ -518,6 +524,14 @@ class _Assembler:
                                token=".".join((spec.name, *quals, *types)))
                 if itype.name in ("b32", "b64") and "ballot" not in quals:
                     self.error("vote.any/.all give a .pred", st, token=".".join((spec.name, *quals, *types)))
+            vec = 4 if "v4" in quals else 2 if "v2" in quals else 1
+            if vec > 1 and letter == ("d" if spec.name == "ld" else "s"):  # {r0, r1[, r2, r3]}
+                inner = _split_operands(tok[1:-1], col + 1) if tok.startswith("{") and tok.endswith("}") else []
+                if len(inner) != vec:
+                    self.error(f"expected {{...}} with {vec} registers for .v{vec}", st, col, tok)
+                ops = [self.operand(st, letter, t2, c2, t, ins) for t2, c2 in inner]
+                (dsts if letter == "d" else srcs).extend(ops)
+                continue
             op = self.operand(st, letter, tok, col, t, ins)
             if letter == "L":
                 target = op.value

@@ -47,7 +47,16 @@ def format_instruction(ins: Instruction, prog: Program) -> str:
     guard = ""
     if ins.guard >= 0:
         guard = "@" + ("!" if ins.guard_negate else "") + prog.registers[ins.guard].name + " "
-    body = ", ".join(_operand(o, prog) for o in (*ins.dsts, *ins.srcs))
+    dsts = [_operand(o, prog) for o in ins.dsts]
+    srcs = [_operand(o, prog) for o in ins.srcs]
+    if ins.opcode == "shfl" and len(dsts) == 2:  # `d|p`: the value and whether its source lane was valid
+        dsts = ["|".join(dsts)]
+    if ins.vector > 1:  # `{a, b, c, d}`: a vector load's destinations, a vector store's sources
+        if ins.opcode == "ld":
+            dsts = ["{" + ", ".join(dsts) + "}"]
+        else:
+            srcs = ["{" + ", ".join(srcs) + "}"]
+    body = ", ".join([*dsts, *srcs])
     return f"{guard}{ins.mnemonic}{' ' + body if body else ''};"
 
 

@@ -11,6 +11,7 @@ Operand signature letters (`sig`):
   M  memory address `[%reg]`, `[%reg+imm]`, `[symbol+imm]`, `[imm]`
   L  label
   B  barrier number (immediate, optional)
+`optional` trailing operands of `sig` may be left out (`shfl`'s clamp and member mask, `vote`'s mask).
 The timing model reads a latency and a throughput per unit class from the YAML config, and per opcode
 where the config's `opcodes:` table lists it (its names: `gpusim.config.vocab.OPCODE_NAMES`, checked
 below)."""
@@ -36,18 +37,21 @@ class Unit(StrEnum):
 # Arithmetic whose unit follows its type: integer ALU, FP32 pipe (also f16), FP64 pipe.
 BY_TYPE = "by-type"
 
+INT16_T = frozenset({"b16", "u16", "s16"})
 INT_T = frozenset({"b32", "u32", "s32", "b64", "u64", "s64"})
 SINT_T = frozenset({"u32", "s32", "u64", "s64"})
 FLOAT_T = frozenset({"f16", "f32", "f64"})
-BITS_T = frozenset({"b32", "u32", "s32", "b64", "u64", "s64", "pred"})
+BITS_T = frozenset({"b16", "u16", "s16", "b32", "u32", "s32", "b64", "u64", "s64", "pred"})
 ALL_T = INT_T | FLOAT_T
 MEM_T = frozenset({"b8", "u8", "s8", "b16", "u16", "s16", "f16", "b32", "u32", "s32", "f32",
                    "b64", "u64", "s64", "f64"})
 CMP = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs",
                  "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan"})
 SPACES = frozenset({"global", "shared", "param"})
-ATOM_OPS = frozenset({"add", "min", "max", "exch", "cas", "and", "or", "xor"})
+ATOM_OPS = frozenset({"add", "min", "max", "exch", "cas", "and", "or", "xor", "inc", "dec"})
+BOOL_OPS = frozenset({"and", "or", "xor"})
 RND_F = frozenset({"rn"})
+VEC = frozenset({"v2", "v4"})
 RND_CVT = frozenset({"rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi"})
 
 
@@ -61,6 +65,7 @@ class OpSpec:
     required: tuple[int, ...] = ()  # groups that must be given
     ntypes: int = 1
     doc: str = ""
+    optional: int = 0  # trailing operands of `sig` that may be left out
 
     def unit_for(self, type_name: str | None) -> Unit:
         if self.unit != BY_TYPE:
@@ -72,16 +77,16 @@ class OpSpec:
         return Unit.INT
 
 
-def _op(name, unit, sig, types, quals=(), required=(), ntypes=1, doc=""):
+def _op(name, unit, sig, types, quals=(), required=(), ntypes=1, doc="", optional=0):
     return OpSpec(name, unit, sig, frozenset(types), tuple(frozenset(q) for q in quals),
-                  tuple(required), ntypes, doc)
+                  tuple(required), ntypes, doc, optional)
 
 
 OPCODES: dict[str, OpSpec] = {
     o.name: o
     for o in (
         # data movement
-        _op("mov", Unit.INT, "ds", ALL_T | {"pred"}, doc="d = a (register, immediate, special register or "
+        _op("mov", Unit.INT, "ds", ALL_T | INT16_T | {"pred"}, doc="d = a (register, immediate, special register or "
             "shared-symbol address)"),
         _op("cvt", Unit.INT, "ds", MEM_T - {"b8", "b16", "b32", "b64"}, [RND_CVT, {"sat"}], ntypes=2,
             doc="d = convert(a) from the second type to the first; float->int rounds toward zero (default, "
@@ -89,12 +94,16 @@ OPCODES: dict[str, OpSpec] = {
             "conversions round to nearest even; between floats .rni/.rzi/.rmi/.rpi round to an integral value; "
             ".sat to a float clamps to [0, 1], NaN -> +0.0"),
         # integer and float arithmetic
-        _op("add", BY_TYPE, "dss", ALL_T, [RND_F, {"sat"}], doc="d = a + b (integers wrap)"),
-        _op("sub", BY_TYPE, "dss", ALL_T, [RND_F, {"sat"}], doc="d = a - b (integers wrap)"),
-        _op("mul", BY_TYPE, "dss", ALL_T, [{"lo", "hi", "wide"} | RND_F],
-            doc="integers: .lo low half (default), .hi high half, .wide full double-width product; "
+        _op("cvta", Unit.INT, "ds", {"u64"}, [{"to"}, {"global"}], required=(1,),
+            doc="generic <-> global address: the identity (a gpusim global address is its generic address); "
+            "the INT pipe's move, as the SASS IADD/MOV it becomes where ptxas keeps it"),
+        _op("add", BY_TYPE, "dss", ALL_T | INT16_T, [RND_F, {"sat"}], doc="d = a + b (integers wrap)"),
+        _op("sub", BY_TYPE, "dss", ALL_T | INT16_T, [RND_F, {"sat"}], doc="d = a - b (integers wrap)"),
+        _op("mul", BY_TYPE, "dss", ALL_T | INT16_T, [{"lo", "hi", "wide"} | RND_F],
+            doc="integers: .lo low half (default), .hi high half, .wide full double-width product (of 16- or "
+            "32-bit sources); "
             "floats: d = a * b rounded"),
-        _op("mad", BY_TYPE, "dsss", ALL_T, [{"lo", "hi", "wide"} | RND_F],
+        _op("mad", BY_TYPE, "dsss", ALL_T | INT16_T, [{"lo", "hi", "wide"} | RND_F],
             doc="d = a * b + c (.lo/.hi/.wide as mul; for floats a fused multiply-add)"),
         _op("fma", BY_TYPE, "dsss", FLOAT_T, [RND_F], doc="d = a * b + c, one rounding"),
         _op("fadd", Unit.FP32, "dss", {"f32", "f16"}, doc="alias of add.f32"),
@@ -112,37 +121,49 @@ OPCODES: dict[str, OpSpec] = {
         _op("or", Unit.INT, "dss", BITS_T, doc="bitwise or"),
         _op("xor", Unit.INT, "dss", BITS_T, doc="bitwise exclusive or"),
         _op("not", Unit.INT, "ds", BITS_T, doc="bitwise complement"),
-        _op("shl", Unit.INT, "dsu", INT_T, doc="d = a << b; b >= width gives 0"),
-        _op("shr", Unit.INT, "dsu", INT_T, doc="d = a >> b, arithmetic on .s types; b >= width gives 0 "
+        _op("shl", Unit.INT, "dsu", INT_T | INT16_T, doc="d = a << b; b >= width gives 0"),
+        _op("shr", Unit.INT, "dsu", INT_T | INT16_T, doc="d = a >> b, arithmetic on .s types; b >= width gives 0 "
             "(or the sign on .s)"),
         _op("popc", Unit.INT, "ds", INT_T, doc="d = number of set bits of a"),
         # comparison and selection
-        _op("setp", BY_TYPE, "Pss", ALL_T, [CMP], required=(0,),
+        _op("setp", BY_TYPE, "Pss", ALL_T | INT16_T, [CMP, BOOL_OPS], required=(0,),
             doc="p = a CMP b; lo/ls/hi/hs compare unsigned; *u comparisons are true when either is NaN "
-            "(equ..geu, num, nan need a float type)"),
-        _op("selp", Unit.INT, "dssQ", ALL_T, doc="d = p ? a : b"),
+            "(equ..geu, num, nan need a float type); with .and/.or/.xor a fourth operand: "
+            "p = (a CMP b) BOOL q"),
+        _op("selp", Unit.INT, "dssQ", ALL_T | INT16_T, doc="d = p ? a : b"),
         # special function unit
         *(_op(n, Unit.SFU, "ds", {"f32", "f16"}, [{"approx", "rn", "full"}], doc=d) for n, d in (
             ("rcp", "d = 1 / a"), ("sqrt", "d = sqrt(a)"), ("rsqrt", "d = 1 / sqrt(a)"),
             ("sin", "d = sin(a), a in radians"), ("cos", "d = cos(a), a in radians"),
             ("ex2", "d = 2 ** a"), ("lg2", "d = log2(a)"))),
         # memory
-        _op("ld", Unit.LDST, "dM", MEM_T, [SPACES], required=(0,),
-            doc="d = memory[address]; sub-word loads zero- or sign-extend into a 32/64-bit register"),
-        _op("st", Unit.LDST, "Ms", MEM_T, [SPACES - {"param"}], required=(0,),
-            doc="memory[address] = a (truncated to the width)"),
+        _op("ld", Unit.LDST, "dM", MEM_T, [SPACES, VEC], required=(0,),
+            doc="d = memory[address]; sub-word loads zero- or sign-extend into a 32/64-bit register; .v2/.v4: "
+            "{d0, d1[, d2, d3]} = the 2 or 4 consecutive elements at address (aligned to the vector's size), "
+            "one instruction"),
+        _op("st", Unit.LDST, "Ms", MEM_T, [SPACES - {"param"}, VEC], required=(0,),
+            doc="memory[address] = a (truncated to the width); .v2/.v4: {a0, a1[, a2, a3]} to consecutive "
+            "elements"),
         _op("atom", Unit.LDST, "dMs", SINT_T | {"b32", "b64", "f32"}, [SPACES - {"param"}, ATOM_OPS],
-            required=(0, 1), doc="d = old memory[address]; memory[address] = old OP b (cas: old == b ? c : old), "
-            "lanes to the same address apply one after another in lane order"),
+            required=(0, 1), doc="d = old memory[address]; memory[address] = old OP b (cas: old == b ? c : old; "
+            ".inc.u32: old >= b ? 0 : old + 1; .dec.u32: old == 0 or old > b ? b : old - 1), lanes to the same "
+            "address apply one after another in lane order"),
         _op("red", Unit.LDST, "Ms", SINT_T | {"b32", "b64", "f32"}, [SPACES - {"param"}, ATOM_OPS - {"cas", "exch"}],
             required=(0, 1), doc="memory[address] = memory[address] OP a, no result"),
         # warp-level
-        _op("shfl", Unit.LDST, "dsu", {"b32", "u32", "s32", "f32"}, [{"up", "down", "bfly", "idx"}],
-            required=(0,), doc="d = a of lane (up: lane-b, down: lane+b, bfly: lane^b, idx: b); a source "
-            "lane outside the warp or inactive gives the lane's own a"),
-        _op("vote", Unit.INT, "dQ", {"pred", "b32", "b64"}, [{"any", "all", "ballot"}], required=(0,),
-            doc="across the warp's active lanes: any/all of p (.pred result), ballot: bit i set when lane i's "
-            "p is true (a .b32 result holds lanes 0..31, a .b64 one lanes 0..63)"),
+        _op("shfl", Unit.LDST, "dsuuu", {"b32", "u32", "s32", "f32"}, [{"up", "down", "bfly", "idx"}, {"sync"}],
+            required=(0,), optional=2,
+            doc="d = a of lane (up: lane-b, down: lane+b, bfly: lane^b, idx: b); a source lane outside the "
+            "warp or inactive gives the lane's own a. With a clamp operand c (PTX's `shfl.sync`) the source "
+            "lane must also lie within the segment c describes (c[4:0] the last lane, c[12:8] the segment "
+            "mask, as in PTX, whose c = 0x1f, the whole 32-lane warp, is the whole warp of any width); `d|p` "
+            "also writes p = the source lane was valid. The member mask (the last operand) is read and "
+            "ignored: the warp's active lanes take part"),
+        _op("vote", Unit.INT, "dQu", {"pred", "b32", "b64"}, [{"any", "all", "ballot", "uni"}, {"sync"}],
+            required=(0,), optional=1,
+            doc="across the warp's active lanes: any/all/uni of p (.pred result), ballot: bit i set when lane "
+            "i's p is true (a .b32 result holds lanes 0..31, a .b64 one lanes 0..63); a member mask operand "
+            "(`vote.sync`) is read and ignored"),
         # control
         _op("bra", Unit.BRANCH, "L", (), [{"uni"}], ntypes=0,
             doc="jump; with a guard predicate lanes may diverge and reconverge at the immediate "
@@ -150,6 +171,11 @@ OPCODES: dict[str, OpSpec] = {
         _op("exit", Unit.BRANCH, "", (), ntypes=0, doc="the active lanes finish"),
         _op("bar", Unit.SYNC, "B", (), [{"sync"}], required=(0,), ntypes=0,
             doc="wait until every thread of the block reaches this barrier"),
+        _op("membar", Unit.SYNC, "", (), [{"cta", "gl", "sys"}], required=(0,), ntypes=0,
+            doc="memory fence: the functional model's memory is sequentially consistent, so it orders nothing "
+            "more; the timing model charges the SYNC unit's issue"),
+        _op("fence", Unit.SYNC, "", (), [{"sc", "acq_rel"}, {"cta", "cluster", "gpu", "sys"}], required=(1,),
+            ntypes=0, doc="memory fence (PTX `fence.sc/.acq_rel.scope`), as membar"),
     )
 }
 

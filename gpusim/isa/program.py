@@ -49,8 +49,11 @@ class Instruction:
     guard_negate: bool = False
     target: int = -1  # branch target pc
     reconv: int = EXIT_PC  # reconvergence pc of a guarded (possibly divergent) branch
-    line: int = field(default=0, compare=False)
+    line: int = field(default=0, compare=False)  # the line in the kernel's own file (.sasm or .ptx)
     text: str = field(default="", compare=False)
+    # (CUDA source file, line) from the PTX `.loc` in force at this instruction; None for .sasm or without
+    # line info
+    loc: tuple[str, int] | None = field(default=None, compare=False)
 
     @property
     def type(self) -> str:
@@ -62,6 +65,11 @@ class Instruction:
             if q in ("global", "shared", "param"):
                 return q
         return ""
+
+    @property
+    def vector(self) -> int:
+        """Elements per lane of a `.v2`/`.v4` load or store; 1 otherwise."""
+        return 4 if "v4" in self.quals else 2 if "v2" in self.quals else 1
 
     @property
     def mnemonic(self) -> str:
@@ -85,6 +93,8 @@ class SharedVar:
     count: int
     align: int
     offset: int
+    dynamic: bool = False  # a PTX `.extern .shared` array: `count` bytes given at launch
+
 
     @property
     def size(self) -> int:
@@ -139,3 +149,17 @@ class Program:
 
     def __len__(self) -> int:
         return len(self.instructions)
+
+    def with_param_names(self, names: tuple[str, ...] | list[str]) -> Program:
+        """The program with its parameters renamed, in order (and its `ld.param` operands with them): PTX
+        names them `_Z6vecaddPKfS0_Pfj_param_0`, ...; a workload's `args:` gives the names its inputs use."""
+        from dataclasses import replace
+
+        new = dict(zip((p.name for p in self.params), names, strict=True))
+
+        def ren(o: Operand) -> Operand:
+            return replace(o, name=new[o.name]) if o.kind == "addr" and o.name in new else o
+
+        instrs = tuple(replace(i, srcs=tuple(map(ren, i.srcs))) if i.space == "param" else i
+                       for i in self.instructions)
+        return replace(self, params=tuple(replace(p, name=new[p.name]) for p in self.params), instructions=instrs)

@@ -49,7 +49,7 @@ TYPES: dict[str, ScalarType] = {
     )
 }
 
-REGISTER_TYPES = ("pred", "b32", "u32", "s32", "f16", "f32", "b64", "u64", "s64", "f64")
+REGISTER_TYPES = ("pred", "b16", "u16", "s16", "b32", "u32", "s32", "f16", "f32", "b64", "u64", "s64", "f64")
 
 
 def compatible(instr_type: ScalarType, reg_type: ScalarType) -> bool:

@@ -51,7 +51,7 @@ def decode(program: Program, cfg: Config) -> list[TimingInfo]:
         kind, dep, thr = ALU, S["wait"], S["math_pipe_throttle"]
         # The config's `opcodes:` table where it lists the opcode, else the unit's figures.
         latency, lanes = cfg.opcode_timing(ins.opcode, name)
-        width = TYPES[ins.types[0]].bytes if ins.types else 4
+        width = (TYPES[ins.types[0]].bytes if ins.types else 4) * ins.vector  # .v2/.v4: all of a lane's bytes
         returns = bool(ins.regs_written())
         space = ins.space
         if ins.opcode in ("ld", "st", "atom", "red") and space == "param":

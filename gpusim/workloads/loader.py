@@ -1,5 +1,5 @@
 """Workloads as folders: `workload.yaml` (kernel, size parameters, launch expressions, test sizes,
-tolerance) + the `.sasm` kernel + `reference.py` (numpy inputs and expected outputs). See
+tolerance) + the kernel (`.sasm`, `.ptx` or `.cu`) + `reference.py` (numpy inputs and expected outputs). See
 docs/workloads.md for the format.
 
     >>> from gpusim.workloads import load_workload
@@ -27,14 +27,15 @@ import yaml
 from gpusim.data import data_dir
 from gpusim.errors import GpusimError, WorkloadError
 from gpusim.functional.launch import Launch
-from gpusim.isa import Program, assemble_file
+from gpusim.isa import Program, load_kernel
 from gpusim.workloads.expr import ExprError, evaluate, names_in
 from gpusim.workloads.verify import WorkloadRun, compare
 
 WORKLOAD_FILE = "workload.yaml"
 REFERENCE_FILE = "reference.py"
 REQUIRED_FIELDS = ("kernel", "params", "launch", "test_sizes")
-OPTIONAL_FIELDS = ("name", "description", "tolerance", "flops", "bytes_moved", "problem")
+OPTIONAL_FIELDS = ("name", "description", "tolerance", "flops", "bytes_moved", "problem", "entry", "args",
+                   "reference")
 DEFAULT_TOLERANCE = {"rtol": 1.0e-5, "atol": 1.0e-8}  # np.allclose's own defaults
 # host copies of a launch's buffers held at once: the inputs, their simulated device memory and, when
 # verified, the reference's copies of them (its outputs and the outputs read back are no larger)
@@ -117,6 +118,7 @@ class Workload:
     # the parameters that set the size of the problem (not how it is launched or tiled): points that
     # differ in them solve different problems, and a sweep compares launches only within one size
     problem: tuple[str, ...] = ()
+    reference_file: Path | None = None  # `reference:` in workload.yaml; None: the folder's reference.py
     _inputs: Callable[..., dict] = field(default=None, repr=False)
     _reference: Callable[..., dict] = field(default=None, repr=False)
 
@@ -126,7 +128,7 @@ class Workload:
 
     @property
     def reference_path(self) -> Path:
-        return self.folder / REFERENCE_FILE
+        return self.reference_file or self.folder / REFERENCE_FILE
 
     # -- parameters and launch --
     def params(self, overrides: Mapping[str, Any] | None = None) -> dict[str, int | float]:
@@ -410,11 +412,26 @@ def _load_folder(folder: Path) -> Workload:
     # kernel
     kname = data["kernel"]
     if not isinstance(kname, str) or not kname:
-        raise err("kernel", f"expected the file name of the .sasm kernel, got {kname!r}")
+        raise err("kernel", f"expected the file name of the kernel (.sasm, .ptx or .cu), got {kname!r}")
     kpath = folder / kname
     if not kpath.is_file():
         raise err("kernel", f"kernel file '{kname}' not found (looked for {kpath})")
-    program = assemble_file(kpath)
+    if kpath.suffix not in (".sasm", ".ptx", ".cu"):
+        raise err("kernel", f"'{kname}': expected a .sasm, .ptx or .cu file")
+    entry = data.get("entry")
+    if entry is not None and (not isinstance(entry, str) or not entry):
+        raise err("entry", f"expected the kernel's name (mangled or not), got {entry!r}")
+    program = load_kernel(kpath, entry)
+    # args: the names reference.py gives the kernel's parameters, in order (PTX names them _Z..._param_N)
+    araw = data.get("args")
+    if araw is not None:
+        if not isinstance(araw, list) or not all(isinstance(a, str) and a.isidentifier() for a in araw) \
+                or len(set(araw)) != len(araw):
+            raise err("args", f"expected a list of distinct parameter names, got {araw!r}")
+        if len(araw) != len(program.params):
+            raise err("args", f"{len(araw)} names for the {len(program.params)} parameters of kernel "
+                      f"{program.name} ({', '.join('.' + p.type for p in program.params)})")
+        program = program.with_param_names(araw)
 
     # launch
     lraw = data["launch"]
@@ -459,8 +476,11 @@ def _load_folder(folder: Path) -> Workload:
             raise err("problem", f"'{unknown[0]}' is not a parameter; parameters: {', '.join(defaults)}")
         problem = tuple(dict.fromkeys(praw))
 
-    # reference.py
-    ref = folder / REFERENCE_FILE
+    # reference.py (or the file `reference:` names, relative to the folder: another workload's)
+    rraw = data.get("reference", REFERENCE_FILE)
+    if not isinstance(rraw, str) or not rraw.endswith(".py"):
+        raise err("reference", f"expected the path of a .py file, got {rraw!r}")
+    ref = (folder / rraw).resolve()
     module = _import_reference(ref, name)
     fns = {}
     for fn in ("inputs", "reference"):
@@ -472,7 +492,7 @@ def _load_folder(folder: Path) -> Workload:
     wl = Workload(name=name, description=description, folder=folder.resolve(), program=program,
                   defaults=defaults, test_sizes=(), launch_spec=launch_spec, tolerance=tol,
                   flops_expr=data.get("flops"), bytes_expr=data.get("bytes_moved"), problem=problem,
-                  _inputs=fns["inputs"], _reference=fns["reference"])
+                  reference_file=ref, _inputs=fns["inputs"], _reference=fns["reference"])
 
     # test sizes: each is a set of overrides; check them (and the launch at each) now
     sraw = data["test_sizes"]

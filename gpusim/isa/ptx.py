@@ -1,0 +1,444 @@
+"""PTX reader: the PTX that nvcc emits for ordinary kernels (PTX ISA 8.x-9.0, sm_75-sm_90) -> a gpusim
+Program, the representation the `.sasm` assembler produces, so the functional executor and the timing
+model run it unchanged.
+
+gpusim's ISA is PTX-shaped, so reading PTX is mostly a matter of choosing the kernel, dropping what
+does not change a result (`.ftz`, cache operators, memory-order and scope qualifiers, member masks'
+meaning) and keeping every instruction one gpusim instruction: instruction counts feed the timing
+model. Each PTX line becomes the same line of a `.sasm` text that the assembler then reads, so every
+Instruction's `line` is its line in the .ptx file and an error points at it; `.loc` gives each
+instruction its CUDA source location (`Instruction.loc`). docs/isa.md section "PTX" has the mapping
+table. Anything else is the located error `file.ptx:LINE:COL: unsupported PTX instruction 'xyz'`
+(or `... directive '.xyz'`), never a crash and never a silent skip."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from gpusim.errors import AssemblyError
+from gpusim.isa.assembler import _lines, assemble
+from gpusim.isa.program import Program
+
+# PTX opcodes the reader takes (each becomes one gpusim instruction of the same name, but `ret` ->
+# `exit` and `barrier` -> `bar`); the opcode table (opcodes.py) then checks types and qualifiers.
+SUPPORTED = frozenset({
+    "mov", "cvt", "cvta", "add", "sub", "mul", "mad", "fma", "div", "rem", "min", "max", "abs", "neg",
+    "and", "or", "xor", "not", "shl", "shr", "popc", "setp", "selp", "rcp", "sqrt", "rsqrt", "sin", "cos",
+    "ex2", "lg2", "ld", "st", "atom", "red", "shfl", "vote", "bra", "ret", "exit", "bar", "barrier",
+    "membar", "fence",
+})
+# Qualifiers that change nothing gpusim models: flush-to-zero (gpusim keeps subnormals), cache
+# operators and eviction hints (the timing model's caches follow the config, not per-access hints),
+# memory order and scope of atomics, loads and stores (the functional memory is sequentially
+# consistent), `.aligned` of barrier/bar.
+_DROP = frozenset({"ftz", "nc", "ca", "cg", "cs", "lu", "cv", "wb", "wt", "aligned", "relaxed", "acquire",
+                   "release", "acq_rel", "weak", "volatile", "sys", "gpu", "cta", "cluster"})
+_KEEP_SCOPE = frozenset({"membar", "fence"})  # their scope is their qualifier
+_HEADER = (".version", ".target", ".address_size")
+_IGNORED_DIRECTIVES = (".pragma", ".maxntid", ".reqntid", ".minnctapersm", ".maxnctapersm", ".noreturn",
+                       ".explicitcluster", ".reqnctapercluster", ".maxclusterrank", ".alias")
+_IDENT = r"[A-Za-z_$%][\w$]*"
+_ENTRY_RE = re.compile(rf"^(?:\.(?:visible|weak|extern)\s+)*\.entry\s+({_IDENT})\s*(\(?)")
+_FUNC_RE = re.compile(r"^(?:\.(?:visible|weak|extern)\s+)*\.func\b")
+_PARAM_RE = re.compile(rf"^\.param\s+(\.\w+)\s+({_IDENT})\s*$")
+_FILE_RE = re.compile(r'^\.file\s+(\d+)\s+"([^"]*)"')
+_LOC_RE = re.compile(r"^\.loc\s+(\d+)\s+(\d+)\s+(\d+)(.*)$")
+_INLINED_RE = re.compile(r"inlined_at\s+(\d+)\s+(\d+)\s+(\d+)")
+_SHARED_DECL_RE = re.compile(
+    rf"^(?:\.extern\s+)?\.shared\s+(?:\.align\s+(\d+)\s+)?(\.\w+)\s+({_IDENT})\s*\[\s*(\d*)\s*\]$")
+
+
+@dataclass(frozen=True, slots=True)
+class PtxEntry:
+    """A kernel of a PTX module: its mangled name, the demangled name and where `.entry` stands."""
+
+    mangled: str
+    name: str
+    line: int
+
+
+def demangle(mangled: str) -> str:
+    """The qualified name of an Itanium-mangled C++ function (`_Z6vecaddPKfS0_Pfj` -> `vecadd`,
+    `_ZN2ns4axpyEPf` -> `ns::axpy`), without its parameter list; a name that is not mangled (an
+    `extern "C"` kernel) is returned as it is."""
+    if not mangled.startswith("_Z"):
+        return mangled
+    i, nested, parts = 2, mangled[2:3] == "N", []
+    if nested:
+        i += 1
+        while i < len(mangled) and mangled[i] in "rVK":
+            i += 1
+    while i < len(mangled) and mangled[i].isdigit():
+        j = i
+        while j < len(mangled) and mangled[j].isdigit():
+            j += 1
+        n = int(mangled[i:j])
+        if n == 0 or j + n > len(mangled):
+            break
+        parts.append(mangled[j:j + n])
+        i = j + n
+        if not nested:
+            break
+    return "::".join(parts) or mangled
+
+
+def _code(text: str) -> list[str]:
+    """The source's lines with `//` and `/* */` comments blanked (columns kept; strings respected)."""
+    out, in_block = [], False
+    for raw in _lines(text):
+        chars, i, in_str = list(raw), 0, False
+        while i < len(chars):
+            c = chars[i]
+            if in_block:
+                if raw.startswith("*/", i):
+                    chars[i] = chars[i + 1] = " "
+                    in_block = False
+                    i += 2
+                    continue
+                chars[i] = " "
+            elif in_str:
+                in_str = c != '"'
+            elif c == '"':
+                in_str = True
+            elif raw.startswith("//", i):
+                chars[i:] = " " * (len(chars) - i)
+                break
+            elif raw.startswith("/*", i):
+                chars[i] = chars[i + 1] = " "
+                in_block = True
+                i += 2
+                continue
+            i += 1
+        out.append("".join(chars).replace("\t", " "))
+    return out
+
+
+class _Reader:
+    def __init__(self, text: str, file: str, source_dir: Path | None):
+        self.file, self.source_dir = file, source_dir
+        self.lines = _code(text)
+        self.out = [""] * len(self.lines)  # the .sasm text, line for line
+        self.files: dict[int, str] = {}
+        self.entries: list[PtxEntry] = []
+        self.loc_at: dict[int, tuple[str, int]] = {}  # sasm line -> CUDA source location
+        self.original: dict[int, str] = {}  # line -> the PTX instruction's text
+        self.dynamic: list[tuple[str, int]] = []  # `.extern .shared` arrays (name, alignment): sized at launch
+        self.mnemonic: dict[int, str] = {}  # line -> the PTX mnemonic as written
+        self.skip: list[tuple[int, int]] = []  # 0-based line ranges of functions and sections
+        self._resolved: dict[str, str] = {}
+
+    def error(self, msg: str, line: int, col: int, token: str | None = None):
+        raise AssemblyError(msg, file=self.file, line=line, col=col, token=token)
+
+    def unsupported(self, what: str, token: str, line: int, col: int):
+        self.error(f"unsupported PTX {what} '{token}'", line, col)
+
+    # ---- pass 1: the module's shape --------------------------------------------------------------
+    def statements(self, lo: int = 0, hi: int | None = None):
+        """(line, col, text) of each `;`-separated statement of lines lo..hi (0-based)."""
+        for k in range(lo, len(self.lines) if hi is None else hi):
+            code, pos = self.lines[k], 0
+            for piece in code.split(";"):
+                s = piece.strip()
+                if s:
+                    yield k + 1, pos + piece.index(s[0]) + 1, s
+                pos += len(piece) + 1
+
+    def scan(self) -> list[tuple[int, int, int]]:
+        """Find the entries (their header and body line ranges) and the `.file` table."""
+        spans, k, n = [], 0, len(self.lines)
+        for _line, _col, s in self.statements():
+            m = _FILE_RE.match(s)
+            if m:
+                self.files[int(m.group(1))] = m.group(2)
+        while k < n:
+            s = self.lines[k].strip()
+            m = _ENTRY_RE.match(s)
+            if m or _FUNC_RE.match(s):
+                start = k
+                while k < n and "{" not in self.lines[k]:
+                    k += 1
+                if k == n:
+                    self.error("a function without a body ('{' expected)", start + 1, 1)
+                body, depth = k, 0
+                while k < n:
+                    depth += self.lines[k].count("{") - self.lines[k].count("}")
+                    if depth <= 0:
+                        break
+                    k += 1
+                if k == n:
+                    self.error("a function body without its closing '}'", body + 1, 1)
+                if m:
+                    self.entries.append(PtxEntry(m.group(1), demangle(m.group(1)), start + 1))
+                    spans.append((start, body, k))
+                self.skip.append((start, k))
+            elif s.startswith(".section"):  # DWARF sections (.debug_str, ...): nothing to run
+                start = k
+                while k < n and "}" not in self.lines[k]:
+                    k += 1
+                self.skip.append((start, k))
+            k += 1
+        return spans
+
+    def choose(self, entry: str | None) -> int:
+        if not self.entries:
+            raise AssemblyError("no kernel: the PTX has no .entry", file=self.file, line=1, col=1)
+        names = ", ".join(e.name if e.name == e.mangled else f"{e.name} ({e.mangled})" for e in self.entries)
+        if entry is None:
+            if len(self.entries) > 1:
+                raise AssemblyError(f"the PTX has {len(self.entries)} kernels ({names}); name one (entry: / "
+                                    "kernel_name=)", file=self.file, line=self.entries[1].line, col=1)
+            return 0
+        want = entry.split("(")[0].strip()
+        hits = [i for i, e in enumerate(self.entries) if entry in (e.mangled, e.name) or want == e.name]
+        if len(hits) != 1:
+            how = "several kernels are" if hits else "no kernel is"
+            raise AssemblyError(f"{how} named '{entry}'; the PTX has {names}", file=self.file,
+                                line=self.entries[hits[1] if hits else 0].line, col=1)
+        return hits[0]
+
+    # ---- pass 2: the chosen kernel as .sasm ---------------------------------------------------------
+    def translate(self, span: tuple[int, int, int], entry: PtxEntry) -> None:
+        start, body, end = span
+        lo = 0
+        for a, b in sorted(self.skip) + [(len(self.lines), len(self.lines))]:  # module scope
+            for line, col, s in self.statements(lo, a):
+                self.module_statement(line, col, s)
+            lo = max(lo, b + 1)
+        self.header(start, body, entry)
+        # the body: from after its `{` to before its closing `}`
+        b0, b1 = self.lines[body], self.lines[end]
+        cut = b1.rfind("}")
+        self.lines[end] = b1[:cut] + " " * (len(b1) - cut)
+        brace = b0.find("{")
+        self.lines[body] = " " * (brace + 1) + self.lines[body][brace + 1:]
+        loc = None
+        for line, col, s in self.statements(body, end + 1):
+            if s in ("{", "}"):  # a nested scope's braces
+                continue
+            while True:  # labels
+                m = re.match(rf"^({_IDENT})\s*:", s)
+                if not m or s.startswith((".", "%")):
+                    break
+                self.emit(line, col, m.group(0))
+                rest = s[m.end():]
+                col += m.end() + len(rest) - len(rest.lstrip())
+                s = rest.strip()
+            if not s:
+                continue
+            if s.startswith("."):
+                lm = _LOC_RE.match(s)
+                if lm:
+                    loc = self.location(lm, line, col)
+                elif s.startswith(_IGNORED_DIRECTIVES) or s.startswith(".section"):
+                    pass
+                elif s.startswith((".reg ", ".shared ")):
+                    self.declaration(line, col, s)
+                else:
+                    head = s.split()[0]
+                    if head == ".file":
+                        continue
+                    self.unsupported("directive", head, line, col)
+                continue
+            self.instruction(line, col, s)
+            if loc is not None:
+                self.loc_at[line] = loc
+        # `.extern .shared` arrays follow the kernel's static ones (their size is the launch's)
+        for name, align in self.dynamic:
+            self.emit(end + 1, 1, f".shared .align {align} .b8 {name}[1]")
+
+    def module_statement(self, line: int, col: int, s: str) -> None:
+        head = s.split()[0] if s.split() else s
+        if head in _HEADER:
+            if head == ".address_size" and s.split()[1:] != ["64"]:
+                self.error("only .address_size 64 is supported", line, col, s)
+            if head == ".target":
+                for t in re.split(r"[\s,]+", s)[1:]:
+                    if t and not re.fullmatch(r"sm_\d+[a-z]?|texmode_\w+|debug|map_f64_to_f32", t):
+                        self.error(f"unknown .target '{t}'", line, col)
+            return
+        if head in ("{", "}", ".file") or s.startswith(".section") or head.startswith("$L__info"):
+            return
+        if s.startswith((".extern .shared", ".shared")):
+            self.declaration(line, col, s)
+            return
+        if _ENTRY_RE.match(s) or _FUNC_RE.match(s) or s.startswith((".b8", ".b16", ".b32", ".b64")):
+            return  # another function (not run), or DWARF data
+        self.unsupported("directive", head, line, col)
+
+    def header(self, start: int, body: int, entry: PtxEntry) -> None:
+        """`.entry NAME ( .param ..., ... )` and performance directives -> `.kernel` and `.param` lines."""
+        self.emit(start + 1, 1, f".kernel {entry.mangled}")
+        for k in range(start, body + 1):
+            text = self.lines[k]
+            if k == start:
+                text = text[text.find(entry.mangled) + len(entry.mangled):]
+            text = text.split("{")[0]
+            for piece in re.split(r"[(),]", text):
+                s = piece.strip()
+                if not s:
+                    continue
+                col = self.lines[k].find(s) + 1
+                if s.startswith(".param"):
+                    s2 = re.sub(r"\.ptr\s+|\.(?:global|shared|local|const)\s+|\.align\s+\d+\s+", "", s)
+                    m = _PARAM_RE.match(s2)
+                    if not m:
+                        self.unsupported("parameter", s, k + 1, col)
+                    self.emit(k + 1, col, f".param {m.group(1)} {m.group(2)}")
+                elif s.startswith(".maxnreg"):
+                    self.emit(k + 1, col, s)
+                elif s.startswith(_IGNORED_DIRECTIVES) or re.fullmatch(r"\d+", s):
+                    pass
+                else:
+                    self.unsupported("directive", s.split()[0], k + 1, col)
+
+    def declaration(self, line: int, col: int, s: str) -> None:
+        if s.startswith(".reg"):
+            parts = s.split(None, 2)
+            if len(parts) < 3 or parts[1] in (".f16x2", ".bf16", ".bf16x2", ".b128", ".f32x2"):
+                self.unsupported("register type", parts[1] if len(parts) > 1 else s, line, col)
+            self.emit(line, col, s)
+            return
+        m = _SHARED_DECL_RE.match(s)
+        if not m:
+            self.unsupported("declaration", s, line, col)
+        align, typ, name, count = m.groups()
+        if s.startswith(".extern"):
+            if count:
+                self.error("an .extern .shared array has no size (NAME[])", line, col, s)
+            self.dynamic.append((name, int(align or 1)))
+            return
+        if not count:
+            self.error("a .shared array needs a size (NAME[N]) unless it is .extern", line, col, s)
+        self.emit(line, col, f".shared{' .align ' + align if align else ''} {typ} {name}[{count}]")
+
+    def location(self, m: re.Match, line: int, col: int) -> tuple[str, int] | None:
+        f, ln = int(m.group(1)), int(m.group(2))
+        inl = _INLINED_RE.findall(m.group(4))
+        if inl:  # code inlined from a header: the user's call site (the outermost one)
+            f, ln = int(inl[-1][0]), int(inl[-1][1])
+        if f not in self.files:
+            self.error(f".loc names file {f}, which no .file declares", line, col)
+        if ln == 0:
+            return None
+        return self.resolve(self.files[f]), ln
+
+    def resolve(self, path: str) -> str:
+        """A `.file` path as a path to the source: as written if it exists, else relative to the source
+        folder (PTX compiled elsewhere and checked in), else as written."""
+        if path not in self._resolved:
+            p = Path(path)
+            cands = [p] if p.is_absolute() else []
+            if self.source_dir is not None:
+                cands += [self.source_dir / p, self.source_dir / p.name] if not p.is_absolute() else [
+                    self.source_dir / p.name]
+            self._resolved[path] = next((str(c) for c in cands if c.is_file()), path)
+        return self._resolved[path]
+
+    def instruction(self, line: int, col: int, s: str) -> None:
+        guard, rest = "", s
+        if s.startswith("@"):
+            g, _, rest = s.partition(" ")
+            guard = g + " "
+            rest = rest.lstrip()
+        mnem, _, ops = rest.partition(" ")
+        mcol = col + len(s) - len(rest)
+        parts = mnem.split(".")
+        op = parts[0]
+        if op not in SUPPORTED:
+            self.unsupported("instruction", mnem, line, mcol)
+        quals = [q for q in parts[1:] if "::" not in q and (op in _KEEP_SCOPE or q not in _DROP)]
+        if op in ("ld", "st", "atom", "red") and not set(quals) & {"global", "shared", "param"}:
+            bad = next((q for q in quals if q in ("local", "const")), None)
+            self.unsupported("instruction" if bad is None else "state space", mnem if bad is None else "." + bad,
+                             line, mcol)
+        if "v8" in quals or ("{" in ops and op not in ("ld", "st")) or ("_" in re.findall(r"[{,]\s*(_)\s*[,}]", ops)):
+            self.unsupported("instruction", mnem, line, mcol)
+        if op == "cvta" and "global" not in quals:
+            self.unsupported("instruction", mnem, line, mcol)
+        if op in ("bar", "barrier") and quals[:1] != ["sync"]:
+            self.unsupported("instruction", mnem, line, mcol)
+        if op in ("bar", "barrier") and "," in ops:
+            self.unsupported("instruction", f"{mnem} with a thread count", line, mcol)
+        if op == "ret":
+            op = "exit"
+        elif op == "barrier":
+            op = "bar"
+        new = ".".join([op, *quals])
+        # keep the operands at their columns: pad the rewritten mnemonic to the original's length
+        ops = ops.replace("+-", " -")  # nvcc writes [%rd1+-4]
+        text = guard + new.ljust(len(mnem)) + (" " + ops if ops else "")
+        self.emit(line, col, text)
+        self.original[line] = " ".join(s.split())
+        self.mnemonic[line] = mnem
+
+    def emit(self, line: int, col: int, text: str) -> None:
+        k = line - 1
+        cur = self.out[k]
+        if cur:  # a second statement on the line: after the first, separated by `;`
+            self.out[k] = cur + "; " + text
+            return
+        self.out[k] = " " * (col - 1) + text
+
+
+def ptx_entries(text: str, name: str = "<string>") -> list[PtxEntry]:
+    """The kernels (`.entry`) of a PTX module, in file order."""
+    r = _Reader(text, name, None)
+    r.scan()
+    return r.entries
+
+
+_UNSUPPORTED_HINTS = ("unknown qualifier", "does not take", "unknown opcode", "takes no type", "needs one of")
+
+
+def read_ptx(text: str, name: str = "<string>", entry: str | None = None, *,
+             source_dir: str | Path | None = None) -> Program:
+    """Read PTX text (as nvcc -ptx writes it) into a Program: the kernel `entry` (mangled or demangled
+    name; a module with one kernel needs none). `name` is the file name errors give; `source_dir`, where
+    to find the CUDA sources that `.file` names (default: the folder of `name`)."""
+    sdir = Path(source_dir) if source_dir is not None else (Path(name).parent if name != "<string>" else None)
+    r = _Reader(text, name, sdir)
+    spans = r.scan()
+    i = r.choose(entry)
+    ent = r.entries[i]
+    r.translate(spans[i], ent)
+    sasm = "\n".join(r.out)
+    try:
+        prog = assemble(sasm, name)
+    except AssemblyError as exc:
+        mnem = r.mnemonic.get(exc.line)
+        if mnem is not None and exc.reason.startswith(_UNSUPPORTED_HINTS):
+            raise AssemblyError(f"unsupported PTX instruction '{mnem}' ({exc.reason})", file=name, line=exc.line,
+                                col=exc.col) from None
+        raise
+    instrs = tuple(replace(ins, text=r.original.get(ins.line, ins.text), loc=r.loc_at.get(ins.line))
+                   for ins in prog.instructions)
+    dynamic = {name for name, _ in r.dynamic}
+    shared = tuple(replace(v, count=0, dynamic=True) if v.name in dynamic else v for v in prog.shared)
+    return replace(prog, name=ent.name, instructions=instrs, shared=shared)
+
+
+def read_ptx_file(path: str | Path, entry: str | None = None, *, source_dir: str | Path | None = None) -> Program:
+    """Read a .ptx file (see read_ptx)."""
+    path = Path(path)
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise AssemblyError(f"cannot read PTX: {exc.strerror}", file=str(path), line=0, col=0) from None
+    except UnicodeDecodeError as exc:
+        raise AssemblyError(f"not UTF-8 text: byte at offset {exc.start}", file=str(path), line=0, col=0) from None
+    return read_ptx(text, str(path), entry, source_dir=source_dir)
+
+
+def with_dynamic_shared(program: Program, nbytes: int) -> Program:
+    """The program with its `.extern .shared` array sized `nbytes` (the launch's dynamic shared
+    memory, `<<<grid, block, nbytes>>>`)."""
+    if nbytes and not any(v.dynamic for v in program.shared):
+        from gpusim.errors import LaunchError
+
+        raise LaunchError(f"{nbytes} bytes of dynamic shared memory for a kernel without an .extern .shared "
+                          "array", field="shared_bytes")
+    return replace(program, shared=tuple(replace(v, count=int(nbytes)) if v.dynamic else v
+                                         for v in program.shared))
