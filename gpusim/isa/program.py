@@ -51,6 +51,7 @@ class Instruction:
     reconv: int = EXIT_PC  # reconvergence pc of a guarded (possibly divergent) branch
     line: int = field(default=0, compare=False)
     text: str = field(default="", compare=False)
+    loc: tuple[str, int] | None = field(default=None, compare=False)
 
     @property
     def type(self) -> str:
