@@ -15,7 +15,7 @@ from gpusim.functional import GlobalMemory
 from gpusim.functional.launch import Launch
 from gpusim.isa import assemble
 from gpusim.stats.simulate import timed_execute
-from gpusim.stats.source import line_records, pc_records
+from gpusim.stats.source import format_source, line_records, pc_records
 
 # (workload, params): loads and stores, shared memory with barriers and bank conflicts, shuffles,
 # divergence, global atomics
@@ -169,3 +169,42 @@ def test_functional_source_has_counts_without_stalls(capsys, tmp_path):
 def test_source_with_sample_is_an_error(capsys):
     assert main(["run", "saxpy", "--source", "--sample", "on"]) == 2
     assert "--source needs the whole kernel simulated: drop --sample" in capsys.readouterr().err
+
+
+CUDA = """\
+// saxpy in CUDA C (the .sasm's instructions carry these lines as their `loc`)
+__global__ void saxpy(const float* x, float* y, float a, unsigned n)
+{
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        y[i] = a * x[i] + y[i];
+}
+"""
+# saxpy.sasm's lines -> the CUDA line each instruction came from (the exit at its end has none)
+CUDA_LINE = {12: 4, 13: 4, 14: 4, 15: 5, 16: 5, 17: 5, **dict.fromkeys(range(18, 28), 6)}
+
+
+def test_instructions_with_a_cuda_loc_are_reported_on_the_cuda_source(tmp_path):
+    cu = tmp_path / "saxpy.cu"
+    cu.write_text(CUDA)
+    wl = gpusim.load_workload("saxpy")
+    prog = wl.program
+    located = dataclasses.replace(prog, instructions=tuple(
+        dataclasses.replace(i, loc=(str(cu), CUDA_LINE[i.line]) if i.line in CUDA_LINE else None)
+        for i in prog.instructions))
+    cfg = gpusim.load_config("a100")
+    pl = wl.prepare({"n": 4096})
+    te = timed_execute(located, pl.launch, pl.args, pl.memory, cfg=cfg, per_pc=True)
+    lines = line_records(pc_records(located, te.stats.per_pc, te.timing.pc_states, cfg))
+    cuda = [r for r in lines if r["file"] == str(cu)]
+    assert [r["line"] for r in cuda] == list(range(1, 8)) and cuda[5]["text"] == CUDA.splitlines()[5]
+    assert [r["pcs"] for r in cuda] == [None, None, None, 3, 3, 10, None]
+    assert cuda[5]["warp_instructions"] == 10 * 128 and cuda[5]["global_requests"] == 3 * 128
+    assert cuda[5]["top_stall"] == "long_scoreboard"  # the loads' latency, waited on the fma of line 6
+    # the one instruction without a loc (the final exit) stays on its line of the .sasm
+    rest = [r for r in lines if r["file"] != str(cu)]
+    assert [(r["line"], r["pcs"]) for r in rest if r["pcs"]] == [(28, 1)] and rest[27]["top_stall"] == "drain"
+    assert sum(r["samples"] or 0 for r in lines) == sum(te.timing.warp_states.values())
+    view = format_source(lines).splitlines()
+    assert view[0] == f"-- {cu}" and view.index(f"-- {prog.source}") == 9
+    assert view[7].split()[:3] == ["6", str(10 * 128), "32.0"] and view[7].endswith("y[i] = a * x[i] + y[i];")
