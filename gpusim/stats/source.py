@@ -50,9 +50,11 @@ class _Planner:
         plans = self.stage.plan(acc.rows, acc.pcs)
         n = s.sectors.size
         shared = self.stage.kind[acc.pcs] == SHARED
-        sectors = np.bitwise_count(plans.masks).astype(np.int64)
-        ends = np.concatenate(([0], np.cumsum(sectors)))
-        per_row = np.where(shared, 0, ends[plans.hi] - ends[plans.lo])
+        # a global row's lines are lines[lo:hi]: its sectors, the bits of their sector masks
+        ends = np.concatenate(([0], np.cumsum(np.bitwise_count(plans.masks), dtype=np.int64)))
+        g = ~shared
+        per_row = np.zeros(shared.size, np.int64)
+        per_row[g] = ends[plans.hi[g]] - ends[plans.lo[g]]
         s.sectors += np.bincount(acc.pcs, weights=per_row, minlength=n).astype(np.int64)
         s.wavefronts += np.bincount(acc.pcs, weights=np.where(shared, plans.lo, 0), minlength=n).astype(np.int64)
         s.ideal_wavefronts += np.bincount(acc.pcs, weights=np.where(shared, plans.hi, 0),

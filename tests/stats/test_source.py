@@ -26,6 +26,7 @@ RUNS = [
     ("reduce_sum_shfl", {"n": 1 << 12}),
     ("divergence", {"n": 4099, "paths": 8, "k": 5}),
     ("histogram", {"n": 1 << 14}),
+    ("transpose_shared", {"rows": 512, "cols": 512}),  # (chunks of shared accesses alone)
 ]
 SUMMED = ("warp_instructions", "thread_instructions", "global_requests", "global_sectors", "global_bytes",
           "shared_requests", "shared_wavefronts", "shared_ideal_wavefronts", "shared_bytes", "samples")
