@@ -1,6 +1,7 @@
 """`gpusim run WORKLOAD`: simulate a workload on a configuration (the timing model: cycles, metrics, the
 bottleneck verdict) and verify its values against numpy; `--functional` runs the functional executor
-alone (values and instruction counts, no cycles)."""
+alone (values and instruction counts, no cycles); `--source` adds the per-line source view
+(gpusim.stats.source)."""
 
 from __future__ import annotations
 
