@@ -62,7 +62,7 @@ class PcStats:
     warp_instructions: np.ndarray  # warps that executed it (inst_executed)
     thread_instructions: np.ndarray  # active lanes summed over them (thread_inst_executed)
     access_lanes: np.ndarray  # lanes that accessed memory (guard true), summed
-    sectors: np.ndarray  # global: the 32-byte sectors each warp access touched, summed
+    sectors: np.ndarray  # global: the sectors (l1.sector_size_bytes) each warp access touched, summed
     wavefronts: np.ndarray  # shared: the wavefronts each warp access needed, summed
     ideal_wavefronts: np.ndarray  # shared: the wavefronts a conflict-free access of as many bytes would need
 
@@ -82,6 +82,3 @@ class PcStats:
         if acc is not None and acc.pcs.size:
             on = (acc.rows >= 0).sum(axis=1)
             self.access_lanes += np.bincount(acc.pcs, weights=on, minlength=n).astype(np.int64)
-
-    def total(self) -> dict[str, int]:
-        return {k: int(getattr(self, k).sum()) for k in self.__dataclass_fields__}
