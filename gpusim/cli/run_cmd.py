@@ -1,6 +1,7 @@
 """`gpusim run WORKLOAD`: simulate a workload on a configuration (the timing model: cycles, metrics, the
 bottleneck verdict) and verify its values against numpy; `--functional` runs the functional executor
-alone (values and instruction counts, no cycles)."""
+alone (values and instruction counts, no cycles); `--source` adds the per-line source view
+(gpusim.stats.source)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from gpusim.config.vocab import SCHEDULER_POLICIES
 from gpusim.errors import GpusimError
 from gpusim.functional.executor import DEFAULT_MAX_STEPS_PER_WARP
 from gpusim.stats import simulate, trace_json
+from gpusim.stats.source import execute_per_pc, format_source, line_records, pc_records
 
 
 def register(subparsers) -> None:
@@ -49,6 +51,11 @@ def register(subparsers) -> None:
                    help="with --sample: simulate up to about N warp instructions in detail (default: a twentieth "
                         "of the kernel's, at most 6,000,000, about half a minute); more cuts loops later, which "
                         "is more accurate")
+    p.add_argument("--source", action="store_true",
+                   help="also print the kernel's source with per-line results, as Nsight Compute's Source page: "
+                        "warp instructions, share of the warp-state samples and top stalls, memory requests, "
+                        "sectors and wavefronts per request (in --json: 'source' per line, 'pcs' per instruction; "
+                        "docs/stats.md)")
     add_output(p, "--json", nargs="?", const="-", metavar="FILE",
                    help="write the full result as JSON to FILE ('-' or no value: stdout)")
     add_output(p, "--csv", metavar="FILE",
@@ -75,14 +82,20 @@ def run(args: argparse.Namespace) -> int:
 
 def run_timing(args: argparse.Namespace) -> int:
     if args.sample != "off":
+        if args.source:
+            raise GpusimError("--source needs the whole kernel simulated: drop --sample")
         return run_sampled(args)
     if args.sample_budget is not None:
         raise GpusimError("--sample-budget needs --sample auto or on")
     wl = gpusim.load_workload(args.workload)
     result = simulate(wl, args.config, seed=args.seed, scheduler=args.scheduler,
                       overrides=parse_sets(args.config_sets) or None, max_steps_per_warp=args.max_steps,
-                      max_cycles=args.max_cycles, verify=False, **parse_sets(args.sets))
-    _emit(args, result.to_dict(), result, result.summary_table)
+                      max_cycles=args.max_cycles, verify=False, per_pc=args.source, **parse_sets(args.sets))
+    summary = result.summary_table
+    if args.source:
+        title = f"source view: {result.provenance['workload']} on {result.provenance['config']} (timing)"
+        summary = lambda: result.summary_table() + "\n\n" + format_source(result.source, title=title)  # noqa: E731
+    _emit(args, result.to_dict(), result, summary)
     if not result.verified:
         print(result.run.message(), file=sys.stderr)
         return 1
@@ -121,7 +134,8 @@ def run_functional(args: argparse.Namespace) -> int:
     wl = gpusim.load_workload(args.workload)
     params = wl.params(parse_sets(args.sets))
     t0 = time.perf_counter()
-    result = wl.run(params, cfg, seed=args.seed, max_steps_per_warp=args.max_steps)
+    result = wl.run(params, cfg, seed=args.seed, max_steps_per_warp=args.max_steps,
+                    executor=execute_per_pc if args.source else None)
     wall = time.perf_counter() - t0
     occ = gpusim.occupancy(cfg, result.launch.threads_per_block, wl.program.regs_per_thread,
                            wl.program.shared_bytes)
@@ -130,10 +144,16 @@ def run_functional(args: argparse.Namespace) -> int:
                    mode="functional", wall_seconds=wall, exec_seconds=result.exec_seconds,
                    regs_per_thread=wl.program.regs_per_thread, shared_bytes_per_block=wl.program.shared_bytes,
                    theoretical_occupancy=occ.to_dict())
+    if args.source:
+        summary["pcs"] = pc_records(wl.program, result.result.stats.per_pc, None, cfg)
+        summary["source"] = line_records(summary["pcs"])
     if args.json is not None:
         emit_json(summary, args.json)
     if args.json != "-":
         print(format_summary(summary, occ))
+        if args.source:
+            print()
+            print(format_source(summary["source"], title=f"source view: {wl.name} on {cfg.name} (functional)"))
     if not result.ok:
         print(result.message(), file=sys.stderr)
         return 1

@@ -27,6 +27,7 @@ from typing import Any
 
 from gpusim.stats.bottleneck import Verdict, diagnose
 from gpusim.stats.metrics import KERNEL_METRICS, SM_METRICS, flatten, kernel_metrics, sm_metrics, timeline_rows, unit_of
+from gpusim.stats.source import line_records, pc_records
 from gpusim.timing.counters import KernelTiming
 
 CSV_COLUMNS = ("workload", "config", "scope", "sm", "block", "metric", "value", "unit")
@@ -49,6 +50,8 @@ class SimResult:
     timeline: list[dict[str, int]]
     verdict: Verdict
     provenance: dict[str, Any]
+    source: list[dict[str, Any]] | None = None  # per source line (simulate(per_pc=True)), else None
+    pcs: list[dict[str, Any]] | None = None  # per instruction, likewise
 
     @classmethod
     def build(cls, cfg, run, timing: KernelTiming, *, wall_seconds: float = 0.0) -> SimResult:
@@ -74,8 +77,12 @@ class SimResult:
             "seed": getattr(run, "seed", None),
             "scheduler": cfg.scheduler.policy if cfg is not None else None,
         }
+        pcs = source = None
+        if getattr(stats, "per_pc", None) is not None and timing.pc_states is not None:
+            pcs = pc_records(run.result.program, stats.per_pc, timing.pc_states, cfg)
+            source = line_records(pcs)
         return cls(cfg, run, timing, wall_seconds, kernel, sm_metrics(timing, issue_width=issue_width),
-                   timeline_rows(timing), diagnose(kernel), provenance)
+                   timeline_rows(timing), diagnose(kernel), provenance, source, pcs)
 
     def __repr__(self) -> str:
         p = self.provenance
@@ -103,7 +110,8 @@ class SimResult:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: provenance at the top level (as `gpusim run --functional` writes it), `verified`,
         `stats` (the functional executor's counters), `theoretical_occupancy`, `kernel` (the metrics),
-        `verdict`, `sms` (one dict per SM) and `timeline` (one dict per block)."""
+        `verdict`, `sms` (one dict per SM), `timeline` (one dict per block) and, from a per_pc run,
+        `source` and `pcs` (the source view's records, per line and per instruction)."""
         d: dict[str, Any] = {"mode": "timing"}
         d.update(self.run.summary() if self.run is not None else {})
         d.update(self.provenance)
@@ -116,6 +124,8 @@ class SimResult:
             "sms": self.sms,
             "timeline": self.timeline,
         })
+        if self.source is not None:
+            d["source"], d["pcs"] = self.source, self.pcs
         return d
 
     def rows(self) -> list[dict[str, Any]]:

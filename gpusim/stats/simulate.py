@@ -17,6 +17,7 @@ from gpusim.errors import ConfigError
 from gpusim.functional.executor import Executor
 from gpusim.functional.stats import ExecStats
 from gpusim.stats.report import SimResult
+from gpusim.stats.source import tallied
 from gpusim.timing import GPU, KernelTiming
 from gpusim.workloads import load_workload
 
@@ -35,16 +36,20 @@ class TimedExecution:
 
 def timed_execute(program, launch, args, memory, *, cfg: Config, max_steps_per_warp: int | None = None,
                   max_cycles: int | None = None, block_limit: int | None = None,
-                  loop_cap: int | None = None, warm_l2: float | None = None) -> TimedExecution:
+                  loop_cap: int | None = None, warm_l2: float | None = None, per_pc: bool = False) -> TimedExecution:
     """Execute `program` functionally and stream its warps' instructions through the timing model.
     `block_limit` and `loop_cap` (sampled simulation: the first blocks only, loops cut short; see
     `Executor`) time a part of the kernel; `warm_l2` starts the L2 full of foreign lines, that fraction
-    of them dirty (`GPU.run`)."""
+    of them dirty (`GPU.run`). `per_pc` counts per instruction too (`stats.per_pc`, `timing.pc_states`:
+    the source view, gpusim.stats.source)."""
     ex = Executor(program, launch, args, memory, cfg=cfg, max_steps_per_warp=max_steps_per_warp, record=True,
                   block_limit=block_limit, loop_cap=loop_cap)
+    sources = ex.stream_batches()
+    if per_pc:
+        sources, ex.stats.per_pc = tallied(sources, program, cfg)
     with progress.bar(ex.num_blocks, f"simulating {program.name}", "block") as bar:
-        timing = GPU(cfg).run(program, launch, _counted(ex.stream_batches(), bar), max_cycles=max_cycles,
-                              warm_l2=warm_l2)
+        timing = GPU(cfg).run(program, launch, _counted(sources, bar), max_cycles=max_cycles,
+                              warm_l2=warm_l2, per_pc=per_pc)
     return TimedExecution(program, launch, ex.stats, timing)
 
 
@@ -82,7 +87,7 @@ def configure(cfg: Config | str | os.PathLike, scheduler: str | None = None,
 def simulate(workload, cfg: Config | str | os.PathLike = "a100", *, seed: int = 0,
              scheduler: str | None = None, overrides: dict[str, Any] | None = None,
              max_steps_per_warp: int | None = None, max_cycles: int | None = None, verify: bool = True,
-             **params) -> SimResult:
+             per_pc: bool = False, **params) -> SimResult:
     """Simulate a workload (a name, a folder or a loaded Workload) on `cfg` (a Config, a built-in name or a YAML path)
     with size parameters `params`: values computed and compared with the numpy reference, cycles from the timing
     model, and the metrics and bottleneck verdict (a SimResult). `scheduler` (a name in
@@ -90,12 +95,14 @@ def simulate(workload, cfg: Config | str | os.PathLike = "a100", *, seed: int = 
     (`{"chip.sm_count": 54}`). Guards: a warp that issues more than `max_steps_per_warp` instructions raises
     KernelFault (a runaway loop), a kernel still running at cycle `max_cycles` raises SimulationLimitError naming
     the warps still resident and what they wait on. With `verify`, a wrong result raises VerificationError; without,
-    check `result.verified` (`result.run.message()` says where it differs)."""
+    check `result.verified` (`result.run.message()` says where it differs). With `per_pc`, the result also
+    holds the source view: `result.source` (per source line) and `result.pcs` (per instruction), with
+    each instruction's executions, memory traffic and warp states (docs/stats.md, "Source view")."""
     wl = workload if hasattr(workload, "program") else load_workload(workload)
     cfg = configure(cfg, scheduler, overrides)
     t0 = time.perf_counter()
     run = wl.run(params, cfg, seed=seed, max_steps_per_warp=max_steps_per_warp,
-                 executor=partial(timed_execute, max_cycles=max_cycles))
+                 executor=partial(timed_execute, max_cycles=max_cycles, per_pc=per_pc))
     wall = time.perf_counter() - t0
     if verify:
         run.check()

@@ -46,6 +46,10 @@ class KernelTiming:
     l2: dict[str, float]
     dram: dict[str, float]
     warp_states: dict[str, int] = field(default_factory=dict)
+    # (pcs, warp states) warp-cycles charged to the instruction each warp waited on, `selected` its issues
+    # (per_pc runs; None otherwise). A plain attribute, not a field: a KernelTiming's fields are its
+    # frozen statistics (tests/timing/test_full_stats.py), the same with per_pc on or off.
+    pc_states = None
 
     @property
     def warp_instructions(self) -> int:
@@ -104,9 +108,12 @@ class KernelTiming:
         n = int(M.gte.ntimeline[0])
         timeline = sorted(tuple(r) for r in M.gte.timeline[:n].tolist())
         overhead = round(cfg.launch.kernel_launch_overhead_ns * cfg.chip.clock_mhz / 1000.0)
-        return cls(cycles=end, launch_overhead_cycles=overhead, clock_mhz=cfg.chip.clock_mhz,
-                   subpartitions=cfg.sm.subpartitions, theoretical_occupancy=occ.to_dict(), sms=per_sm,
-                   timeline=timeline, l2=l2d, dram=dr, warp_states=totals)
+        timing = cls(cycles=end, launch_overhead_cycles=overhead, clock_mhz=cfg.chip.clock_mhz,
+                     subpartitions=cfg.sm.subpartitions, theoretical_occupancy=occ.to_dict(), sms=per_sm,
+                     timeline=timeline, l2=l2d, dram=dr, warp_states=totals)
+        if P.per_pc:
+            timing.pc_states = P.pc_states.copy()
+        return timing
 
 
 def _fsum(a: np.ndarray) -> float:

@@ -223,7 +223,7 @@ def retire(M, w, t):
     s = g // S_.nsp
     end = t + 1 if t + 1 > W.drain[w] else W.drain[w]
     if end > t + 1:
-        _sp.account(P, g, DRAIN, end - t - 1)
+        _sp.account(P, g, W.pc[w], DRAIN, end - t - 1)  # (charged to its exit)
     W.ready[w] = NEVER
     W.where[w] = OFF
     _sp.remove(P, W, g, w, end)
@@ -245,9 +245,12 @@ def retire(M, w, t):
 @njit_inline
 def next_instr(M, w, t, floor, floor_reason):
     """Point `w` at its next instruction and account the cycles it must wait for it (no earlier than
-    `floor`, in `floor_reason` unless a register holds it longer); with none left it retires."""
+    `floor`, in `floor_reason` unless a register holds it longer); with none left it retires. A wait
+    for a register is charged to the instruction that reads it (the next one); the floor's own wait
+    (a branch resolving) to the instruction that set it, whose pc the warp has not yet left."""
     W, st, code = M.W, M.streams, M.code
     h = W.h[w]
+    prev = W.pc[w]
     pos = st.pos[h]
     if pos >= st.end[h]:
         if st.done[h]:
@@ -261,7 +264,7 @@ def next_instr(M, w, t, floor, floor_reason):
     check_hunger(st, h)
     at, why = deps_ready(W, code, w, pc, floor, floor_reason)
     if at > t + 1:
-        _sp.account(M.P, W.sp[w], why, at - (t + 1))
+        _sp.account(M.P, W.sp[w], prev if at == floor else pc, why, at - (t + 1))
     W.ready[w] = at
     _sp.wait_until(M.P, W, w, at)
 
@@ -367,7 +370,7 @@ def _arrive(M, w, t):
     release = t + S_.sync_latency
     for i in range(n):
         x = S_.blk_wait[b, i]
-        _sp.account(M.P, W.sp[x], BARRIER_STATE, release - W.mark[x])
+        _sp.account(M.P, W.sp[x], W.pc[x], BARRIER_STATE, release - W.mark[x])  # (charged to its bar.sync)
         next_instr(M, x, release - 1, release, BARRIER_STATE)
     S_.blk_nwait[b] = 0
     s = W.sp[w] // S_.nsp

@@ -28,7 +28,7 @@ from gpusim.timing.jit import NEVER, njit_inline, struct_type
 from gpusim.timing.warp import QUEUED, WAITING
 
 NPORTS = len(PORTS)
-NOT_SELECTED = STATE["not_selected"]
+NOT_SELECTED, SELECTED = STATE["not_selected"], STATE["selected"]
 
 
 class SubPartitions(NamedTuple):
@@ -49,21 +49,26 @@ class SubPartitions(NamedTuple):
     wake_at: np.ndarray  # (sps, max warps): a min-heap of the waiting warps' wake cycles ...
     wake_w: np.ndarray  # (sps, max warps): ... and which warp each is
     nwake: np.ndarray  # waiting warps (heap entries)
+    pc_states: np.ndarray  # (pcs, warp states): warp-cycles by the instruction the warp waited on (per_pc)
     policy: int  # index in vocab.SCHEDULER_POLICIES
     issue_width: int
     active_set: int  # two_level's active warps
+    per_pc: bool  # charge warp states to instructions too (Nsight's source view); off: pc_states is empty
 
 
 struct_type(SubPartitions)
 
 
-def make_subpartitions(cfg, n: int, max_warps: int) -> SubPartitions:
+def make_subpartitions(cfg, n: int, max_warps: int, pcs: int = 0) -> SubPartitions:
+    """`n` sub-partitions of `max_warps` warp slots each; with `pcs` > 0 (the kernel's instruction
+    count) warp states are also charged to the instruction each warp waited on (`pc_states`)."""
     z = lambda *s: np.zeros((n, *s), dtype=np.int64)  # noqa: E731
     s = cfg.scheduler
     return SubPartitions(z(max_warps), z(), z(NPORTS), np.zeros((n, NPORTS), np.bool_), z(NPORTS), z(NPORTS),
                          np.full(n, NEVER, np.int64), np.full(n, -1, np.int64),
                          z(len(WARP_STATES)), z(), z(NPORTS), z(), z(), z(), z(max_warps), z(max_warps), z(),
-                         SCHEDULER_POLICIES.index(s.policy), s.issue_width, s.active_warps_two_level)
+                         np.zeros((pcs, len(WARP_STATES)), np.int64),
+                         SCHEDULER_POLICIES.index(s.policy), s.issue_width, s.active_warps_two_level, pcs > 0)
 
 
 @njit_inline
@@ -192,16 +197,24 @@ def begin_cycle(P, W, g, t):
 @njit_inline
 def take(P, W, code, g, w, t):
     """The scheduler picked `w`: it leaves the ready lists, and its wait since it was ready is split
-    between not_selected (its unit free, another warp chosen) and its unit's throttle state."""
+    between not_selected (its unit free, another warp chosen) and its unit's throttle state. With
+    per_pc, both and the issue cycle (selected) are charged to the instruction it issues."""
     p = W.port[w]
+    pc = W.pc[w]
     P.queued[g, p] -= 1
     W.where[w] = 0
     if t > W.ready[w]:
         ns = P.seen[g, p] - W.snap[w] - 1
+        throttle = code.throttle_reason[pc]
         P.states[g, NOT_SELECTED] += ns
-        P.states[g, code.throttle_reason[W.pc[w]]] += t - W.ready[w] - ns
+        P.states[g, throttle] += t - W.ready[w] - ns
+        if P.per_pc:
+            P.pc_states[pc, NOT_SELECTED] += ns
+            P.pc_states[pc, throttle] += t - W.ready[w] - ns
+    if P.per_pc:
+        P.pc_states[pc, SELECTED] += 1
     P.issued[g] += 1
-    P.busy[g, p] += code.interval[W.pc[w]]
+    P.busy[g, p] += code.interval[pc]
 
 
 @njit_inline
@@ -236,9 +249,12 @@ def end_cycle(P, g, t):
 
 
 @njit_inline
-def account(P, g, state, cycles):
-    """`cycles` warp-cycles of sub-partition `g` spent in warp state `state`."""
+def account(P, g, pc, state, cycles):
+    """`cycles` warp-cycles of sub-partition `g` spent in warp state `state`, waiting on instruction
+    `pc` (charged to it with per_pc)."""
     P.states[g, state] += cycles
+    if P.per_pc:
+        P.pc_states[pc, state] += cycles
 
 
 @njit_inline
