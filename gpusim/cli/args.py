@@ -238,10 +238,12 @@ def add_quiet(p: argparse.ArgumentParser) -> argparse.Action:
 
 class _Renamed(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
-        raise argparse.ArgumentError(self, f"renamed: use {RENAMED[option_string]}")
+        raise argparse.ArgumentError(self, f"renamed: use {self.default}")
 
 
-def add_renamed(p: argparse.ArgumentParser, *flags: str) -> None:
-    """Flags an older gpusim took, hidden: each is refused with the one that replaced it."""
+def add_renamed(p: argparse.ArgumentParser, *flags: str, to: str | None = None) -> None:
+    """Flags an older gpusim took, hidden: each is refused with the one that replaced it (`to`, else
+    RENAMED's entry)."""
     for flag in flags:
-        p.add_argument(flag, action=_Renamed, nargs="?", help=argparse.SUPPRESS)
+        p.add_argument(flag, action=_Renamed, nargs="?", default=to or RENAMED[flag], dest=f"_renamed_{flag[2:]}",
+                       help=argparse.SUPPRESS)

@@ -17,7 +17,7 @@ def register(subparsers) -> None:
     add_config_set(p)
     p.add_argument("--list", action="store_true", help="list the built-in configurations and exit")
     add_json(p, help="write {config, derived} as JSON to FILE ('-' or no FILE: stdout)")
-    add_renamed(p, "--set")
+    add_renamed(p, "--set", to="--config-set (--set is a parameter of what runs)")
     p.set_defaults(func=run)
 
 

@@ -10,7 +10,17 @@ import sys
 import time
 
 import gpusim
-from gpusim.cli.args import add_output, integer
+from gpusim.cli.args import (
+    add_config,
+    add_config_set,
+    add_csv,
+    add_json,
+    add_output,
+    add_params,
+    add_quiet,
+    add_renamed,
+    integer,
+)
 from gpusim.cli.common import emit_json, emit_text, parse_sets, stdout_taken
 from gpusim.config.vocab import SCHEDULER_POLICIES
 from gpusim.errors import GpusimError
@@ -27,12 +37,10 @@ def register(subparsers) -> None:
                                           "(docs/stats.md) and a bottleneck verdict. Exit status 1 when the "
                                           "outputs differ from the reference.")
     p.add_argument("workload", help="workload name (see `gpusim list`) or folder")
-    p.add_argument("--config", "-c", default="a100", help="built-in config name or YAML path (default a100)")
-    p.add_argument("--set", action="append", metavar="PARAM=VALUE", dest="sets",
-                   help="workload size parameter, e.g. --set n=4096 (repeatable)")
-    p.add_argument("--config-set", action="append", metavar="FIELD=VALUE", dest="config_sets",
-                   help="override a config field, e.g. --config-set chip.sm_count=54")
-    p.add_argument("--scheduler", choices=SCHEDULER_POLICIES,
+    add_config(p)
+    add_params(p, help="a workload parameter, e.g. --set n=4096 (repeatable)")
+    add_config_set(p)
+    p.add_argument("--warp-scheduler", choices=SCHEDULER_POLICIES,
                    help="warp scheduler policy (default: the config's scheduler.policy)")
     p.add_argument("--functional", action="store_true",
                    help="functional execution only (values, instruction counts), no timing model")
@@ -56,10 +64,12 @@ def register(subparsers) -> None:
                         "warp instructions, share of the warp-state samples and top stalls, memory requests, "
                         "sectors and wavefronts per request (in --json: 'source' per line, 'pcs' per instruction; "
                         "docs/stats.md)")
-    add_output(p, "--json", nargs="?", const="-", metavar="FILE",
-                   help="write the full result as JSON to FILE ('-' or no value: stdout)")
-    add_output(p, "--csv", metavar="FILE",
-                   help="write the metrics as tidy long-format CSV to FILE ('-': stdout; see docs/stats.md)")
+    add_json(p, help="write the full result as JSON to FILE ('-' or no FILE: stdout)")
+    add_csv(p, help="write the metrics as tidy long-format CSV to FILE ('-': stdout; see docs/stats.md)")
+    add_output(p, "--html", metavar="FILE",
+               help="write a self-contained HTML report to FILE (docs/report.md; with --source, the source view)")
+    add_quiet(p)
+    add_renamed(p, "--scheduler")
     add_output(p, "--trace", metavar="FILE",
                    help="write the block timeline as a Chrome/Perfetto trace (JSON) to FILE ('-': stdout)")
     p.set_defaults(func=run)
@@ -67,7 +77,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.functional:
-        timing_only = [f"--{n.replace('_', '-')}" for n in ("scheduler", "csv", "trace", "max_cycles")
+        timing_only = [f"--{n.replace('_', '-')}" for n in ("warp_scheduler", "csv", "trace", "html", "max_cycles")
                        if getattr(args, n) is not None]
         if args.sample != "off":
             timing_only.append("--sample")
@@ -88,8 +98,8 @@ def run_timing(args: argparse.Namespace) -> int:
     if args.sample_budget is not None:
         raise GpusimError("--sample-budget needs --sample auto or on")
     wl = gpusim.load_workload(args.workload)
-    result = simulate(wl, args.config, seed=args.seed, scheduler=args.scheduler,
-                      overrides=parse_sets(args.config_sets) or None, max_steps_per_warp=args.max_steps,
+    result = simulate(wl, args.config, seed=args.seed, scheduler=args.warp_scheduler,
+                      overrides=parse_sets(args.config_sets, "--config-set") or None, max_steps_per_warp=args.max_steps,
                       max_cycles=args.max_cycles, verify=False, per_pc=args.source, **parse_sets(args.sets))
     summary = result.summary_table
     if args.source:
@@ -109,9 +119,10 @@ def run_sampled(args: argparse.Namespace) -> int:
     from gpusim.analysis.sampling import simulate_sampled
 
     budget = {} if args.sample_budget is None else {"max_sample_warp_instructions": args.sample_budget}
-    r = simulate_sampled(args.workload, args.config, sample=args.sample, seed=args.seed, scheduler=args.scheduler,
-                         overrides=parse_sets(args.config_sets) or None, max_steps_per_warp=args.max_steps,
-                         max_cycles=args.max_cycles, **budget, **parse_sets(args.sets))
+    r = simulate_sampled(args.workload, args.config, sample=args.sample, seed=args.seed,
+                         scheduler=args.warp_scheduler, overrides=parse_sets(args.config_sets, "--config-set") or None,
+                         max_steps_per_warp=args.max_steps, max_cycles=args.max_cycles, **budget,
+                         **parse_sets(args.sets))
     _emit(args, r.to_dict(), r.detail, r.summary_table)
     if r.full is not None and not r.full.verified:
         print(r.full.run.message(), file=sys.stderr)
@@ -125,12 +136,16 @@ def _emit(args: argparse.Namespace, doc: dict, detail, summary) -> None:
     emit_json(doc, args.json)
     emit_text(detail.to_csv, args.csv)
     emit_text(lambda: trace_json(detail), args.trace)
-    if not stdout_taken(args.json, args.csv, args.trace):
+    if args.html is not None:
+        from gpusim.plot.report import report_html  # (matplotlib loads only for a report)
+
+        emit_text(lambda: report_html(detail), args.html)
+    if not stdout_taken(args.json, args.csv, args.trace, args.html):
         print(summary())
 
 
 def run_functional(args: argparse.Namespace) -> int:
-    cfg = gpusim.load_config(args.config, overrides=parse_sets(args.config_sets) or None)
+    cfg = gpusim.load_config(args.config, overrides=parse_sets(args.config_sets, "--config-set") or None)
     wl = gpusim.load_workload(args.workload)
     params = wl.params(parse_sets(args.sets))
     t0 = time.perf_counter()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gpusim.cli.args import add_output
+from gpusim.cli.args import add_config, add_config_set, add_json, add_output, add_quiet, add_renamed
 from gpusim.cli.common import emit_json, parse_sets, stdout_taken
 
 
@@ -19,14 +19,14 @@ def register(subparsers) -> None:
                                           "measured reference (gpusim/data/validation/published.yaml; "
                                           "docs/validation.md). Exit status 1 when a figure is outside its "
                                           "tolerance and no known gap is written beside it.")
-    p.add_argument("--config", "-c", default="a100", help="built-in config with reference figures: a100, gtx980, "
-                                                          "h200 (default a100)")
+    add_config(p, help="built-in config with reference figures: a100, gtx980, h200 (default a100)")
     p.add_argument("--figure", action="append", metavar="ID", help="only this figure (repeatable; --list shows ids)")
-    p.add_argument("--set", action="append", metavar="FIELD=VALUE", help="config override (repeatable), e.g. "
-                                                                         "opcodes.rsqrt.latency_cycles=39")
+    add_config_set(p, help="config override (repeatable), e.g. --config-set opcodes.rsqrt.latency_cycles=39")
     p.add_argument("--list", action="store_true", help="list the figures with a reference for --config and exit")
-    add_output(p, "--json", nargs="?", const="-", metavar="FILE", help="write the rows as JSON ('-': stdout)")
+    add_json(p, help="write the rows as JSON to FILE ('-' or no FILE: stdout)")
     add_output(p, "--chart", kind="image", metavar="FILE", help="write the correlation chart (.png or .svg)")
+    add_quiet(p)
+    add_renamed(p, "--set", to="--config-set (--set is a parameter of what runs)")
     p.set_defaults(func=run)
 
 
@@ -37,8 +37,8 @@ def run(args: argparse.Namespace) -> int:
         for fig, ref, source, _ in references(args.config, args.figure):
             print(f"{fig['id']:30s} {fig['kind']:16s} {ref:10.4g} {fig['units']:20s} {source}")
         return 0
-    quiet = stdout_taken(args.json)
-    result = validate(args.config, figures=args.figure, overrides=parse_sets(args.set),
+    quiet = stdout_taken(args.json) or args.quiet
+    result = validate(args.config, figures=args.figure, overrides=parse_sets(args.config_sets, "--config-set"),
                       progress=None if quiet else lambda r: print(f"  {r.figure} ... {r.status}", file=sys.stderr))
     emit_json(result.to_dict(), args.json)
     if args.chart:

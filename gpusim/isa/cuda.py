@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from gpusim.errors import AssemblyError
@@ -55,15 +56,23 @@ def compile_cu(source: str | Path) -> str:
     source = Path(source)
     if shutil.which("nvcc") is None:
         raise AssemblyError("nvcc is not on PATH: cannot compile CUDA C", file=str(source), line=0, col=0)
+    # nvcc names a file's internal symbols after a hash of its absolute path, so the source is compiled
+    # from one fixed folder: the same source gives the same PTX from any checkout. (A kernel that
+    # #includes a header of its own folder is compiled where it is.)
+    text = source.read_text()
+    where = source.resolve().parent
+    if not re.search(r'^\s*#\s*include\s*"', text, flags=re.M):
+        where = Path(tempfile.gettempdir()) / "gpusim-nvcc"
+        where.mkdir(exist_ok=True)
+        (where / source.name).write_text(text)
     try:
-        proc = subprocess.run(nvcc_command(source), cwd=source.parent or ".", capture_output=True, text=True,
-                              timeout=600)
+        proc = subprocess.run(nvcc_command(source), cwd=where, capture_output=True, text=True, timeout=600)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise AssemblyError(f"nvcc failed: {exc}", file=str(source), line=0, col=0) from None
     if proc.returncode != 0:
         first = next((ln for ln in proc.stderr.splitlines() if "error" in ln), proc.stderr.strip()[:300])
         raise AssemblyError(f"nvcc failed: {first.strip()}", file=str(source), line=0, col=0)
-    folder = str(source.resolve().parent) + os.sep
+    folder = str(where) + os.sep
     return re.sub(r'^(\s*\.file\s+\d+\s+")' + re.escape(folder), r"\1", proc.stdout, flags=re.M)
 
 

@@ -212,17 +212,28 @@ def _charts(r: dict[str, Any], cfg: Config) -> str:
     return "<div class=charts>" + "\n".join(out) + "</div>"
 
 
+SOURCE_COLUMNS = (("warp_instructions", "warp instr."), ("samples_pct", "% samples"), ("top_stall", "top stall"),
+                  ("global_requests", "global req."), ("global_sectors", "sectors"), ("shared_requests", "shared req."),
+                  ("shared_wavefronts", "wavefronts"))
+
+
 def _source(lines: list[dict[str, Any]]) -> str:
-    """The per-line table (`source` records: `line`, `text` and numeric columns), as a preformatted
-    listing with the numbers beside each line."""
-    numeric = [c for c in lines[0] if c not in ("line", "text", "file") and
-               any(isinstance(x.get(c), int | float) and not isinstance(x.get(c), bool) for x in lines)]
-    head = "".join(f"<th>{_e(c)}</th>" for c in numeric)
-    rows = []
+    """The source view (`gpusim run --source` records, docs/stats.md): per line its instructions, share of
+    the warp-state samples and top stall, and memory requests, beside the line's text; a new file starts a
+    new table."""
+    cols = [(k, label) for k, label in SOURCE_COLUMNS if any(x.get(k) for x in lines)]
+    head = "".join(f"<th>{_e(label)}</th>" for _, label in cols)
+    out, last = [], None
     for x in lines:
-        cells = "".join(f"<td class=n>{_fmt(x.get(c))}</td>" for c in numeric)
-        rows.append(f"<tr><td class=n>{_e(x.get('line'))}</td>{cells}<td><code>{_e(x.get('text'))}</code></td></tr>")
-    return f"<table class=src><tr><th>line</th>{head}<th>source</th></tr>{''.join(rows)}</table>"
+        if x.get("file") != last:
+            if last is not None:
+                out.append("</table>")
+            last = x.get("file")
+            out.append(f"<p class=note>{_e(Path(str(last)).name)}</p><table class=src><tr><th>line</th>{head}"
+                       "<th>source</th></tr>")
+        cells = "".join(f"<td class=n>{_fmt(x.get(k))}</td>" for k, _ in cols)
+        out.append(f"<tr><td class=n>{_e(x.get('line'))}</td>{cells}<td><code>{_e(x.get('text'))}</code></td></tr>")
+    return "".join(out) + "</table>"
 
 
 def _fmt(v: Any) -> str:

@@ -49,7 +49,7 @@ def test_default_run_is_timed_and_writes_every_output(tmp_path, capsys):
 
 
 def test_json_to_stdout_is_pure_json(capsys):
-    assert main(["run", "saxpy", "--set", "n=2048", "--scheduler", "lrr", "--json", "-"]) == 0
+    assert main(["run", "saxpy", "--set", "n=2048", "--warp-scheduler", "lrr", "--json", "-"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["scheduler"] == "lrr" and d["kernel"]["blocks"] == 8
 
@@ -81,8 +81,8 @@ def test_timing_options_with_functional_are_one_line_errors(tmp_path, capsys):
     assert main(["run", "vecadd", "--functional", "--trace", str(tmp_path / "t.json")]) == 2
     assert capsys.readouterr().err.strip() == ("gpusim run: error: --trace needs the timing model: "
                                                "drop --functional")
-    assert main(["run", "vecadd", "--functional", "--csv", "x.csv", "--scheduler", "gto"]) == 2
-    assert "--scheduler and --csv need the timing model" in capsys.readouterr().err
+    assert main(["run", "vecadd", "--functional", "--csv", "x.csv", "--warp-scheduler", "gto"]) == 2
+    assert "--warp-scheduler and --csv need the timing model" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
 
 

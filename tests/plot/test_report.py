@@ -109,3 +109,21 @@ def test_renders_in_headless_chromium_without_console_errors(tmp_path, saxpy, pa
     assert console == []
     dom = done.stdout
     assert f"<b>{saxpy.verdict.kind}</b>" in dom and dom.count("<svg") == 7
+
+
+def test_the_source_view_is_in_the_report(tmp_path, monkeypatch, capsys):
+    """`gpusim run --source --html`: the report has the per-line table, the FMA line with its samples."""
+    from gpusim import simulate
+
+    r = simulate("saxpy", "a100", n=4096, per_pc=True)
+    page = report_html(r)
+    assert "<h2>Source</h2>" in page and "saxpy.sasm" in page
+    fma = next(x for x in r.source if x.get("text") and "fma" in x["text"])
+    row = re.search(rf"<tr><td class=n>{fma['line']}</td>(.*?)</tr>", page).group(1)
+    assert f"{fma['warp_instructions']:,}" in row and f"{fma['samples_pct']:.1f}" in row and "fma" in row
+    monkeypatch.setattr(cli_main, "SUBCOMMANDS", ["run"])
+    monkeypatch.chdir(tmp_path)
+    assert cli_main.main(["run", "saxpy", "--set", "n=4096", "--source", "--html", "r.html"]) == 0
+    assert "<h2>Source</h2>" in (tmp_path / "r.html").read_text()
+    out = capsys.readouterr().out
+    assert "bottleneck" in out and "source view: saxpy on a100" in out  # (a file report leaves stdout's summary)

@@ -51,7 +51,7 @@ TOKENS = ("--", "-", "-x", "--json", "--set", "--config", "=", "--help=no", "\u0
 COMMANDS = {
     "run": (WORKLOADS, ["--set", "n=256"], {
         "--config": CONFIGS, "--config-set": CONFIG_SETS, "--set": WORKLOAD_SETS,
-        "--scheduler": ("lrr", "gto", "two_level", "bad"), "--functional": None, "--seed": NUMBERS,
+        "--warp-scheduler": ("lrr", "gto", "two_level", "bad"), "--functional": None, "--seed": NUMBERS,
         "--max-steps": NUMBERS, "--max-cycles": NUMBERS, "--sample": ("auto", "on", "off", "bad"),
         "--sample-budget": NUMBERS, "--json": PATHS, "--csv": PATHS, "--trace": PATHS}),
     "sweep": (WORKLOADS, ["--set", "n=256", "--jobs", "1", "-q", "--cache-dir", str(TMP / "cache")], {
