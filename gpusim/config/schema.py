@@ -252,8 +252,8 @@ class DramSpec:
     banks_per_channel: int = spec("banks of one channel, each with one open row", "banks", (1, 1024), default=16)
     row_bytes: int = spec("bytes of one row (page) of one bank, as the channel addresses it", "bytes",
                           (32, 1 << 20), default=2048)
-    write_batch_requests: int = spec("write-backs a channel buffers before draining them together (its bus turns "
-                                     "around once per batch); 1: each write goes at once", "requests", (1, 4096),
+    write_batch_requests: int = spec("write-backs a channel groups (its write queue): its bus turns from reads to "
+                                     "writes and back once a batch; 1: every write", "requests", (1, 4096),
                                      default=1)
     t_rcd_ns: float = spec("activate to read/write (row to column delay)", "ns", (0, 1000), default=0.0)
     t_rp_ns: float = spec("precharge to activate (closing a row)", "ns", (0, 1000), default=0.0)
@@ -266,7 +266,8 @@ class DramSpec:
                            "turnaround)", "ns", (0, 1000), default=0.0)
     t_refi_ns: float = spec("refresh interval of each bank (the banks staggered over it); 0: no refresh", "ns",
                             (0, 1e6), default=0.0)
-    t_rfc_ns: float = spec("refresh cycle time: a bank is closed and busy this long once every t_refi_ns",
+    t_rfc_ns: float = spec("refresh cycle time: a bank is busy this long once every t_refi_ns (modelled by "
+                           "its average)",
                            "ns", (0, 1e5), default=0.0)
 
 

@@ -20,14 +20,20 @@ older row switch.
 Data bus. Each channel's bus moves `bandwidth_gbps * efficiency / (controllers x channels)` bytes a
 cycle; its slots are handed out in arrival order (a FIFO server, fifo.py), and a request's data is
 back at the later of its bus slot's end and its bank's column time + tCL + burst: bandwidth is the
-bus's, latency the bank's, and banks overlap. When the bus changes direction it idles tWTR (write to
-read) or tRTW (read to write). Writes (the L2's write-backs) are posted: the controller buffers them,
-`dram.write_batch_requests` a channel, and drains a full buffer at once, so the bus turns around once
-per batch, as a real controller's write queue does.
+bus's, latency the bank's, and banks overlap. Writes (the L2's write-backs) are posted — the L2 does
+not wait for them — and a controller groups them, `dram.write_batch_requests` at a time a channel, as
+its write queue does: the bus turns from reads to writes and back once a batch, idling tRTW + tWTR,
+charged to the batch's first write.
 
-Refresh (`_refresh`). Every tREFI each bank is refreshed for tRFC: its row closes and nothing starts
-in it in that window. The banks' refreshes are staggered over the interval (per-bank refresh, as HBM
-controllers do), so a channel never stops as a whole.
+Refresh, by its average. Every tREFI each bank is busy for tRFC (per-bank refresh, staggered over the
+banks, as HBM controllers do, so a channel never stops as a whole). The model charges what that costs
+on average rather than where each refresh falls: a request arriving at a random time meets its bank's
+refresh with probability tRFC / tREFI and then waits half of it, so every request waits
+tRFC^2 / (2 tREFI) more (a100: 4.6 cycles); and a bank can work only 1 - tRFC / tREFI of the time, so
+its busy time per access is stretched by 1 / (1 - tRFC / tREFI). A phase-exact refresh would make a
+short run's cycles depend on which requests happen to meet a refresh window — hundreds of cycles for
+a few requests — which the sampled simulation's extrapolation (docs/sampling.md) cannot tell from a
+trend. Rows closed by refresh are not modelled.
 
 Latency. `dram.latency_cycles` is the unloaded load-to-use latency of a 32-byte read that finds its
 bank precharged (tRCD + tCL + a 32-byte burst, plus the fixed trip from the SM through the L2 and the
@@ -58,12 +64,7 @@ class Dram(NamedTuple):
     prev_free: np.ndarray  # float64: when that row's last column was done
     prev_until: np.ndarray  # float64: when the switch's precharge starts
     overtaken: np.ndarray  # int64: requests that overtook that switch (FR-FCFS)
-    last_write: np.ndarray  # bool per channel: its bus last moved write data
-    refresh_k: np.ndarray  # int64 per bank: the last refresh interval it has seen
-    wbuf_bank: np.ndarray  # (channels, write_batch) int64: posted writes' banks
-    wbuf_row: np.ndarray  # (channels, write_batch) int64: and rows
-    wbuf_bytes: np.ndarray  # (channels, write_batch) int64: and sizes
-    wcount: np.ndarray  # int64 per channel: posted writes not yet drained
+    wcount: np.ndarray  # int64 per channel: writes of its current batch so far
     row_hits: np.ndarray  # int64 per channel: requests (reads and writes)
     row_misses: np.ndarray  # bank closed: activate
     row_conflicts: np.ndarray  # another row open: precharge and activate
@@ -83,8 +84,8 @@ class Dram(NamedTuple):
     t_cl: float
     t_wtr: float
     t_rtw: float
-    t_refi: float
-    t_rfc: float
+    refresh_wait: float  # the average wait for a refresh: tRFC^2 / (2 tREFI)
+    refresh_stretch: float  # a bank's busy time per access, stretched: 1 / (1 - tRFC / tREFI)
     policy: int  # index in vocab.DRAM_SCHEDULERS
     cap: int  # FR-FCFS: most requests overtaking one row switch (dram.queue_depth)
     write_batch: int
@@ -114,17 +115,18 @@ def make_dram(cfg: Config) -> Dram:
     nch = d.controllers * d.channels_per_controller
     nb = nch * d.banks_per_channel
     per_cycle = d.bandwidth_gbps * d.efficiency / clock_ghz / nch
-    wb = d.write_batch_requests
     ns = lambda x: cycles_of_ns(cfg, x)  # noqa: E731
+    share = d.t_rfc_ns / d.t_refi_ns if d.t_refi_ns > 0 else 0.0
+    wait = share * ns(d.t_rfc_ns) / 2
+    stretch = 1.0 / (1.0 - share)
     f = lambda n, v: np.full(n, v, dtype=np.float64)  # noqa: E731
     i = lambda n, v=0: np.full(n, v, dtype=np.int64)  # noqa: E731
     return Dram(make_fifos(nch), i(nb, CLOSED), f(nb, 0.0), f(nb, -1e18), i(nb, CLOSED), f(nb, 0.0), f(nb, 0.0),
-                i(nb), np.zeros(nch, np.bool_), i(nb, -1), np.zeros((nch, wb), np.int64),
-                np.zeros((nch, wb), np.int64), np.zeros((nch, wb), np.int64), i(nch), i(nch), i(nch), i(nch),
+                i(nb), i(nch), i(nch), i(nch), i(nch),
                 i(d.controllers), i(d.controllers), d.interleave_bytes, d.controllers, d.channels_per_controller,
                 d.banks_per_channel, nb, d.row_bytes, per_cycle, max(0.0, fixed_latency(cfg)), ns(d.t_rcd_ns),
-                ns(d.t_rp_ns), ns(d.t_ras_ns), ns(d.t_cl_ns), ns(d.t_wtr_ns), ns(d.t_rtw_ns), ns(d.t_refi_ns),
-                ns(d.t_rfc_ns), DRAM_SCHEDULERS.index(d.scheduler), d.queue_depth, wb, d.latency_cycles,
+                ns(d.t_rp_ns), ns(d.t_ras_ns), ns(d.t_cl_ns), ns(d.t_wtr_ns), ns(d.t_rtw_ns), wait,
+                stretch, DRAM_SCHEDULERS.index(d.scheduler), d.queue_depth, d.write_batch_requests, d.latency_cycles,
                 d.bandwidth_gbps / clock_ghz)
 
 
@@ -148,26 +150,6 @@ def locate(d, address):
 
 
 @njit
-def _refresh(d, b, t):
-    """Apply bank `b`'s refreshes up to `t` (each closes its row); returns when a request arriving at
-    `t` may start (after a refresh in progress)."""
-    if d.t_refi <= 0.0:
-        return t
-    offset = b * d.t_refi / d.total_banks  # the banks' refreshes staggered over the interval
-    if t < offset:
-        return t
-    k = int((t - offset) // d.t_refi)
-    end = offset + k * d.t_refi + d.t_rfc
-    if k > d.refresh_k[b]:
-        d.refresh_k[b] = k
-        d.open_row[b] = CLOSED
-        d.prev_row[b] = CLOSED
-        if d.bank_free[b] < end:
-            d.bank_free[b] = end
-    return end if t < end else t
-
-
-@njit
 def _column(d, ch, b, row, t, burst):
     """Book the column access of a request for `row` in bank `b` arriving at `t`, its burst `burst`
     cycles long; returns when its column command issues."""
@@ -177,8 +159,9 @@ def _column(d, ch, b, row, t, burst):
     elif dram_scheduler.may_overtake(d.policy, d.prev_row[b], d.prev_until[b], d.overtaken[b], row, t, d.cap):
         # served on the row still open, ahead of the booked switch, which it pushes back
         col = d.prev_free[b] if d.prev_free[b] > t else t
-        d.prev_free[b] = col + burst
-        push = col + burst - d.prev_until[b]
+        busy = burst * d.refresh_stretch
+        d.prev_free[b] = col + busy
+        push = col + busy - d.prev_until[b]
         if push > 0:
             d.prev_until[b] += push
             d.act_at[b] += push
@@ -205,30 +188,18 @@ def _column(d, ch, b, row, t, burst):
         d.open_row[b] = row
         d.act_at[b] = act
         d.row_conflicts[ch] += 1
-    d.bank_free[b] = col + burst
+    d.bank_free[b] = col + burst * d.refresh_stretch
     return col
-
-
-@njit
-def _bus(d, ch, t, burst, is_write):
-    """Book a burst on channel `ch`'s data bus for a request that arrived at `t` (slots in arrival
-    order; a change of direction idles the bus for the turnaround first); returns the slot's end."""
-    if is_write != d.last_write[ch]:
-        floor = d.channel.free_at[ch] + (d.t_rtw if is_write else d.t_wtr)
-        if floor > t:
-            t = floor
-        d.last_write[ch] = is_write
-    return serve(d.channel, ch, t, burst) + burst
 
 
 @njit
 def read(d, address, t, nbytes):
     """A read of `nbytes` at `address` sent at `t`: the cycle its data is back at the SM."""
     ctrl, ch, b, row = locate(d, address)
-    t = _refresh(d, b, t)
+    t += d.refresh_wait
     burst = nbytes / d.bytes_per_cycle
     col = _column(d, ch, b, row, t, burst)
-    slot = _bus(d, ch, t, burst, False)
+    slot = serve(d.channel, ch, t, burst) + burst  # the bus's slots in arrival order
     data = col + d.t_cl + burst
     d.bytes_read[ctrl] += nbytes
     return (slot if slot > data else data) + d.fixed
@@ -236,21 +207,15 @@ def read(d, address, t, nbytes):
 
 @njit
 def write(d, address, t, nbytes):
-    """A write-back of `nbytes` at `address` at `t`: posted in its channel's write buffer (returns
-    `t`, when the controller has taken it); a full buffer is drained to the banks at once."""
+    """A write-back of `nbytes` at `address` at `t`, posted: returns `t` (the L2 does not wait). Its
+    bank and bus time are booked now; the first write of each batch of `write_batch_requests` on its
+    channel also holds the bus for the turnarounds to writes and back (tRTW + tWTR)."""
     ctrl, ch, b, row = locate(d, address)
     d.bytes_written[ctrl] += nbytes
+    t0 = t + d.refresh_wait
+    burst = nbytes / d.bytes_per_cycle
+    _column(d, ch, b, row, t0, burst)
     n = d.wcount[ch]
-    d.wbuf_bank[ch, n] = b
-    d.wbuf_row[ch, n] = row
-    d.wbuf_bytes[ch, n] = nbytes
-    d.wcount[ch] = n + 1
-    if n + 1 >= d.write_batch:
-        for i in range(n + 1):
-            wb = d.wbuf_bank[ch, i]
-            t0 = _refresh(d, wb, t)
-            burst = d.wbuf_bytes[ch, i] / d.bytes_per_cycle
-            _column(d, ch, wb, d.wbuf_row[ch, i], t0, burst)
-            _bus(d, ch, t0, burst, True)
-        d.wcount[ch] = 0
+    serve(d.channel, ch, t0, burst + (d.t_rtw + d.t_wtr if n == 0 else 0.0))
+    d.wcount[ch] = n + 1 if n + 1 < d.write_batch else 0
     return t

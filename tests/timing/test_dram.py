@@ -5,7 +5,9 @@ a100 (gpusim/data/configs/a100.yaml): 10 controllers x 8 channels (HBM2 pseudo-c
 1 KB rows, 256-byte interleave; at 1410 MHz tRCD = tRP = tCL = 14 ns = 19.74 cycles, tRAS 34 ns =
 47.94, tWTR 8 ns = 11.28, tRTW 4 ns = 5.64, tREFI 3900 ns = 5499, tRFC 160 ns = 225.6. One channel's
 bus moves 1555 GB/s x 0.97 / 1.41 GHz / 80 = 13.372 B a cycle. dram.latency_cycles (400) is a 32-byte
-read to a precharged bank: fixed + tRCD + tCL + 32 / 13.372, so fixed = 400 - 39.48 - 2.393."""
+read to a precharged bank: fixed + tRCD + tCL + 32 / 13.372, so fixed = 400 - 39.48 - 2.393. Refresh
+adds its average to every request: W = tRFC^2 / (2 tREFI) = 225.6^2 / (2 x 5499) = 4.628 cycles, and
+stretches a bank's busy time per access by 1 / (1 - 160 / 3900)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,9 @@ from tests.timing.helpers import FLAT_DRAM
 
 NS = 1.41  # cycles per ns at 1410 MHz
 BUS = 1555 * 0.97 / 1.41 / 80
-T0 = 1000.0  # past bank 0's first refresh window, [0, 225.6)
+T0 = 1000.0
+W = (160 * NS) ** 2 / (2 * 3900 * NS)
+STRETCH = 1 / (1 - 160 / 3900)
 
 
 @pytest.fixture(scope="module")
@@ -58,19 +62,19 @@ def test_row_hit_miss_and_conflict_latencies(a100):
     lat = a100.dram.latency_cycles
     burst = 32 / BUS
     # precharged bank: dram.latency_cycles exactly
-    assert _dram.read(d, _row_addr(a100, 0), T0, 32) == pytest.approx(T0 + lat)
+    assert _dram.read(d, _row_addr(a100, 0), T0, 32) == pytest.approx(T0 + W + lat)
     # the same row again, once the bank is idle: a row hit, tRCD faster
     t = T0 + 1000
-    assert _dram.read(d, _row_addr(a100, 0, 64), t, 32) == pytest.approx(t + lat - 14 * NS)
+    assert _dram.read(d, _row_addr(a100, 0, 64), t, 32) == pytest.approx(t + W + lat - 14 * NS)
     # another row of the same bank: precharge (tRAS has long passed), activate: tRP slower
     t = T0 + 2000
-    assert _dram.read(d, _row_addr(a100, 1), t, 32) == pytest.approx(t + lat + 14 * NS)
+    assert _dram.read(d, _row_addr(a100, 1), t, 32) == pytest.approx(t + W + lat + 14 * NS)
     # and at once back to row 0 under FCFS-like conditions (no FR-FCFS overtaking: the switch is past):
     # the precharge waits for tRAS after row 1's activation at t + tRP
     t2 = t + 14 * NS + 14 * NS + burst + 1.0  # row 1's column done; its switch long started
     back = _dram.read(d, _row_addr(a100, 0), t2, 32)
-    act1 = t + 14 * NS
-    pre = max(t2, act1 + 34 * NS)
+    act1 = t + W + 14 * NS
+    pre = max(t2 + W, act1 + 34 * NS)
     assert back == pytest.approx(pre + 14 * NS + 14 * NS + 14 * NS + burst + (lat - 28 * NS - burst))
     assert (d.row_misses.sum(), d.row_hits.sum(), d.row_conflicts.sum()) == (1, 1, 2)
 
@@ -93,7 +97,7 @@ def test_row_friendly_stream_beats_row_conflicting_one(a100):
     # each conflict waits tRAS after the previous activation, then tRP: activations >= 48 ns apart
     assert t_conflict >= T0 + (n - 1) * 48 * NS
     # the friendly stream: 4 activations, 28 hits one 128-byte burst (9.57 cycles) apart, + latency
-    assert t_friendly <= T0 + 4 * 48 * NS + n * 128 / BUS + a100.dram.latency_cycles + 14 * NS
+    assert t_friendly <= T0 + W + 4 * 48 * NS + n * 128 / BUS * STRETCH + a100.dram.latency_cycles + 14 * NS
     assert (t_conflict - T0) > 2 * (t_friendly - T0)
 
 
@@ -119,37 +123,40 @@ def test_write_read_turnaround_idles_the_bus():
     d = _dram.make_dram(cfg)
     bus = 1555 * 0.97 / 1.41 / 10  # one channel a controller
     s = 128 / bus
-    # all to controller 0, at once: write, read, read, write, read
+    # all to controller 0, at once: write, read, read, write, read; writes are posted (back at once)
     step = 2560
-    _dram.write(d, 0, 0.0, 128)  # writes go at once (write_batch_requests 1)
+    assert _dram.write(d, 0, 0.0, 128) == 0.0
     _dram.read(d, step, 0.0, 128)
     _dram.read(d, 2 * step, 0.0, 128)
     _dram.write(d, 3 * step, 0.0, 128)
     _dram.read(d, 4 * step, 0.0, 128)
-    # the bus starts as if it last moved reads: tRTW, W, tWTR, R, R, tRTW, W, tWTR, R
-    expect = 5 * s + 8 * NS * 2 + 4 * NS * 2
-    assert d.channel.free_at[0] == pytest.approx(expect)
+    # with write_batch_requests 1 every write is a batch: the bus turns to writes and back each time
+    assert d.channel.free_at[0] == pytest.approx(5 * s + 2 * (4 + 8) * NS)
 
 
-def test_posted_writes_drain_in_batches(a100):
+def test_writes_turn_the_bus_round_once_a_batch(a100):
     d = _dram.make_dram(a100)
     wb = a100.dram.write_batch_requests
-    for k in range(wb - 1):
-        assert _dram.write(d, _row_addr(a100, 0, 64 * k % 1024), T0, 32) == T0  # posted
-    assert int(d.channel.requests.sum()) == 0 and int(d.wcount[0]) == wb - 1
-    _dram.write(d, _row_addr(a100, 0), T0, 32)  # fills the buffer: all drained
-    assert int(d.channel.requests.sum()) == wb and int(d.wcount[0]) == 0
-    assert int(d.bytes_written.sum()) == 32 * wb
+    s = 32 / BUS
+    for k in range(2 * wb):
+        assert _dram.write(d, _row_addr(a100, 0, 32 * (k % 32)), T0, 32) == T0  # posted
+    # two batches on channel 0: 2 wb bursts and two turnaround pairs (tRTW 4 ns + tWTR 8 ns)
+    assert d.channel.free_at[0] == pytest.approx(T0 + W + 2 * wb * s + 2 * (4 + 8) * NS)
+    assert int(d.bytes_written.sum()) == 32 * 2 * wb
 
 
-def test_refresh_delays_a_read_in_its_window(a100):
+def test_refresh_costs_its_average(a100):
     d = _dram.make_dram(a100)
-    # bank 0's refreshes start at 0, 5499, ...: a read at cycle 10 waits until 225.6, then opens its row
-    assert _dram.read(d, _row_addr(a100, 0), 10.0, 32) == pytest.approx(160 * NS + a100.dram.latency_cycles)
-    # a refresh closes the open row: after the next one, the same row is a miss again, not a hit
-    t = 3900 * NS + 160 * NS + 10
-    assert _dram.read(d, _row_addr(a100, 0, 64), t, 32) == pytest.approx(t + a100.dram.latency_cycles)
-    assert int(d.row_hits.sum()) == 0
+    none = _dram.make_dram(_with(t_refi_ns=0, t_rfc_ns=0))
+    # every read waits W more than without refresh
+    assert _dram.read(d, _row_addr(a100, 0), T0, 32) - _dram.read(none, _row_addr(a100, 0), T0, 32) == \
+        pytest.approx(W)
+    # back-to-back row hits in one bank: each holds it its burst, stretched by 1 / (1 - tRFC / tREFI)
+    for dd in (d, none):
+        for k in range(1, 9):
+            _dram.read(dd, _row_addr(a100, 0, 32 * k), T0, 128)
+    burst = 128 / BUS
+    assert d.bank_free[0] - none.bank_free[0] == pytest.approx(W + (32 / BUS + 8 * burst) * (STRETCH - 1))
 
 
 # -- the data bus as a FIFO server: a DRAM without its bank model (helpers.FLAT_DRAM) -----------------
@@ -238,15 +245,15 @@ def test_dram_littles_law_under_random_load(flat):
 
 
 def test_dram_queue_with_the_bank_model_obeys_littles_law(a100):
-    # the full model, row hits in bank 0's row 0 at 90 % of one channel's bus: the bus is the server
+    # the full model, row hits in bank 0's row 0 at 90 % of one channel's bus (94 % of the bank's
+    # refresh-stretched time): the bank is the server
     s = 32 / BUS
     rng = np.random.default_rng(3)
     arrivals = T0 + np.cumsum(rng.exponential(s / 0.9, size=2000))
-    arrivals = arrivals[arrivals < 5499 - 100]  # before bank 0's next refresh
     d = _dram.make_dram(a100)
     back = np.array([_dram.read(d, _row_addr(a100, 0, 32 * (k % 32)), float(t), 32) for k, t in enumerate(arrivals)])
     # a row hit's data: bus slot end (start + s) or column + tCL + burst, whichever later, + fixed
-    starts = back - (a100.dram.latency_cycles - 14 * NS) + 0.0  # row hits: latency - tRCD after the start
+    starts = back - W - (a100.dram.latency_cycles - 14 * NS)  # row hits: latency - tRCD after the start
     assert (starts >= arrivals - 1e-6).all()
     mean_queue, lam_w = _littles_law(arrivals, starts)
     assert mean_queue == pytest.approx(lam_w, rel=0.02)

@@ -106,9 +106,8 @@ def test_far_partition_adds_its_crossing_to_dram_reads_a100():
     both = _cold_latency("a100", 256 * 1024, no_refresh)
     cross = cfg.interconnect.partition_latency_cycles
     assert both - base == pytest.approx(2 * cross * frac, abs=1.0), (both, base, frac)
-    # refresh: a read meeting its bank's 225.6-cycle window (4 % of them) waits for its end, and finds
-    # the row closed: a few cycles on average
-    assert 0 < _cold_latency("a100", 256 * 1024) - both < 20
+    # refresh, by its average: every read waits tRFC^2 / (2 tREFI) = 225.6^2 / (2 x 5499) = 4.63 more
+    assert _cold_latency("a100", 256 * 1024) - both == pytest.approx(225.6 ** 2 / (2 * 5499), abs=1.0)  # whole cycles
 
 
 def test_latency_steps_between_levels_a100():
