@@ -539,6 +539,20 @@ def _check_consistency(cfg: Config, where: Where) -> None:
     if l2.size_bytes % per_slice:
         fail("l2.size_bytes", f"{l2.size_bytes} is not a whole number of sets over {l2.slices} slices of "
                               f"{l2.ways} ways x {l2.line_size_bytes} bytes")
+    if l2.slices % l2.partitions:
+        fail("l2.partitions", f"{l2.slices} slices do not split evenly into {l2.partitions} partitions")
+    gp = cfg.interconnect.gpc_partitions
+    if gp and len(gp) != chip.gpcs:
+        fail("interconnect.gpc_partitions", f"expected one partition per GPC ({chip.gpcs}), got {len(gp)}")
+    if gp and max(gp) >= l2.partitions:
+        fail("interconnect.gpc_partitions", f"partition {max(gp)} does not exist (l2.partitions is {l2.partitions})")
+    if dram.t_refi_ns and dram.t_rfc_ns >= dram.t_refi_ns:
+        fail("dram.t_rfc_ns", f"{dram.t_rfc_ns} ns of refresh every t_refi_ns = {dram.t_refi_ns} ns leaves no time "
+                              f"for requests")
+    array = (dram.t_rcd_ns + dram.t_cl_ns) * chip.clock_mhz / 1000
+    if array > dram.latency_cycles:
+        fail("dram.latency_cycles", f"{dram.latency_cycles} cycles is less than t_rcd_ns + t_cl_ns = {array:.0f} "
+                                    f"cycles at {chip.clock_mhz:g} MHz (the latency includes the row access)")
     expect = dram.bus_width_bits / 8 * dram.data_rate_mtps / 1000
     if abs(dram.bandwidth_gbps - expect) > 0.01 * expect:
         fail("dram.bandwidth_gbps", f"{dram.bandwidth_gbps} GB/s disagrees with bus_width_bits / 8 * "

@@ -21,7 +21,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpusim.config.vocab import OPCODE_NAMES, REPLACEMENT_POLICIES, SCHEDULER_POLICIES, SCHEDULER_POLICY_DOCS
+from gpusim.config.vocab import (
+    DRAM_SCHEDULER_DOCS,
+    DRAM_SCHEDULERS,
+    OPCODE_NAMES,
+    REPLACEMENT_POLICIES,
+    SCHEDULER_POLICIES,
+    SCHEDULER_POLICY_DOCS,
+)
 
 INT32_MAX = 2**31 - 1
 
@@ -188,6 +195,9 @@ class L2Spec:
     write_policy: str = spec("what a store does to the L2", choices=("write_through", "write_back"))
     replacement: str = spec("replacement policy of every slice (gpusim/timing/policies/replacement_*.py); "
                             "default lru", choices=REPLACEMENT_POLICIES, default="lru")
+    partitions: int = spec("partitions the slices split into, evenly in slice order; an SM's requests go to "
+                           "its near partition, which also keeps copies of lines whose home (by address) is "
+                           "a far one; default 1", "count", (1, 64), default=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,11 +211,21 @@ class InterconnectSpec:
     port_bytes_per_cycle: int = spec("bytes the crossbar delivers from one slice to the SMs per cycle "
                                      "(a FIFO port per slice); 0: no limit beyond the slices' own ports",
                                      "bytes/cycle", (0, 65536), default=0)
+    partition_latency_cycles: int = spec("cycles a request missing its near L2 partition takes to cross to "
+                                         "the line's far home partition, and its reply to come back (each way)",
+                                         "cycles", (0, 100000), default=0)
+    partition_bytes_per_cycle: int = spec("bytes the link between L2 partitions carries towards one partition "
+                                          "per cycle (a FIFO port per receiving partition); 0: no limit",
+                                          "bytes/cycle", (0, 1 << 20), default=0)
+    gpc_partitions: tuple[int, ...] = spec("the L2 partition near each GPC (chip.gpcs entries; SM s is in GPC "
+                                           "s // chip.sms_per_gpc); default: GPCs split evenly in order",
+                                           "partition", (0, 63), default=())
 
 
 @dataclass(frozen=True, slots=True)
 class DramSpec:
-    """Device memory. Read by `timing/dram.py` (each controller's channel a FIFO server) and the roofline."""
+    """Device memory. Read by `timing/dram.py` (controllers, channels, banks and rows; the DRAM timings in ns)
+    and the roofline."""
 
     technology: str = spec("memory technology; informational (GDDR5, HBM2, DDR5, ...)")
     controllers: int = spec("memory controllers (channels) addresses are interleaved over", "count",
@@ -216,15 +236,39 @@ class DramSpec:
                                  "within 1%", "GB/s", (0.001, 100000))
     latency_cycles: int = spec("unloaded load-to-use latency of a DRAM access (L2 miss), in SM cycles",
                                "cycles", (1, 100000))
-    queue_depth: int = spec("requests one controller can hold; informational: a FIFO channel's start times do not "
-                            "depend on it (bounding the queue delays acceptance only), kept for an address-aware DRAM "
-                            "model", "requests",
-                            (1, 65536))
-    efficiency: float = spec("fraction of the peak a controller sustains on streaming traffic (refresh, "
-                             "row switches, read/write turnaround); scales its service rate", "fraction",
+    queue_depth: int = spec("requests one controller holds; under fr_fcfs, the most row hits that may overtake "
+                            "a waiting row switch in one bank", "requests", (1, 65536))
+    efficiency: float = spec("fraction of the data bus's peak left after what the bank model does not "
+                             "cover (command-bus slots, ECC); scales each channel's transfer rate", "fraction",
                              (0.01, 1.0))
     interleave_bytes: int = spec("address-interleaving granularity across controllers", "bytes",
                                  (32, 2**20))
+    scheduler: str = spec("request scheduling policy of each controller (gpusim/timing/policies/dram_*.py): "
+                          + "; ".join(f"{k}: {v}" for k, v in DRAM_SCHEDULER_DOCS.items()) + "; default fr_fcfs",
+                          choices=DRAM_SCHEDULERS, default="fr_fcfs")
+    channels_per_controller: int = spec("independent channels (HBM pseudo-channels, GDDR5 x32 channels) of "
+                                        "one controller, each with its own data bus and banks", "count",
+                                        (1, 64), default=1)
+    banks_per_channel: int = spec("banks of one channel, each with one open row", "banks", (1, 1024), default=16)
+    row_bytes: int = spec("bytes of one row (page) of one bank, as the channel addresses it", "bytes",
+                          (32, 1 << 20), default=2048)
+    write_batch_requests: int = spec("write-backs a channel groups (its write queue): its bus turns from reads to "
+                                     "writes and back once a batch; 1: every write", "requests", (1, 4096),
+                                     default=1)
+    t_rcd_ns: float = spec("activate to read/write (row to column delay)", "ns", (0, 1000), default=0.0)
+    t_rp_ns: float = spec("precharge to activate (closing a row)", "ns", (0, 1000), default=0.0)
+    t_ras_ns: float = spec("activate to precharge, the least time a row stays open", "ns", (0, 1000),
+                           default=0.0)
+    t_cl_ns: float = spec("read command to first data (CAS latency)", "ns", (0, 1000), default=0.0)
+    t_wtr_ns: float = spec("end of write data to the next read command on the channel (write-to-read "
+                           "turnaround)", "ns", (0, 1000), default=0.0)
+    t_rtw_ns: float = spec("end of read data to the next write data on the channel (read-to-write "
+                           "turnaround)", "ns", (0, 1000), default=0.0)
+    t_refi_ns: float = spec("refresh interval of each bank (the banks staggered over it); 0: no refresh", "ns",
+                            (0, 1e6), default=0.0)
+    t_rfc_ns: float = spec("refresh cycle time: a bank is busy this long once every t_refi_ns (modelled by "
+                           "its average)",
+                           "ns", (0, 1e5), default=0.0)
 
 
 # ----------------------------------------------------------------------------------------------

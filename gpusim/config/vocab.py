@@ -39,6 +39,12 @@ REPLACEMENT_POLICY_DOCS = {
     "srrip": "static re-reference interval prediction with 2-bit counters (Jaleel et al., ISCA 2010): "
              "lines enter with a long re-reference prediction, a hit makes it near",
 }
+DRAM_SCHEDULERS = ("fcfs", "fr_fcfs")
+DRAM_SCHEDULER_DOCS = {
+    "fcfs": "first come, first served: each bank serves its requests in arrival order",
+    "fr_fcfs": "first ready, first come first served (Rixner et al., ISCA 2000): a request to a bank's open "
+               "row overtakes an older one that must switch rows (at most `queue_depth` in a row)",
+}
 
 # Opcode names a config's `opcodes:` table may list (per-opcode latency and throughput). THE opcode table
 # is `gpusim/isa/opcodes.py`, a layer above: it checks on import that its opcodes are exactly these.

@@ -91,6 +91,7 @@ class KernelTiming:
             "queue_cycles": _fsum(l2.port.queue_cycles),
             "requests": int(l2.port.requests.sum()),
             "slices": int(l2.slices),
+            "far_sectors": int(l2.far.sum()),  # a near partition lacked them; its far home was asked
             # the kernel's written sectors still dirty in a write-back L2 when it ends (DRAM sees them
             # later); not the foreign lines of a warm start
             "dirty_bytes_at_end": kernel_dirty_sectors(l2) * cfg.l2.sector_size_bytes,
@@ -103,6 +104,9 @@ class KernelTiming:
             "queue_cycles": _fsum(d.channel.queue_cycles),
             "requests": int(d.channel.requests.sum()),
             "controllers": int(d.controllers),
+            "row_hits": int(d.row_hits.sum()),
+            "row_misses": int(d.row_misses.sum()),
+            "row_conflicts": int(d.row_conflicts.sum()),
             "peak_bytes_per_cycle": d.peak_bytes_per_cycle,
         }
         n = int(M.gte.ntimeline[0])

@@ -188,8 +188,8 @@ def load(c, noc, l2, d, sm, t, lines, masks, lo, hi):
             if s2 + 1 > port:
                 port = s2 + 1
             # fetch the missing sectors from the line's L2 slice
-            sl = _noc.slice_of(noc, line)
-            at = _l2.read(l2, d, sl, _noc.to_slice(noc, float(s2)), line, missing)
+            sl = _noc.slice_of(noc, sm, line)
+            at = _l2.read(l2, noc, d, sl, _noc.to_slice(noc, float(s2)), line, missing)
             done = _noc.to_sm(noc, sl, at, popcount(missing) * l2.sector_bytes)
             if known and c.pend_fill[sm, j] > s2:
                 missing |= c.pend_coming[sm, j]
@@ -235,8 +235,8 @@ def store(c, noc, l2, d, sm, t, lines, masks, lo, hi):
         elif c.write_allocate and c.caches_loads:
             way, _, _ = _tags.allocate(tg, row, line)
             tg.valid[row, way] = mask
-        sl = _noc.slice_of(noc, line)
-        at = _l2.write(l2, d, sl, _noc.to_slice(noc, float(s)), line, mask)
+        sl = _noc.slice_of(noc, sm, line)
+        at = _l2.write(l2, noc, d, sl, _noc.to_slice(noc, float(s)), line, mask)
         done = _noc.to_sm(noc, sl, at, 0)
         if done > ack:
             ack = done
@@ -259,8 +259,8 @@ def atomic(c, noc, l2, d, sm, t, lines, masks, ops, lo, hi):
         way = _tags.find(tg, row, line)
         if way >= 0:
             _tags.invalidate(tg, row, way)
-        sl = _noc.slice_of(noc, line)
-        at = _l2.atomic(l2, d, sl, _noc.to_slice(noc, float(s)), line, masks[k], ops[k])
+        sl = _noc.slice_of(noc, sm, line)
+        at = _l2.atomic(l2, noc, d, sl, _noc.to_slice(noc, float(s)), line, masks[k], ops[k])
         done = _noc.to_sm(noc, sl, at, 0)
         if done > ready:
             ready = done

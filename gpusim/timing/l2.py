@@ -1,7 +1,12 @@
-"""The L2: a chip-wide sectored, set-associative cache split into slices. Each slice has a data port
-(a FIFO server moving `slice_bandwidth_bytes_per_cycle`), its own sets, and serves reads, writes and
-atomics. A read that misses fetches the missing sectors from DRAM; a write-back L2 keeps written
-sectors dirty and writes them to DRAM when their line is evicted; atomics are performed at the slice.
+"""The L2: a chip-wide sectored, set-associative cache split into slices, the slices into partitions
+(`l2.partitions`). Each slice has a data port (a FIFO server moving `slice_bandwidth_bytes_per_cycle`),
+its own sets, and serves reads, writes and atomics. Every line has a home slice (interconnect.py); an
+SM's read goes to the slice of its near partition in the home's place, which keeps copies of lines
+whose home is far: sectors it lacks come across the link from the home slice when that is far
+(`interconnect.partition_latency_cycles` each way), and from DRAM when the home lacks them too.
+Writes and atomics are performed at the home slice (the point of coherence), which drops the other
+partitions' copies. With one partition every slice is its lines' home and none of this applies.
+A write-back L2 keeps written sectors dirty and writes them to DRAM when their line is evicted.
 The replacement policy is `l2.replacement` (gpusim/timing/policies/).
 
 `prefill_dirty` starts the L2 in the steady state of a long kernel whose data overflows it: every set
@@ -17,6 +22,7 @@ import numpy as np
 from gpusim.config import Config
 from gpusim.config.vocab import REPLACEMENT_POLICIES
 from gpusim.timing import dram as _dram
+from gpusim.timing import interconnect as _noc
 from gpusim.timing import tags as _tags
 from gpusim.timing.fifo import Fifos, make_fifos, serve
 from gpusim.timing.jit import njit, struct_type
@@ -31,8 +37,11 @@ class L2(NamedTuple):
     misses: np.ndarray
     writes: np.ndarray
     atomics: np.ndarray  # lane operations
+    far: np.ndarray  # sectors a near slice lacked whose home is a far partition (fetched across the link)
     service: np.ndarray  # float64: the data port's time to move n sectors
     slices: int
+    partitions: int
+    per_partition: int  # slices in one partition
     nsets: int
     line_bytes: int
     sector_bytes: int
@@ -52,8 +61,8 @@ def make_l2(cfg: Config) -> L2:
     n = l2.slices
     z = lambda: np.zeros(n, dtype=np.int64)  # noqa: E731
     return L2(make_fifos(n), make_tags(n * nsets, l2.ways, REPLACEMENT_POLICIES.index(l2.replacement)),
-              z(), z(), z(), z(), service, n, nsets, l2.line_size_bytes, l2.sector_size_bytes,
-              l2.hit_latency_cycles, l2.write_policy == "write_back")
+              z(), z(), z(), z(), z(), service, n, l2.partitions, n // l2.partitions, nsets, l2.line_size_bytes,
+              l2.sector_size_bytes, l2.hit_latency_cycles, l2.write_policy == "write_back")
 
 
 @njit
@@ -85,27 +94,69 @@ def _lookup(c, d, sl, t, line, mask):
 
 
 @njit
-def read(c, d, sl, t, line, mask):
-    """Read the sectors `mask` of `line` at slice `sl`, requested at `t`: the cycle they are back at the SM."""
+def read(c, noc, d, sl, t, line, mask):
+    """Read the sectors `mask` of `line` at slice `sl` of the requesting SM's near partition, requested
+    at `t`: the cycle they are back at the SM (before the crossbar's way back, `interconnect.to_sm`).
+    Sectors the slice lacks come from the line's home slice when that is in a far partition (crossing
+    the link both ways; they are then kept here too), else, or when the home lacks them too, from DRAM."""
     nsec = popcount(mask)
     start = serve(c.port, sl, t, c.service[nsec])
     missing, row, way = _lookup(c, d, sl, start, line, mask)
     done = start + c.hit_latency
-    if missing:
-        nmiss = popcount(missing)
-        c.misses[sl] += nmiss
-        c.hits[sl] += nsec - nmiss
-        back = _dram.read(d, line * c.line_bytes, start, nmiss * c.sector_bytes)
-        if back > done:
-            done = back
-    else:
+    if not missing:
         c.hits[sl] += nsec
-    return done
+        return done
+    nmiss = popcount(missing)
+    c.hits[sl] += nsec - nmiss
+    home = _noc.home_slice(noc, line)
+    if home == sl:  # this is the line's home: DRAM
+        c.misses[sl] += nmiss
+        back = _dram.read(d, line * c.line_bytes, start, nmiss * c.sector_bytes)
+        return back if back > done else done
+    c.far[sl] += nmiss
+    # the home's port and DRAM are booked in arrival order (their FIFO servers need requests in time
+    # order); the crossing's latency, both ways, is added to the reply
+    fstart = serve(c.port, home, start, c.service[nmiss])
+    lacking, _, _ = _lookup(c, d, home, fstart, line, missing)
+    fdone = fstart + c.hit_latency
+    if lacking:
+        nlack = popcount(lacking)
+        c.misses[home] += nlack
+        c.hits[home] += nmiss - nlack
+        back = _dram.read(d, line * c.line_bytes, fstart, nlack * c.sector_bytes)
+        if back > fdone:
+            fdone = back
+    else:
+        c.hits[home] += nmiss
+    return _noc.cross_back(noc, sl, fstart, fdone, nmiss * c.sector_bytes)
 
 
 @njit
-def write(c, d, sl, t, line, mask):
-    """Write the sectors `mask` of `line` (whole sectors); returns the cycle the write is acknowledged."""
+def _at_home(c, noc, sl, line):
+    """The home slice of `line`, for a write or an atomic arriving at slice `sl`, after dropping the
+    copies other partitions keep of it (the home is the point of coherence). Returns (home, the
+    crossing latency to it and back: 0 when `sl` is the home). The home's port is booked when the
+    request reaches `sl` (arrival order, as its FIFO server needs); the crossing is added to the reply."""
+    home = _noc.home_slice(noc, line)
+    if c.partitions == 1:
+        return home, 0
+    tg = c.tags
+    offset = home % c.per_partition
+    for p in range(c.partitions):
+        s = p * c.per_partition + offset
+        if s != home:
+            row = s * c.nsets + (line // c.slices) % c.nsets
+            way = _tags.find(tg, row, line)
+            if way >= 0:
+                _tags.invalidate(tg, row, way)
+    return home, 0 if home == sl else 2 * noc.cross_latency
+
+
+@njit
+def write(c, noc, d, sl, t, line, mask):
+    """Write the sectors `mask` of `line` (whole sectors) at its home slice, sent through slice `sl`;
+    returns the cycle the write is acknowledged."""
+    sl, cross = _at_home(c, noc, sl, line)
     nsec = popcount(mask)
     start = serve(c.port, sl, t, c.service[nsec])
     missing, row, way = _lookup(c, d, sl, start, line, mask)
@@ -114,13 +165,14 @@ def write(c, d, sl, t, line, mask):
         c.tags.dirty[row, way] |= mask
     else:
         _dram.write(d, line * c.line_bytes, start, nsec * c.sector_bytes)
-    return start + c.hit_latency
+    return start + c.hit_latency + cross
 
 
 @njit
-def atomic(c, d, sl, t, line, mask, operations):
-    """Perform `operations` lane atomics on `line` at the slice, one per cycle, after fetching any
-    missing sectors; returns the cycle the old values are back at the SM."""
+def atomic(c, noc, d, sl, t, line, mask, operations):
+    """Perform `operations` lane atomics on `line` at its home slice (sent through slice `sl`), one
+    per cycle, after fetching any missing sectors; returns the cycle the old values are back at the SM."""
+    sl, cross = _at_home(c, noc, sl, line)
     nsec = popcount(mask)
     service = c.service[nsec]
     if operations > service:
@@ -136,7 +188,7 @@ def atomic(c, d, sl, t, line, mask, operations):
         c.tags.dirty[row, way] |= mask
     if start > ready:
         ready = start
-    return ready + operations + c.hit_latency
+    return ready + operations + c.hit_latency + cross
 
 
 def kernel_dirty_sectors(c: L2) -> int:
@@ -161,6 +213,14 @@ def prefill_dirty(c: L2, dirty_fraction: float = 1.0) -> int:
     n, S, ways = c.nsets, c.slices, tg.ways
     full = (1 << (c.line_bytes // c.sector_bytes)) - 1
     f = dirty_fraction
+    if c.partitions > 1:
+        # a partition also holds clean copies of read lines homed elsewhere, and a written line lives
+        # only at its home (a write drops the copies): if every partition's SMs read the kernel's lines
+        # alike, lines of which a fraction f are written fill a partition at (1 - f) read lines to f / P
+        # written ones, a dirty share of (f / P) / (1 - f + f / P). Taken halfway from f: measured on
+        # the sampling suite's L2-overflowing a100 kernels, f itself overstates the write-backs (+7 to
+        # +9 % cycles) and the even-sharing share understates them (-5 to -10 %; docs/sampling.md).
+        f = (f + f / (c.partitions * (1.0 - f) + f)) / 2
     golden = (5 ** 0.5 - 1) / 2
     i, w, k = (a.ravel() for a in np.meshgrid(np.arange(S), np.arange(ways), np.arange(n), indexing="ij"))
     cnum = w * n + k

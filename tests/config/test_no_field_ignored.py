@@ -104,6 +104,12 @@ CPU_L1_CHAIN = cpu("pointer_chase", footprint=4096, stride=64, steps=500)
 CPU_CHASE = cpu("chase", n=300)
 PROGRAM = program(COPIES)
 PEER = program(PEERS)
+# a copy of 512 KiB through gtx980's L2 cut to 16 KiB: its stores reach DRAM among its loads (row
+# conflicts, turnarounds, write batches)
+COPY = kernel("stream_copy", n=32 * 1024 * 4, grid=32, block=1024)
+SMALL_L2 = {"l2.size_bytes": 4 * 128 * 16 * 2}
+# and with one bank a channel, so that row switches (not the data buses) bound the copy
+ONE_BANK = {**SMALL_L2, "dram.banks_per_channel": 1}
 INFORMATIONAL = "informational"  # the docs' "used by" column says so
 
 # field -> (overrides that change it (with what must change alongside), probes[, base config])
@@ -167,15 +173,32 @@ FIELDS: dict[str, tuple] = {
                        {"l2.size_bytes": 2 * 128 * 16, "l2.slices": 2}),
     "interconnect.latency_cycles": ({"interconnect.latency_cycles": 100}, [SAXPY]),
     "interconnect.port_bytes_per_cycle": ({"interconnect.port_bytes_per_cycle": 1}, [SAXPY]),
+    "interconnect.partition_latency_cycles": ({"interconnect.partition_latency_cycles": 300}, [SAXPY]),
+    "interconnect.partition_bytes_per_cycle": ({"interconnect.partition_bytes_per_cycle": 1}, [SAXPY]),
+    "interconnect.gpc_partitions": ({"interconnect.gpc_partitions": [1, 0, 0, 0, 1, 1, 1]}, [SAXPY]),
+    "l2.partitions": ({"l2.partitions": 1}, [SAXPY]),
     "dram.technology": INFORMATIONAL,
     "dram.controllers": ({"dram.controllers": 1}, [SAXPY]),
     "dram.bus_width_bits": ({"dram.bus_width_bits": 1024}, []),
     "dram.data_rate_mtps": ({"dram.data_rate_mtps": 100}, []),
     "dram.bandwidth_gbps": ({"dram.bandwidth_gbps": 10}, []),
     "dram.latency_cycles": ({"dram.latency_cycles": 2000}, [SAXPY]),
-    "dram.queue_depth": INFORMATIONAL,
+    "dram.queue_depth": ({"dram.queue_depth": 1}, [COPY], "gtx980", ONE_BANK),
     "dram.efficiency": ({"dram.efficiency": 0.1}, [SAXPY]),
     "dram.interleave_bytes": ({"dram.interleave_bytes": 1 << 20}, [SAXPY]),
+    "dram.scheduler": ({"dram.scheduler": "fcfs"}, [COPY], "gtx980", ONE_BANK),
+    "dram.channels_per_controller": ({"dram.channels_per_controller": 1}, [SAXPY]),
+    "dram.banks_per_channel": ({"dram.banks_per_channel": 1}, [SAXPY, BIG]),
+    "dram.row_bytes": ({"dram.row_bytes": 64}, [SAXPY]),
+    "dram.write_batch_requests": ({"dram.write_batch_requests": 1}, [COPY], "gtx980", SMALL_L2),
+    "dram.t_rcd_ns": ({"dram.t_rcd_ns": 50}, [COPY], "gtx980", ONE_BANK),
+    "dram.t_rp_ns": ({"dram.t_rp_ns": 100}, [COPY], "gtx980", ONE_BANK),
+    "dram.t_ras_ns": ({"dram.t_ras_ns": 300}, [COPY], "gtx980", ONE_BANK),
+    "dram.t_cl_ns": INFORMATIONAL,
+    "dram.t_wtr_ns": ({"dram.t_wtr_ns": 200}, [COPY], "gtx980", SMALL_L2),
+    "dram.t_rtw_ns": ({"dram.t_rtw_ns": 200}, [COPY], "gtx980", SMALL_L2),
+    "dram.t_refi_ns": ({"dram.t_refi_ns": 500}, [SAXPY]),
+    "dram.t_rfc_ns": ({"dram.t_rfc_ns": 400}, [SAXPY]),
     "scheduler.policy": ({"scheduler.policy": "lrr"}, [TILED, SAXPY]),
     "scheduler.issue_width": ({"scheduler.issue_width": 2}, [TILED, SAXPY]),
     "scheduler.active_warps_two_level": ({"scheduler.policy": "two_level", "scheduler.active_warps_two_level": 1},

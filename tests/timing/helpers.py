@@ -47,3 +47,11 @@ def time_kernel(src: str, cfg_name: str = "a100", *, grid=1, block=32, arrays: d
     args.update(scalars or {})
     launch = gpusim.Launch.make(grid, block)
     return GPU(cfg).run(prog, launch, gpusim.block_streams(prog, launch, args, mem, cfg=cfg))
+
+
+# A DRAM without its bank model: no array timings, no refresh, one channel a controller. Each
+# controller is then one FIFO data bus, and a 32-byte read comes back exactly dram.latency_cycles after
+# its bus slot starts (the tests of queueing and of the caches above DRAM use it).
+FLAT_DRAM = {"dram.t_rcd_ns": 0, "dram.t_rp_ns": 0, "dram.t_ras_ns": 0, "dram.t_cl_ns": 0, "dram.t_wtr_ns": 0,
+             "dram.t_rtw_ns": 0, "dram.t_refi_ns": 0, "dram.t_rfc_ns": 0, "dram.channels_per_controller": 1,
+             "dram.write_batch_requests": 1}

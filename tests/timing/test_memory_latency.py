@@ -36,9 +36,9 @@ def _overhead(cfg) -> int:
     return interval + 4 * u["int"].latency_cycles + u["branch"].latency_cycles
 
 
-def _chase(cfg: str, footprint: int, steps: int) -> int:
-    return cycles("pointer_chase", cfg, overrides={"chip.sm_count": 1}, footprint=footprint, stride=STRIDE,
-                  steps=steps)
+def _chase(cfg: str, footprint: int, steps: int, overrides: dict | None = None) -> int:
+    return cycles("pointer_chase", cfg, overrides={"chip.sm_count": 1, **(overrides or {})}, footprint=footprint,
+                  stride=STRIDE, steps=steps)
 
 
 def _second_pass_latency(cfg_name: str, footprint: int) -> float:
@@ -47,10 +47,11 @@ def _second_pass_latency(cfg_name: str, footprint: int) -> float:
     return per_step - _overhead(config(cfg_name))
 
 
-def _cold_latency(cfg_name: str, footprint: int) -> float:
+def _cold_latency(cfg_name: str, footprint: int, overrides: dict | None = None) -> float:
     # Both runs stay within the first pass (all cold misses): the extra half pass costs DRAM latency.
     steps = footprint // STRIDE
-    per_step = (_chase(cfg_name, footprint, steps) - _chase(cfg_name, footprint, steps // 2)) / (steps // 2)
+    per_step = (_chase(cfg_name, footprint, steps, overrides)
+                - _chase(cfg_name, footprint, steps // 2, overrides)) / (steps // 2)
     return per_step - _overhead(config(cfg_name))
 
 
@@ -74,10 +75,39 @@ def test_l2_hit_latency_a100():
     assert lat == pytest.approx(cfg.l2.hit_latency_cycles, rel=0.10), lat
 
 
+# A cold chase at stride 128 reads DRAM sector by sector, in address order: a 1 KB HBM2 row of one
+# controller holds its 4 chunks of 256 bytes (every 10th chunk is controller 0's), 8 lines, so 1 read
+# in 8 opens the row (dram.latency_cycles, a precharged bank) and 7 hit it (latency - tRCD, 14 ns =
+# 19.74 cycles): 400 - 7/8 x 19.74 = 382.73. With one L2 partition and no refresh every read is one of
+# those two.
+ONE_PARTITION = {"l2.partitions": 1, "dram.t_refi_ns": 0}
+
+
 def test_dram_latency_a100():
     cfg = config("a100")
-    lat = _cold_latency("a100", 256 * 1024)
-    assert lat == pytest.approx(cfg.dram.latency_cycles, rel=0.10), lat
+    lat = _cold_latency("a100", 256 * 1024, ONE_PARTITION)
+    assert lat == pytest.approx(cfg.dram.latency_cycles - 7 / 8 * 14 * 1.41, rel=0.01), lat
+
+
+def test_far_partition_adds_its_crossing_to_dram_reads_a100():
+    # with both partitions, the lines homed in the far one (about half, by the hash) cross both ways:
+    # + 2 x 105 x (their fraction among the reads measured: the second half of the pass)
+    cfg = config("a100")
+    steps = 256 * 1024 // STRIDE
+    no_refresh = {"dram.t_refi_ns": 0}
+
+    def far(n):
+        return sim("pointer_chase", "a100", overrides={"chip.sm_count": 1, **no_refresh}, footprint=256 * 1024,
+                   stride=STRIDE, steps=n).timing.l2["far_sectors"]
+
+    frac = (far(steps) - far(steps // 2)) / (steps // 2)
+    assert 0.4 < frac < 0.6
+    base = _cold_latency("a100", 256 * 1024, ONE_PARTITION)
+    both = _cold_latency("a100", 256 * 1024, no_refresh)
+    cross = cfg.interconnect.partition_latency_cycles
+    assert both - base == pytest.approx(2 * cross * frac, abs=1.0), (both, base, frac)
+    # refresh, by its average: every read waits tRFC^2 / (2 tREFI) = 225.6^2 / (2 x 5499) = 4.63 more
+    assert _cold_latency("a100", 256 * 1024) - both == pytest.approx(225.6 ** 2 / (2 * 5499), abs=1.0)  # whole cycles
 
 
 def test_latency_steps_between_levels_a100():
@@ -85,10 +115,11 @@ def test_latency_steps_between_levels_a100():
     cfg = config("a100")
     l1 = _second_pass_latency("a100", 64 * 1024)
     l2 = _second_pass_latency("a100", 256 * 1024)
-    dram = _cold_latency("a100", 256 * 1024)
+    dram = _cold_latency("a100", 256 * 1024, ONE_PARTITION)
     assert l1 < l2 < dram
     assert l2 - l1 == pytest.approx(cfg.l2.hit_latency_cycles - cfg.l1.hit_latency_cycles, rel=0.10)
-    assert dram - l2 == pytest.approx(cfg.dram.latency_cycles - cfg.l2.hit_latency_cycles, rel=0.10)
+    assert dram - l2 == pytest.approx(cfg.dram.latency_cycles - 7 / 8 * 14 * 1.41 - cfg.l2.hit_latency_cycles,
+                                      rel=0.02)
 
 
 def test_cold_pass_misses_and_warm_pass_hits_l1_a100():

@@ -65,8 +65,8 @@ TWO_SMS = {"chip.sm_count": 2}
 # gtx980's L1 does not cache global loads; cached here, and small (8 sets of 4 ways), so that the
 # policies choose different victims (L1 hit sectors differ: lru 2865, fifo 2818, srrip 3008)
 SMALL_L1 = {**ONE_SM, "l1.caches_global_loads": True, "l1.size_bytes": 4096}
-# one slice of 2 sets x 16 ways (L2 hit sectors differ: lru 48, fifo 68, srrip 32)
-SMALL_L2 = {**ONE_SM, "l2.size_bytes": 4096, "l2.slices": 1}
+# one slice of 4 sets x 16 ways (L2 hit sectors differ: lru 320, fifo 512, srrip 244)
+SMALL_L2 = {**ONE_SM, "l2.size_bytes": 8192, "l2.slices": 1}
 
 
 def _cases(crossbar_yaml: str) -> dict[str, dict]:

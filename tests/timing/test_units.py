@@ -4,18 +4,18 @@ index looked up in the vocabulary), so adding a policy to the vocabulary breaks 
 
 - cache replacement (tags.py + policies/replacement_*.py), and the L2 with two policies;
 - warp schedulers (policies/scheduler_*.py) on a hand-made sub-partition;
-- a DRAM controller's FIFO channel: back-to-back service, unloaded latency, Little's law;
+- (the DRAM controller has its own file, test_dram.py; the L2's partitions test_l2_partitions.py);
 - a sub-partition's cycle (begin_cycle / take / end_cycle) and its warp-state accounting."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import gpusim
 from gpusim.config import load_config
 from gpusim.config.vocab import PORT, REPLACEMENT_POLICIES, STATE
 from gpusim.timing import dram as _dram
+from gpusim.timing import interconnect as _noc
 from gpusim.timing import l2 as _l2
 from gpusim.timing import subpartition as _sp
 from gpusim.timing import tags as _tags
@@ -23,6 +23,7 @@ from gpusim.timing.decode import code_arrays, decode
 from gpusim.timing.jit import NEVER
 from gpusim.timing.policies import scheduler
 from gpusim.timing.warp import QUEUED, WAITING, make_warps
+from tests.timing.helpers import FLAT_DRAM
 
 # -- replacement policies ---------------------------------------------------------------------------
 
@@ -108,10 +109,11 @@ def test_invalidated_way_is_refilled_before_any_victim():
 
 def _tiny_l2(policy: str):
     # one slice of one 16-way set: 2048 B = 1 set x 16 ways x 128 B lines
-    cfg = load_config("a100", overrides={"l2.replacement": policy, "l2.size_bytes": 2048, "l2.slices": 1})
+    cfg = load_config("a100", overrides={"l2.replacement": policy, "l2.size_bytes": 2048, "l2.slices": 1,
+                                         "l2.partitions": 1, **FLAT_DRAM})
     l2, d = _l2.make_l2(cfg), _dram.make_dram(cfg)
     assert (l2.nsets, l2.tags.ways, l2.slices) == (1, 16, 1)
-    return cfg, l2, d
+    return cfg, l2, d, _noc.make_interconnect(cfg)
 
 
 # Lines 0..15 fill the set; line 0 is read again (a hit for all), then line 16 misses and evicts:
@@ -120,23 +122,27 @@ def _tiny_l2(policy: str):
 # under lru and srrip and misses under fifo. Whole lines (4 sectors of 32 B) each time:
 #   lru/srrip: hit sectors 2 x 4 = 8, miss sectors 17 x 4 = 68; fifo: 4 and 18 x 4 = 72.
 # Reads 1000 cycles apart queue nowhere: a hit is back hit_latency (200) after the request, a miss
-# DRAM's latency (290) after it (the slice sends the DRAM read when its port takes the request).
+# DRAM's latency (400, a DRAM without its bank model: tests/timing/helpers.py FLAT_DRAM) after it (the
+# slice sends the DRAM read when its port takes the request); a 4-sector miss is one 128-byte burst,
+# 96 bytes longer than the 32 bytes dram.latency_cycles includes: 96 / (1555 x 0.97 / 1.41 / 10) =
+# 0.8974 cycles more.
 L2_SEQUENCE = [*range(16), 0, 16, 0]
+MISS_BURST = 96 / (1555 * 0.97 / 1.41 / 10)
 
 
 @pytest.mark.parametrize("policy,hits,misses,last_reply", [
-    ("lru", 8, 68, 200), ("fifo", 4, 72, 290), ("srrip", 8, 68, 200),
+    ("lru", 8, 68, 200), ("fifo", 4, 72, 400 + MISS_BURST), ("srrip", 8, 68, 200),
 ])
 def test_l2_replacement_policy_changes_hits(policy, hits, misses, last_reply):
-    cfg, l2, d = _tiny_l2(policy)
+    cfg, l2, d, noc = _tiny_l2(policy)
     replies = []
     for k, line in enumerate(L2_SEQUENCE):
         t = 1000.0 * k
-        replies.append(_l2.read(l2, d, 0, t, line, 0b1111) - t)
+        replies.append(_l2.read(l2, noc, d, 0, t, line, 0b1111) - t)
     assert (int(l2.hits[0]), int(l2.misses[0])) == (hits, misses)
-    assert replies[:16] == [cfg.dram.latency_cycles] * 16  # cold misses
+    assert replies[:16] == pytest.approx([cfg.dram.latency_cycles + MISS_BURST] * 16)  # cold misses
     assert replies[16] == cfg.l2.hit_latency_cycles  # line 0's first reuse
-    assert replies[-1] == last_reply
+    assert replies[-1] == pytest.approx(last_reply)
     assert int(d.bytes_read.sum()) == misses * 32
 
 
@@ -146,9 +152,9 @@ def test_l2_fifo_and_lru_differ_on_reuse():
 
 
 def _tiny_l2_hits(policy):
-    _, l2, d = _tiny_l2(policy)
+    _, l2, d, noc = _tiny_l2(policy)
     for k, line in enumerate(L2_SEQUENCE):
-        _l2.read(l2, d, 0, 1000.0 * k, line, 0b1111)
+        _l2.read(l2, noc, d, 0, 1000.0 * k, line, 0b1111)
     return int(l2.hits[0])
 
 
@@ -248,99 +254,9 @@ def test_single_level_policies_ignore_long_latency(policy):
     assert scheduler.pick(P, W, 0, 0) == 3  # still the oldest first
 
 
-# -- DRAM -------------------------------------------------------------------------------------------
-
-B = 128  # bytes a read
-
-
 @pytest.fixture(scope="module")
 def a100():
     return load_config("a100")
-
-
-def _service(cfg):
-    # a100: 1555 GB/s x 0.92 sustained, over 1.41 GHz and 10 controllers = 101.46 B/cycle each
-    per = 1555 * 0.92 / 1.41 / 10
-    assert cfg.dram.bandwidth_gbps == 1555 and cfg.dram.controllers == 10 and cfg.chip.clock_mhz == 1410
-    return B / per
-
-
-def test_dram_back_to_back_reads_are_served_in_order(a100):
-    d = _dram.make_dram(a100)
-    s = _service(a100)
-    lat = a100.dram.latency_cycles
-    # addresses one interleave x controllers apart all map to controller 0
-    step = a100.dram.interleave_bytes * a100.dram.controllers
-    n = 8
-    back = [_dram.read(d, k * step, 0.0, B) for k in range(n)]
-    assert back == pytest.approx([k * s + lat for k in range(n)], rel=1e-12)  # start_k = k B / bytes_per_cycle
-    assert d.bytes_read.tolist() == [n * B] + [0] * 9
-    assert d.channel.requests.tolist() == [n] + [0] * 9
-    assert d.channel.busy_cycles[0] == pytest.approx(n * s)
-    assert d.channel.queue_cycles[0] == pytest.approx(s * n * (n - 1) / 2)  # 0 + s + 2s + ...
-
-
-def test_dram_controllers_serve_in_parallel(a100):
-    d = _dram.make_dram(a100)
-    # consecutive interleave chunks go to consecutive controllers: no queueing
-    back = [_dram.read(d, k * a100.dram.interleave_bytes, 0.0, B) for k in range(10)]
-    assert back == [a100.dram.latency_cycles] * 10
-    assert d.bytes_read.tolist() == [B] * 10
-    assert d.channel.queue_cycles.tolist() == [0.0] * 10
-    # and the 11th chunk wraps round to controller 0, behind the first read
-    assert _dram.read(d, 10 * a100.dram.interleave_bytes, 0.0, B) == pytest.approx(_service(a100) + 290)
-
-
-def _stream(cfg, arrivals):
-    d = _dram.make_dram(cfg)
-    back = np.array([_dram.read(d, 0, float(t), B) for t in arrivals])
-    return back - cfg.dram.latency_cycles, d  # when each read's service started
-
-
-def _littles_law(arrivals, starts):
-    """(mean number waiting, arrival rate x mean wait) over [first arrival, last start], the queue
-    length sampled on a fine grid (independently of the per-request waits)."""
-    arrivals, starts = np.asarray(arrivals, float), np.asarray(starts, float)
-    t0, t1 = arrivals[0], starts[-1]
-    grid = np.linspace(t0, t1, 200_001)[:-1] + (t1 - t0) / 400_000
-    waiting = np.searchsorted(arrivals, grid, side="right") - np.searchsorted(starts, grid, side="right")
-    return waiting.mean(), len(arrivals) / (t1 - t0) * (starts - arrivals).mean()
-
-
-def test_dram_below_service_rate_keeps_unloaded_latency(a100):
-    s = _service(a100)
-    arrivals = np.arange(500) * (1.25 * s)  # 80 % load, evenly spaced
-    starts, d = _stream(a100, arrivals)
-    assert starts == pytest.approx(arrivals, abs=1e-9)  # every read back latency_cycles after it was sent
-    assert d.channel.queue_cycles[0] == 0.0
-    assert d.channel.busy_cycles[0] == pytest.approx(500 * s)
-
-
-def test_dram_above_service_rate_queue_grows_linearly(a100):
-    s = _service(a100)
-    gap = 0.8 * s  # 125 % load
-    n = 500
-    arrivals = np.arange(n) * gap
-    starts, d = _stream(a100, arrivals)
-    waits = starts - arrivals
-    assert waits == pytest.approx(np.arange(n) * (s - gap), rel=1e-9, abs=1e-9)  # k (s - gap)
-    assert d.channel.queue_cycles[0] == pytest.approx(waits.sum())
-    mean_queue, lam_w = _littles_law(arrivals, starts)
-    assert mean_queue == pytest.approx(lam_w, rel=0.01)
-    # deterministic overload: the queue grows by (1 - gap / s) a read until the last arrives, to
-    # (n - 1)(1 - gap / s) ~ 100, then drains: a triangle, whose mean is half its peak
-    assert mean_queue == pytest.approx((n - 1) * (1 - gap / s) / 2, rel=0.02)
-
-
-def test_dram_littles_law_under_random_load(a100):
-    s = _service(a100)
-    rng = np.random.default_rng(7)
-    arrivals = np.cumsum(rng.exponential(s / 0.9, size=4000))  # Poisson arrivals, 90 % load
-    starts, _ = _stream(a100, arrivals)
-    assert (starts >= arrivals - 1e-9).all() and (np.diff(starts) >= s - 1e-9).all()  # FIFO, one at a time
-    mean_queue, lam_w = _littles_law(arrivals, starts)
-    assert mean_queue > 1.0  # a real queue formed
-    assert mean_queue == pytest.approx(lam_w, rel=0.01)
 
 
 # -- a sub-partition's cycle -------------------------------------------------------------------------

@@ -74,7 +74,7 @@ def _dirty(c, sl):
 
 
 def test_prefill_fills_every_set_with_foreign_lines_at_the_fraction():
-    cfg = config("a100")
+    cfg = config("a100", {"l2.partitions": 1})  # one partition: the fraction as given (below: two)
     c = make_l2(cfg)
     added = prefill_dirty(c, 0.25)
     sl = 3
@@ -93,8 +93,9 @@ def test_prefill_fills_every_set_with_foreign_lines_at_the_fraction():
 def test_prefill_spreads_the_dirty_lines_over_every_set_and_way(fraction):
     """Each set holds f x ways dirty lines (within one), and the first way to be evicted is dirty in
     a fraction f of the sets, of the even and of the odd ones alike: a kernel whose first allocations
-    fall on some of the sets (transpose_shared's writes: 60 % on even sets) evicts dirty lines at f."""
-    cfg = config("a100")
+    fall on some of the sets (transpose_shared's writes: 60 % on even sets) evicts dirty lines at f.
+    (One L2 partition: with two, the share is adjusted, below.)"""
+    cfg = config("a100", {"l2.partitions": 1})
     c = make_l2(cfg)
     prefill_dirty(c, fraction)
     sets, dirty = _sets(c, 5), _dirty(c, 5)
@@ -104,3 +105,15 @@ def test_prefill_spreads_the_dirty_lines_over_every_set_and_way(fraction):
     first = np.array([s[0] in dirty for s in sets], dtype=float)
     for part in (first[0::2], first[1::2], first[0::4]):
         assert part.mean() == pytest.approx(fraction, abs=0.05)
+
+
+@pytest.mark.parametrize("fraction", [0.25, 0.5, 0.7])
+def test_prefill_with_two_partitions_dirties_halfway_to_the_even_sharing_share(fraction):
+    # l2.prefill_dirty: a partition also holds clean copies of lines homed in the other, so the share
+    # dirtied is halfway between f and (f / 2) / (1 - f + f / 2); f = 0.5: (0.5 + 1/3) / 2 = 5/12
+    c = make_l2(config("a100"))
+    assert c.partitions == 2
+    prefill_dirty(c, fraction)
+    share = (fraction + fraction / (2 * (1 - fraction) + fraction)) / 2
+    dirty = int((c.tags.dirty != 0).sum())
+    assert dirty / c.tags.dirty.size == pytest.approx(share, abs=0.01)
