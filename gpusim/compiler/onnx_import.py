@@ -596,7 +596,7 @@ class _Importer:
         x = self._tensor(node.input[0], node)
         if out in self.folded_bn:
             w_value, b_value = self.folded_bn[out]
-            w, bias = g.constant(w_value, name=f"{out}.w"), g.constant(b_value, name=f"{out}.b")
+            w, bias = g.constant(w_value, name=f"{out}.w").name, g.constant(b_value, name=f"{out}.b").name
         else:
             w = self._tensor(node.input[1], node)
             bias = self._tensor(node.input[2], node) if len(node.input) > 2 and node.input[2] else None

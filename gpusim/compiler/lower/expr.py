@@ -228,8 +228,16 @@ UNARY: dict[str, Callable[[Asm, str, Mapping], str]] = {
     "elu": lambda e, x, at: _expm1_neg(e, x, at["alpha"]),
     "selu": lambda e, x, at: e.value("mul.f32", "f32", _expm1_neg(e, x, at["alpha"]), fimm(at["gamma"])),
     "softplus": lambda e, x, at: _softplus(e, x),
-    "cast": lambda e, x, at: x,  # computed in f32; the store rounds to the result's dtype
+    "cast": lambda e, x, at: _cast(e, x, at["to"]),
 }
+
+
+def _cast(e: Asm, x: str, to: str) -> str:
+    """x rounded to `to` (to nearest even for f16) and held in f32 again, so that a fused chain rounds
+    where the graph does."""
+    if to == "f16":
+        return e.value("cvt.f32.f16", "f32", e.value("cvt.rn.f16.f32", "f16", x))
+    return x
 
 
 def _gelu(e: Asm, x: str, approximate: str) -> str:
