@@ -2,8 +2,8 @@
 `simple`, `pytorch-converted` and `pytorch-operator` folders of onnx/backend/test/data: 149 models in
 onnx 1.15-1.17), each imported, compiled (the default pipeline, every legal fusion), lowered, run on the
 functional executor and compared with the outputs shipped beside it. Each model's outcome is `pass`, or
-the stage that failed and why (`import`, `compile`, `run`, `mismatch`, `no-data`: the real models ship
-only a download address)."""
+the stage that failed and why (`import`, `compile`, `range`: inputs beyond f32, `run`, `mismatch`, `no-data`: the
+real models ship only a download address)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ RTOL, ATOL = 1e-3, 1e-4  # f32 arithmetic with approximate ex2/lg2/rcp against f
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """One model's result: `status` is pass, no-data, import, compile, run or mismatch; `detail` why."""
+    """One model's result: `status` is pass, no-data, import, range, compile, run or mismatch; `detail` why."""
 
     folder: str
     name: str
@@ -92,6 +92,10 @@ def run_model(folder: str, directory: Path) -> Outcome:
     feeds = {}
     for p, value in zip(params, inputs, strict=False):
         if value.dtype.kind == "f":
+            limit = np.finfo(p.type.numpy_dtype).max
+            if np.any(np.abs(value[np.isfinite(value)]) > limit):
+                return done("range", f"input '{p.name}' ({value.dtype}) holds values beyond the {p.type.dtype} "
+                                     "range the GPU computes in")
             value = value.astype(p.type.numpy_dtype)
         elif value.dtype.kind in "iu":
             value = value.astype(np.int32)
