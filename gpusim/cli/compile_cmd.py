@@ -24,7 +24,8 @@ def register(subparsers) -> None:
                                           "each kernel's template parameters, and print the kernels with their "
                                           "estimated times and the speed-up over the unoptimised graph "
                                           "(docs/compiler.md).")
-    p.add_argument("model", nargs="?", help=f"a built-in model ({', '.join(BUILTIN)}), a .py file defining build(**sizes) -> "
+    p.add_argument("model", nargs="?",
+                   help=f"a built-in model ({', '.join(BUILTIN)}), a .py file defining build(**sizes) -> "
                                  "Graph, or a .onnx file")
     p.add_argument("--config", "-c", default="a100", help="built-in config name or YAML path (default a100)")
     p.add_argument("--set", action="append", metavar="SIZE=VALUE", dest="sets",

@@ -5,10 +5,12 @@ Kinds (after TVM's operator patterns) drive fusion (passes/fuse.py):
 
 | kind | meaning | operators |
 |---|---|---|
-| elementwise | one output element from the same element of one input | relu, gelu, exp, tanh, sigmoid, erf, sqrt, neg, abs, sign, log, clip, leaky_relu, elu, selu, softplus, cast |
+| elementwise | one output element from the same element of one input | relu, gelu, exp, tanh, sigmoid, erf, |
+| | | sqrt, neg, abs, sign, log, clip, leaky_relu, elu, selu, softplus, cast |
 | broadcast | element-wise over numpy-broadcast operands | add, sub, mul, div, pow, maximum, minimum, where |
 | injective | each output element is one input element, moved | transpose, reshape, remap, concat |
-| reduction | output elements combine many input elements along axes | reduce_sum, reduce_mean, reduce_max, softmax, log_softmax, layernorm |
+| reduction | output elements combine many input elements along axes | reduce_sum, reduce_mean, reduce_max, |
+| | | softmax, log_softmax, layernorm |
 | out-fusable | opaque itself, but element-wise consumers fuse into its epilogue (TVM's OutEWiseFusable) | matmul |
 | opaque | never fused | parameter, constant, fused |
 
@@ -256,7 +258,8 @@ def _infer_concat(types, attrs):
     first = types[0]
     axis = _axis(attrs["axis"], first.rank)
     for t in types[1:]:
-        if t.rank != first.rank or any(a != b for i, (a, b) in enumerate(zip(t.shape, first.shape)) if i != axis):
+        if t.rank != first.rank or any(a != b for i, (a, b) in enumerate(zip(t.shape, first.shape, strict=True))
+                                  if i != axis):
             raise GraphError(f"operands {first} and {t} differ off axis {axis}")
     shape = list(first.shape)
     shape[axis] = sum(t.shape[axis] for t in types)

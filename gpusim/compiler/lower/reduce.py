@@ -8,7 +8,8 @@ axes' coordinates), so that a warp's lanes read elements one reduced-axis stride
 holds elements t, t + block, ...: up to 8 of them stay in registers across the passes (read once);
 beyond that each pass is a loop that reads the row again and recomputes the prologue. Each reduction
 combines the threads' partials with a tree in shared memory (block / 2, block / 4, ... threads, a
-barrier between levels). softmax: max, then the sum of e^(x - max), then e^(x - max) / sum (log_softmax: x - max - ln sum);
+barrier between levels). softmax: max, then the sum of e^(x - max), then e^(x - max) / sum (log_softmax: x - max - ln
+sum);
 layernorm: the mean, then the mean of (x - mean)^2, then (x - mean) / sqrt(var + eps) [* gamma + beta].
 Parameter: `block` (threads per block, a power of two from 32)."""
 
