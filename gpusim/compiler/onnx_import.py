@@ -69,9 +69,9 @@ class _Importer:
                                 f"(those are {', '.join(vi.name for vi in inputs)})")
         for vi in inputs:
             self.values[vi.name] = self._parameter(vi, shapes).name
-        self.folded_bn: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # conv output -> (weights, bias)
+        self.bn_after: dict[str, Any] = {}  # conv output -> the BatchNormalization node alone reading it
         self.bn_aliases: dict[str, str] = {}  # batch-norm output -> the conv output it was folded into
-        self._fold_batchnorms(body)
+        self._find_batchnorms(body)
         for node in body.node:
             self._convert(node)
         for vi in body.output:
@@ -95,7 +95,8 @@ class _Importer:
                                 "(DOUBLE and INT64 narrowed to them)")
         return ONNX_DTYPES[elem_type]
 
-    def _fold_batchnorms(self, body) -> None:
+    def _find_batchnorms(self, body) -> None:
+        """The BatchNormalization nodes that are a convolution's only reader (candidates for folding)."""
         producers = {o: n for n in body.node for o in n.output}
         readers: dict[str, int] = {}
         for n in body.node:
@@ -106,19 +107,27 @@ class _Importer:
             if bn.op_type != "BatchNormalization" or any(bn.output[1:]):
                 continue
             conv = producers.get(bn.input[0])
-            if conv is None or conv.op_type != "Conv" or readers.get(bn.input[0]) != 1 or bn.input[0] in outputs:
-                continue
-            params = [self.values.get(i) for i in (*conv.input[1:], *bn.input[1:5])]
-            if not all(isinstance(v, np.ndarray) for v in params):
-                continue
-            w = params[0].astype(np.float64)
-            bias = params[1].astype(np.float64) if len(conv.input) > 2 and conv.input[2] else np.zeros(w.shape[0])
-            scale, shift, mean, var = (v.astype(np.float64) for v in params[-4:])
-            eps = next((a.f for a in bn.attribute if a.name == "epsilon"), 1e-5)
-            a = scale / np.sqrt(var + eps)
-            self.folded_bn[conv.output[0]] = ((w * a.reshape(-1, *[1] * (w.ndim - 1))).astype(np.float32),
-                                              ((bias - mean) * a + shift).astype(np.float32))
-            self.bn_aliases[bn.output[0]] = conv.output[0]
+            if conv is not None and conv.op_type == "Conv" and readers.get(bn.input[0]) == 1 \
+                    and bn.input[0] not in outputs:
+                self.bn_after[conv.output[0]] = bn
+
+    def _folded_batchnorm(self, conv) -> tuple[np.ndarray, np.ndarray] | None:
+        """The weights and bias of `conv` with the BatchNormalization after it folded in, when that
+        exists and the weights, bias and statistics are all known values (else None)."""
+        bn = self.bn_after.get(conv.output[0])
+        if bn is None:
+            return None
+        params = [self.values.get(i) for i in (*conv.input[1:], *bn.input[1:5])]
+        if not all(isinstance(v, np.ndarray) for v in params):
+            return None
+        w = params[0].astype(np.float64)
+        bias = params[1].astype(np.float64) if len(conv.input) > 2 and conv.input[2] else np.zeros(w.shape[0])
+        scale, shift, mean, var = (v.astype(np.float64) for v in params[-4:])
+        eps = next((a.f for a in bn.attribute if a.name == "epsilon"), 1e-5)
+        a = scale / np.sqrt(var + eps)
+        self.bn_aliases[bn.output[0]] = conv.output[0]
+        weights = (w * a.reshape(-1, *[1] * (w.ndim - 1))).astype(np.float32)
+        return weights, ((bias - mean) * a + shift).astype(np.float32)
 
     def _tensor(self, name: str, node) -> str:
         """The IR node holding ONNX value `name` (a constant is made on first use as data)."""
@@ -594,8 +603,9 @@ class _Importer:
     def conv(self, node, attrs, out):
         g = self.graph
         x = self._tensor(node.input[0], node)
-        if out in self.folded_bn:
-            w_value, b_value = self.folded_bn[out]
+        folded = self._folded_batchnorm(node)
+        if folded is not None:
+            w_value, b_value = folded
             w, bias = g.constant(w_value, name=f"{out}.w").name, g.constant(b_value, name=f"{out}.b").name
         else:
             w = self._tensor(node.input[1], node)

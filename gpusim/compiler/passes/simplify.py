@@ -11,7 +11,7 @@
 | reshape-identity | reshape(x, x's shape) | x |
 | gelu-erf | x * (erf(x / sqrt 2) + 1) * 0.5, (x * 0.5) * (1 + erf(x * (1 / sqrt 2))) (PyTorch's GELU) | gelu(x) |
 | layernorm | (x - mean(x)) / sqrt(mean((x - mean(x)) ** 2) + eps), trailing-axes means, keepdims | layernorm(x) |
-| layernorm-scale, -shift | layernorm(x) * g, layernorm(x, g) + b (g, b fit the normalised axes) | layernorm(x, g[, b]) |
+| layernorm-scale, -shift | layernorm(x) * g, layernorm(x, g) + b (g, b fit its axes) | layernorm(x, g[, b]) |
 
 "Constant 1" means a constant whose every element is 1. Nodes left unused are for dead-code elimination.
 Every rule is a pattern of the pattern-rewrite engine (passes/pattern.py); `RULES` lists them in the
