@@ -1,6 +1,6 @@
 """The ONNX backend-test walk: the models the `onnx` package ships with its backend tests (the `real`,
 `simple`, `pytorch-converted` and `pytorch-operator` folders of onnx/backend/test/data: 149 models in
-onnx 1.15-1.17), each imported, compiled (the default pipeline, every legal fusion), lowered, run on the
+onnx 1.23.2), each imported, compiled (the default pipeline, every legal fusion), lowered, run on the
 functional executor and compared with the outputs shipped beside it. Each model's outcome is `pass`, or
 the stage that failed and why (`import`, `compile`, `range`: inputs beyond f32, `run`, `mismatch`, `no-data`: the
 real models ship only a download address)."""

@@ -95,6 +95,8 @@ def test_compile_an_onnx_model(tmp_path, capsys):
     (["mlp2", "--shape", "x"], "--shape 'x': expected INPUT=D0,D1,... (integers)"),
     (["mlp2", "--config", "nosuch"], "nosuch"),
     (["mlp2", "--scheduler", "tcp://h:1", "--jobs", "2"], "--jobs sets local workers; with --scheduler"),
+    ([], "give a MODEL, or --onnx-suite"),
+    (["mlp2", "--onnx-suite"], "--onnx-suite walks the onnx package's models; give no MODEL"),
 ])
 def test_compile_errors(capsys, args, message):
     assert main(["compile", *args]) == 2

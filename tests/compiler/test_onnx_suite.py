@@ -1,5 +1,5 @@
 """The onnx package's backend-test models (real, simple, pytorch-converted, pytorch-operator: 149 in
-onnx 1.15-1.23) imported, compiled, run on the functional executor and compared with their shipped
+onnx 1.23.2) imported, compiled, run on the functional executor and compared with their shipped
 outputs. A representative subset runs quickly; the whole walk (slow: ~30 s) checks the count and the
 reason every model that does not pass fails, as docs/compiler.md lists them."""
 
@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("onnx")
+onnx = pytest.importorskip("onnx")
 from gpusim.compiler import onnx_suite  # noqa: E402
+
+PINNED = onnx.__version__.startswith("1.23.")  # the version the counts below were taken with
 
 # one or two of each kind: CNN layers, activations, shapes and pads, reductions, normalisation
 SUBSET = ("test_Conv2d_groups", "test_Conv1d_dilated", "test_MaxPool2d", "test_AvgPool2d_stride",
@@ -43,7 +45,7 @@ EXPECTED_FAILURES = {
 
 def test_the_walk_covers_the_149_models_of_the_four_folders():
     found = onnx_suite.models()
-    assert len(found) == 149
+    assert len(found) == 149 if PINNED else len(found) >= 140
     assert {f for f, _ in found} == set(onnx_suite.FOLDERS)
 
 
@@ -57,7 +59,8 @@ def test_representative_models_pass(name):
 def test_whole_walk_passes_at_least_100_and_fails_only_as_documented():
     outcomes = onnx_suite.walk()
     failed = {o.name: (o.status, o.detail) for o in outcomes if not o.passed}
-    assert set(failed) == set(EXPECTED_FAILURES), onnx_suite.summary(outcomes)
-    for name, (status, reason) in EXPECTED_FAILURES.items():
-        assert failed[name][0] == status and failed[name][1].startswith(reason), (name, failed[name])
-    assert sum(o.passed for o in outcomes) == 110
+    assert set(failed) <= set(EXPECTED_FAILURES), onnx_suite.summary(outcomes)
+    for name, (status, detail) in failed.items():
+        assert status == EXPECTED_FAILURES[name][0] and detail.startswith(EXPECTED_FAILURES[name][1]), name
+    passed = sum(o.passed for o in outcomes)
+    assert passed == 110 and set(failed) == set(EXPECTED_FAILURES) if PINNED else passed >= 100
