@@ -147,3 +147,15 @@ def test_data_dependent_gather_is_refused_with_the_reason():
     with pytest.raises(Exception, match=r"onnx node 'g' \(Gather\): the indices \(data-dependent gathers are not "
                                         r"supported\) \('i'\) must be a constant"):
         import_onnx(m)
+
+
+def test_pytorch_exported_gelu_imports_and_becomes_one_gelu():
+    """GELU as torch.onnx exports it (Div by sqrt 2, Erf, Add 1, Mul x, Mul 0.5): the simplifier's
+    gelu-erf rule makes it one gelu, fused into the preceding MatMul's epilogue."""
+    nodes = [N("MatMul", ["x", "w"], ["h"]), N("Div", ["h", "sqrt2"], ["d"]), N("Erf", ["d"], ["e"]),
+             N("Add", ["e", "one"], ["a"]), N("Mul", ["h", "a"], ["m"]), N("Mul", ["m", "half"], ["y"])]
+    scalars = {"sqrt2": np.float32(np.sqrt(2)), "one": np.float32(1), "half": np.float32(0.5)}
+    m = model(nodes, {"x": [8, 16]}, ["y"], {"w": rand(16, 12), **{k: np.array(v) for k, v in scalars.items()}})
+    optimised = compiled(m, {"x": rand(8, 16)})
+    (fused,) = [n for n in optimised.nodes.values() if n.op == "fused"]
+    assert [n.op for n in fused.attrs["body"].nodes.values() if n.op != "parameter"] == ["matmul", "gelu"]
