@@ -16,6 +16,7 @@ import numpy as np
 
 from gpusim.compiler.errors import CompilerError, GraphError
 from gpusim.compiler.ir import Graph, Node
+from gpusim.compiler.ops import remap_indices
 
 BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow", "MatMul": "matmul"}
 UNARY = {"Relu": "relu", "Exp": "exp", "Tanh": "tanh", "Sigmoid": "sigmoid", "Erf": "erf", "Sqrt": "sqrt",
@@ -384,10 +385,11 @@ class _Importer:
         keep = bool(attrs.get("keepdims", 1))
         if node.op_type == "ReduceMin":
             negated = self.graph.emit("neg", (x,), name=f"{out}.neg")
-            top = self.graph._reduce("reduce_max", negated, axes, keep, f"{out}.max")
+            top = self.graph.reduce_max(negated, axes, keep, name=f"{out}.max")
             return self.graph.emit("neg", (top,), name=out)
-        op = {"ReduceSum": "reduce_sum", "ReduceMean": "reduce_mean", "ReduceMax": "reduce_max"}[node.op_type]
-        return self.graph._reduce(op, x, axes, keep, out)
+        reduce = {"ReduceSum": self.graph.reduce_sum, "ReduceMean": self.graph.reduce_mean,
+                  "ReduceMax": self.graph.reduce_max}[node.op_type]
+        return reduce(x, axes, keep, name=out)
 
     def transpose(self, node, attrs, out):
         return self.graph.transpose(self._inputs(node)[0], attrs.get("perm"), name=out)
@@ -646,8 +648,8 @@ class _Importer:
         n, c, *spatial = self._shape(x)
         r = len(spatial)
         if node.op_type.startswith("Global"):
-            op = "reduce_max" if node.op_type == "GlobalMaxPool" else "reduce_mean"
-            return g._reduce(op, x, tuple(range(2, 2 + r)), True, out)
+            reduce = g.reduce_max if node.op_type == "GlobalMaxPool" else g.reduce_mean
+            return reduce(x, tuple(range(2, 2 + r)), True, name=out)
         kernel = tuple(attrs["kernel_shape"])
         strides, dilations, begin, sizes = self._window(node, attrs, x, kernel)
         rank = 2 + 2 * r
@@ -659,14 +661,13 @@ class _Importer:
                               name=f"{out}.windows")
         axes = tuple(range(2 + r, rank))
         if maximum:
-            return g._reduce("reduce_max", windows, axes, False, out)
-        total = g._reduce("reduce_sum", windows, axes, False, f"{out}.sum")
+            return g.reduce_max(windows, axes, name=out)
+        total = g.reduce_sum(windows, axes, name=f"{out}.sum")
         # the elements each window averages: inside the input, or with count_include_pad inside the padding
         pads = list(attrs.get("pads", [0] * 2 * r))
         extent = [s + (pads[i] + pads[i + r] if attrs.get("count_include_pad", 0) else 0)
                   for i, s in enumerate(spatial)]
         shift = [0 if attrs.get("count_include_pad", 0) else -p for p in begin]
-        from gpusim.compiler.ops import remap_indices
         spatial_coef = tuple(tuple(strides[i] * (j == i) + dilations[i] * (j == r + i) for j in range(2 * r))
                              for i in range(r))
         _, inside = remap_indices(tuple(extent), {"shape": (*sizes, *kernel), "coef": spatial_coef,
