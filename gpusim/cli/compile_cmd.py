@@ -24,7 +24,8 @@ def register(subparsers) -> None:
                                           "each kernel's template parameters, and print the kernels with their "
                                           "estimated times and the speed-up over the unoptimised graph "
                                           "(docs/compiler.md).")
-    p.add_argument("model", help=f"a built-in model ({', '.join(BUILTIN)}), a .py file defining build(**sizes) -> "
+    p.add_argument("model", nargs="?",
+                   help=f"a built-in model ({', '.join(BUILTIN)}), a .py file defining build(**sizes) -> "
                                  "Graph, or a .onnx file")
     p.add_argument("--config", "-c", default="a100", help="built-in config name or YAML path (default a100)")
     p.add_argument("--set", action="append", metavar="SIZE=VALUE", dest="sets",
@@ -52,10 +53,17 @@ def register(subparsers) -> None:
     add_output(p, "--cache-dir", kind="folder", help="cache of simulated costs and tuned configurations "
                                        "(default $GPUSIM_CACHE_DIR or ~/.cache/gpusim)")
     add_output(p, "--json", metavar="FILE", help="write the report as JSON to FILE ('-': stdout)")
+    p.add_argument("--onnx-suite", action="store_true",
+                   help="instead of MODEL: walk the onnx package's backend-test models (real, simple, pytorch-*), "
+                        "compile each, run it on the functional executor and compare with its shipped outputs")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.onnx_suite:
+        return _onnx_suite(args)
+    if args.model is None:
+        raise CompilerError("give a MODEL, or --onnx-suite")
     if (args.search_cost or args.search != "local") and not args.tune:
         raise CompilerError("--search and --search-cost need --tune")
     if args.dtype is not None and args.model not in BUILTIN:
@@ -76,6 +84,20 @@ def run(args: argparse.Namespace) -> int:
     if args.json != "-":
         print(report)
     emit_json(report.to_dict(), args.json)
+    return 0
+
+
+def _onnx_suite(args: argparse.Namespace) -> int:
+    from gpusim.compiler import onnx_suite
+
+    if args.model is not None:
+        raise CompilerError("--onnx-suite walks the onnx package's models; give no MODEL")
+    outcomes = onnx_suite.walk()
+    if args.json != "-":
+        print(onnx_suite.summary(outcomes))
+    emit_json({"passed": sum(o.passed for o in outcomes), "models": len(outcomes),
+               "outcomes": [{"folder": o.folder, "model": o.name, "status": o.status, "detail": o.detail,
+                             "seconds": round(o.seconds, 3)} for o in outcomes]}, args.json)
     return 0
 
 

@@ -249,6 +249,11 @@ class Graph:
         """Mean over `axes` (default: all)."""
         return self._reduce("reduce_mean", x, axes, keepdims, name)
 
+    def reduce_max(self, x: Operand, axes: int | Sequence[int] | None = None, keepdims: bool = False, *,
+                   name: str | None = None) -> Node:
+        """Maximum over `axes` (default: all)."""
+        return self._reduce("reduce_max", x, axes, keepdims, name)
+
     def transpose(self, x: Operand, perm: Sequence[int] | None = None, *, name: str | None = None) -> Node:
         """Output axis i is input axis perm[i] (default: axes reversed)."""
         rank = self._type(x).rank

@@ -33,9 +33,37 @@ def attention(seq: int, d_model: int, *, dtype: str = "f32") -> Graph:
     return g
 
 
-BUILTIN: dict[str, Callable[..., Graph]] = {"mlp2": mlp2, "attention": attention}
+def transformer(seq: int, d_model: int, heads: int, d_ff: int, *, dtype: str = "f32") -> Graph:
+    """A pre-LayerNorm transformer encoder block with `heads` attention heads:
+    h = x + attention(layernorm(x)) (heads split by reshape and transpose, one batched matmul per step);
+    y = h + gelu(layernorm(h) @ w1 + b1) @ w2 + b2."""
+    if d_model % heads:
+        raise CompilerError(f"model transformer: d_model {d_model} is not a multiple of heads {heads}")
+    g = Graph("transformer")
+    x = g.parameter("x", (seq, d_model), dtype)
+    wq, wk, wv, wo = (g.parameter(w, (d_model, d_model), dtype) for w in ("wq", "wk", "wv", "wo"))
+    w1, b1 = g.parameter("w1", (d_model, d_ff), dtype), g.parameter("b1", (d_ff,), dtype)
+    w2, b2 = g.parameter("w2", (d_ff, d_model), dtype), g.parameter("b2", (d_model,), dtype)
+    dh = d_model // heads
+    a = g.layernorm(x)
+
+    def split(t):  # (seq, d_model) -> (heads, seq, dh)
+        return g.transpose(g.reshape(t, (seq, heads, dh)), (1, 0, 2))
+
+    q, k, v = (split(g.matmul(a, w)) for w in (wq, wk, wv))
+    scores = g.mul(g.matmul(q, g.transpose(k, (0, 2, 1))), 1 / math.sqrt(dh))
+    ctx = g.matmul(g.softmax(scores, -1), v)  # (heads, seq, dh)
+    merged = g.reshape(g.transpose(ctx, (1, 0, 2)), (seq, d_model))
+    h = g.add(x, g.matmul(merged, wo))
+    ff = g.add(g.matmul(g.gelu(g.add(g.matmul(g.layernorm(h), w1), b1)), w2), b2)
+    g.output(g.add(h, ff), "y")
+    return g
+
+
+BUILTIN: dict[str, Callable[..., Graph]] = {"mlp2": mlp2, "attention": attention, "transformer": transformer}
 DEFAULTS: dict[str, dict[str, int]] = {"mlp2": {"batch": 32, "d_in": 64, "d_hidden": 128, "d_out": 10},
-                                       "attention": {"seq": 32, "d_model": 32}}
+                                       "attention": {"seq": 32, "d_model": 32},
+                                       "transformer": {"seq": 32, "d_model": 64, "heads": 4, "d_ff": 128}}
 
 
 def build(name: str, *, dtype: str = "f32", **sizes: int) -> Graph:

@@ -5,10 +5,12 @@ Kinds (after TVM's operator patterns) drive fusion (passes/fuse.py):
 
 | kind | meaning | operators |
 |---|---|---|
-| elementwise | one output element from the same element of one input | relu, gelu, exp, tanh |
-| broadcast | element-wise over numpy-broadcast operands | add, sub, mul, div, pow |
-| injective | each output element is one input element, moved | transpose, reshape |
-| reduction | output elements combine many input elements along axes | reduce_sum, reduce_mean, softmax, layernorm |
+| elementwise | one output element from the same element of one input | relu, gelu, exp, tanh, sigmoid, erf, |
+| | | sqrt, neg, abs, sign, log, clip, leaky_relu, elu, selu, softplus, cast |
+| broadcast | element-wise over numpy-broadcast operands | add, sub, mul, div, pow, maximum, minimum, where |
+| injective | each output element is one input element, moved | transpose, reshape, remap, concat |
+| reduction | output elements combine many input elements along axes | reduce_sum, reduce_mean, reduce_max, |
+| | | softmax, log_softmax, layernorm |
 | out-fusable | opaque itself, but element-wise consumers fuse into its epilogue (TVM's OutEWiseFusable) | matmul |
 | opaque | never fused | parameter, constant, fused |
 
@@ -202,6 +204,102 @@ def _infer_fused(types, attrs):
     return body[next(iter(body.outputs.values()))].type
 
 
+def _infer_where(types, attrs):
+    cond, a, b = types
+    dtype = _same_dtype((a, b))
+    try:
+        shape = tuple(np.broadcast_shapes(cond.shape, a.shape, b.shape))
+    except ValueError:
+        raise GraphError(f"shapes {cond}, {a} and {b} do not broadcast") from None
+    return TensorType(shape, dtype)
+
+
+def _number(attrs, *names: str) -> None:
+    for name in names:
+        v = attrs[name]
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise GraphError(f"{name} is a number, not {v!r}")
+
+
+def _scalar_attrs(*names: str) -> Infer:
+    def infer(types, attrs):
+        _number(attrs, *names)
+        return _unary(True)(types, attrs)
+    return infer
+
+
+def _infer_clip(types, attrs):
+    _number(attrs, "min", "max")
+    return types[0]
+
+
+def _infer_cast(types, attrs):
+    return TensorType(types[0].shape, attrs["to"])
+
+
+def _infer_remap(types, attrs):
+    """remap: output element at coordinates o reads input element i[a] = sum_j coef[a][j] o[j] + offset[a]
+    (taken modulo the input's dimension where wrap[a]); outside the input it is `fill`."""
+    x, shape = types[0], attrs["shape"]
+    if not isinstance(shape, tuple) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        raise GraphError(f"shape is a tuple of non-negative ints, not {shape!r}")
+    coef, offset, wrap = attrs["coef"], attrs["offset"], attrs["wrap"]
+    if (not isinstance(coef, tuple) or len(coef) != x.rank
+            or not all(isinstance(c, tuple) and len(c) == len(shape) for c in coef)):
+        raise GraphError(f"coef has one row of {len(shape)} coefficients per input axis ({x.rank}), not {coef!r}")
+    if not isinstance(offset, tuple) or len(offset) != x.rank or not isinstance(wrap, tuple) or len(wrap) != x.rank:
+        raise GraphError(f"offset and wrap have one entry per input axis ({x.rank})")
+    _number(attrs, "fill")
+    return TensorType(shape, x.dtype)
+
+
+def _infer_concat(types, attrs):
+    dtype = _same_dtype(types)
+    first = types[0]
+    axis = _axis(attrs["axis"], first.rank)
+    for t in types[1:]:
+        if t.rank != first.rank or any(a != b for i, (a, b) in enumerate(zip(t.shape, first.shape, strict=True))
+                                  if i != axis):
+            raise GraphError(f"operands {first} and {t} differ off axis {axis}")
+    shape = list(first.shape)
+    shape[axis] = sum(t.shape[axis] for t in types)
+    return TensorType(tuple(shape), dtype)
+
+
+def remap_indices(in_shape: tuple[int, ...], attrs) -> tuple[np.ndarray, np.ndarray]:
+    """For every output element of a remap (attrs as its node's): the row-major index of the input element
+    it reads, and whether it reads one (False: it is the fill value)."""
+    shape = attrs["shape"]
+    out = np.indices(shape, dtype=np.int64).reshape(len(shape), -1)
+    flat = np.zeros(out.shape[1], np.int64)
+    inside = np.ones(out.shape[1], bool)
+    for a, n in enumerate(in_shape):
+        i = np.asarray(attrs["coef"][a], np.int64) @ out + attrs["offset"][a]
+        if attrs["wrap"][a]:
+            i = np.mod(i, n)
+        inside &= (i >= 0) & (i < n)
+        flat = flat * n + np.clip(i, 0, max(n - 1, 0))
+    return flat, inside
+
+
+def _remap(args, attrs):
+    x = args[0]
+    flat, inside = remap_indices(x.shape, attrs)
+    values = x.reshape(-1)[flat] if x.size else np.zeros(flat.shape, x.dtype)
+    return np.where(inside, values, attrs["fill"]).reshape(attrs["shape"])
+
+
+def _log_softmax(args, attrs):
+    x, axis = args[0], attrs["axis"]
+    shifted = x - np.max(x, axis=axis, keepdims=True)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+
+
+def _selu(args, attrs):
+    x = args[0]
+    return attrs["gamma"] * np.where(x > 0, x, attrs["alpha"] * (np.exp(np.minimum(x, 0)) - 1))
+
+
 _erf = np.frompyfunc(math.erf, 1, 1)
 
 
@@ -244,6 +342,28 @@ OPS: dict[str, OpDef] = {d.name: d for d in (
     OpDef("gelu", E, ONE, ("approximate",), _infer_gelu, _gelu, "x * Phi(x), erf-exact or tanh-approximated"),
     OpDef("exp", E, ONE, (), _unary(True), lambda a, at: np.exp(a[0]), "e ** x"),
     OpDef("tanh", E, ONE, (), _unary(True), lambda a, at: np.tanh(a[0]), "tanh x"),
+    OpDef("sigmoid", E, ONE, (), _unary(True), lambda a, at: 1 / (1 + np.exp(-a[0])), "1 / (1 + e ** -x)"),
+    OpDef("erf", E, ONE, (), _unary(True), lambda a, at: _erf(a[0]).astype(np.float64), "the error function"),
+    OpDef("sqrt", E, ONE, (), _unary(True), lambda a, at: np.sqrt(a[0]), "square root"),
+    OpDef("log", E, ONE, (), _unary(True), lambda a, at: np.log(a[0]), "natural logarithm"),
+    OpDef("neg", E, ONE, (), _unary(False), lambda a, at: -a[0], "-x"),
+    OpDef("abs", E, ONE, (), _unary(False), lambda a, at: np.abs(a[0]), "|x|"),
+    OpDef("sign", E, ONE, (), _unary(False), lambda a, at: np.sign(a[0]), "-1, 0 or 1"),
+    OpDef("clip", E, ONE, ("min", "max"), _infer_clip, lambda a, at: np.clip(a[0], at["min"], at["max"]),
+        "min(max(x, min), max)"),
+    OpDef("leaky_relu", E, ONE, ("alpha",), _scalar_attrs("alpha"),
+        lambda a, at: np.where(a[0] >= 0, a[0], at["alpha"] * a[0]), "x if x >= 0 else alpha x"),
+    OpDef("elu", E, ONE, ("alpha",), _scalar_attrs("alpha"),
+        lambda a, at: np.where(a[0] > 0, a[0], at["alpha"] * np.expm1(np.minimum(a[0], 0))),
+        "x if x > 0 else alpha (e ** x - 1)"),
+    OpDef("selu", E, ONE, ("alpha", "gamma"), _scalar_attrs("alpha", "gamma"), _selu,
+        "gamma (x if x > 0 else alpha (e ** x - 1))"),
+    OpDef("softplus", E, ONE, (), _unary(True), lambda a, at: np.logaddexp(a[0], 0), "ln(1 + e ** x)"),
+    OpDef("cast", E, ONE, ("to",), _infer_cast, lambda a, at: a[0], "the value in dtype `to` (rounded to it)"),
+    OpDef("maximum", B, TWO, (), _binary(False), lambda a, at: np.maximum(a[0], a[1]), "max(a, b)"),
+    OpDef("minimum", B, TWO, (), _binary(False), lambda a, at: np.minimum(a[0], a[1]), "min(a, b)"),
+    OpDef("where", B, (3, 3), (), _infer_where, lambda a, at: np.where(a[0] != 0, a[1], a[2]),
+        "b where cond is non-zero, else c"),
     OpDef("softmax", R, ONE, ("axis",), _infer_softmax, _softmax, "exp(x) / sum(exp(x)) along axis"),
     OpDef("layernorm", R, (1, 3), ("axis", "eps"), _infer_layernorm, _layernorm,
         "(x - mean) / sqrt(var + eps) over axes axis.. [* gamma [+ beta]]"),
@@ -251,6 +371,14 @@ OPS: dict[str, OpDef] = {d.name: d for d in (
         lambda a, at: np.sum(a[0], axis=at["axes"], keepdims=at["keepdims"]), "sum over axes"),
     OpDef("reduce_mean", R, ONE, ("axes", "keepdims"), _reduce(True),
         lambda a, at: np.mean(a[0], axis=at["axes"], keepdims=at["keepdims"]), "mean over axes"),
+    OpDef("reduce_max", R, ONE, ("axes", "keepdims"), _reduce(False),
+        lambda a, at: np.max(a[0], axis=at["axes"], keepdims=at["keepdims"]), "maximum over axes"),
+    OpDef("log_softmax", R, ONE, ("axis",), _infer_softmax, _log_softmax, "log(softmax(x)) along axis"),
+    OpDef("remap", I, ONE, ("shape", "coef", "offset", "wrap", "fill"), _infer_remap, _remap,
+        "each output element one input element at an affine function of its coordinates, or fill outside "
+        "(slice, pad, expand, tile, im2col)"),
+    OpDef("concat", I, (1, 1 << 16), ("axis",), _infer_concat, lambda a, at: np.concatenate(a, at["axis"]),
+        "operands joined along axis"),
     OpDef("transpose", I, ONE, ("perm",), _infer_transpose, lambda a, at: np.transpose(a[0], at["perm"]),
         "axes permuted: output axis i is input axis perm[i]"),
     OpDef("reshape", I, ONE, ("shape",), _infer_reshape, lambda a, at: np.reshape(a[0], at["shape"]),

@@ -116,7 +116,12 @@ def test_every_operator_has_a_kind():
     assert kinds["transpose"] is Kind.INJECTIVE and kinds["softmax"] is Kind.REDUCTION
     assert kinds["matmul"] is Kind.OUT_FUSABLE and kinds["fused"] is Kind.OPAQUE
     assert set(OPS) == {"parameter", "constant", "matmul", "add", "sub", "mul", "div", "pow", "relu", "gelu", "exp",
-                        "tanh", "softmax", "layernorm", "reduce_sum", "reduce_mean", "transpose", "reshape", "fused"}
+                        "tanh", "softmax", "layernorm", "reduce_sum", "reduce_mean", "transpose", "reshape", "fused",
+                        "sigmoid", "erf", "sqrt", "log", "neg", "abs", "sign", "clip", "leaky_relu", "elu", "selu",
+                        "softplus", "cast", "maximum", "minimum", "where", "reduce_max", "log_softmax", "remap",
+                        "concat"}
+    assert kinds["remap"] is kinds["concat"] is Kind.INJECTIVE and kinds["where"] is Kind.BROADCAST
+    assert kinds["reduce_max"] is kinds["log_softmax"] is Kind.REDUCTION and kinds["erf"] is Kind.ELEMENTWISE
 
 
 RNG = np.random.default_rng(1)

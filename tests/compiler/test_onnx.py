@@ -120,12 +120,13 @@ def test_softmax_before_opset_13_normalises_the_flattened_trailing_axes():
 
 
 def test_unsupported_operator_names_node_and_lists_the_supported():
-    m = model([N("Conv", ["x", "w"], ["y"], name="conv1")], {"x": [1, 1, 4, 4]}, {"y": [1, 1, 2, 2]},
+    m = model([N("ConvTranspose", ["x", "w"], ["y"], name="conv1")], {"x": [1, 1, 4, 4]}, {"y": [1, 1, 6, 6]},
               {"w": rand(1, 1, 3, 3)})
     with pytest.raises(CompilerError) as e:
         import_onnx(m)
-    assert str(e.value) == f"onnx node 'conv1' (Conv): unsupported operator; supported: {', '.join(SUPPORTED)}"
-    assert "MatMul, Mul, Pow" in str(e.value)
+    assert str(e.value) == (f"onnx node 'conv1' (ConvTranspose): unsupported operator; supported: "
+                            f"{', '.join(SUPPORTED)}")
+    assert "MatMul, Max, MaxPool" in str(e.value) and "Conv," in str(e.value)
 
 
 @pytest.mark.parametrize("nodes, initializers, message", [
@@ -134,7 +135,11 @@ def test_unsupported_operator_names_node_and_lists_the_supported():
     ([N("Reshape", ["a", "a"], ["y"], name="r")], {},
      "onnx node 'r' (Reshape): the shape ('a') must be a constant (an initializer or a Constant node)"),
     ([N("Add", ["a", "i"], ["y"], name="add")], {"i": np.ones(3, np.int64)},
-     "onnx node 'add' (Add): 'i' is int64; supported element types: FLOAT, FLOAT16, INT32"),
+     "onnx node 'add' (Add): operand dtypes differ: f32[2,3], i32[3]"),  # INT64 narrowed to i32
+    ([N("Add", ["a", "i"], ["y"], name="add")], {"i": np.full(3, 2**40, np.int64)},
+     "onnx node 'add' (Add): 'i' is int64 with values outside the int32 range"),
+    ([N("Add", ["a", "s"], ["y"], name="add")], {"s": np.ones(3, np.uint8)},
+     "onnx node 'add' (Add): 's' is uint8; supported element types: FLOAT, FLOAT16, INT32"),
     ([N("Add", ["a", "b"], ["y"], name="add")], {"b": rand(4)},
      "onnx node 'add' (Add): shapes f32[2,3] and f32[4] do not broadcast"),
 ])

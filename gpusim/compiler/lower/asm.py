@@ -133,6 +133,12 @@ class Asm:
             self._pointers[param] = self.value("ld.param.u64", "u64", f"[{param}]")
         return self._pointers[param]
 
+    def rebase(self, param: str, index: str, dtype: str) -> None:
+        """From here on, pointer parameter `param` points `index` elements (u32 register) of `dtype` further
+        (a batched kernel's block moving to its batch's matrices)."""
+        offset = self.value("mul.wide.u32", "u64", index, str(WIDTH[dtype]))
+        self._pointers[param] = self.value("add.u64", "u64", self.pointer(param), offset)
+
     def address(self, param: str, index: str, dtype: str) -> str:
         """&param[index] for a tensor of `dtype` (`index` a u32 register or immediate)."""
         base = self.pointer(param)

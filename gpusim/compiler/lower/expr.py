@@ -140,6 +140,13 @@ class Values:
             return _tanh(e, args[0])
         if op == "gelu":
             return _gelu(e, args[0], node.attrs["approximate"])
+        if op in UNARY:
+            return UNARY[op](e, args[0], node.attrs)
+        if op in ("maximum", "minimum"):
+            return e.value(f"{op[:3]}.f32", "f32", *args)
+        if op == "where":
+            nonzero = e.value("setp.ne.f32", "pred", args[0], fimm(0.0))
+            return e.value("selp.f32", "f32", args[1], args[2], nonzero)
         raise CompilerError(f"node %{node.name} ({op}): no element-wise code for this operator")
 
 
@@ -168,6 +175,69 @@ def _erf(e: Asm, z: str) -> str:
     mag = e.value("fma.rn.f32", "f32", e.value("neg.f32", "f32", poly), decay, fimm(1.0))
     neg = e.value("setp.lt.f32", "pred", z, fimm(0.0))
     return e.value("selp.f32", "f32", e.value("neg.f32", "f32", mag), mag, neg)
+
+
+def _sigmoid(e: Asm, x: str) -> str:
+    """1 / (1 + e^-x)."""
+    t = e.value("ex2.approx.f32", "f32", e.value("mul.f32", "f32", x, fimm(-LOG2E)))
+    return e.value("rcp.approx.f32", "f32", e.value("add.f32", "f32", t, fimm(1.0)))
+
+
+def _log(e: Asm, x: str) -> str:
+    """ln x = log2(x) / log2(e)."""
+    return e.value("mul.f32", "f32", e.value("lg2.approx.f32", "f32", x), fimm(1 / LOG2E))
+
+
+def _expm1_neg(e: Asm, x: str, alpha: float) -> str:
+    """x if x > 0 else alpha (e^x - 1) (ELU)."""
+    em1 = e.value("add.f32", "f32", exp(e, e.value("min.f32", "f32", x, fimm(0.0))), fimm(-1.0))
+    positive = e.value("setp.gt.f32", "pred", x, fimm(0.0))
+    return e.value("selp.f32", "f32", x, e.value("mul.f32", "f32", em1, fimm(alpha)), positive)
+
+
+def _softplus(e: Asm, x: str) -> str:
+    """ln(1 + e^x) = max(x, 0) + ln(1 + e^-|x|): no overflow for large x."""
+    a = e.value("abs.f32", "f32", x)
+    t = exp(e, e.value("neg.f32", "f32", a))
+    return e.value("add.f32", "f32", e.value("max.f32", "f32", x, fimm(0.0)),
+                   _log(e, e.value("add.f32", "f32", t, fimm(1.0))))
+
+
+def _sign(e: Asm, x: str) -> str:
+    pos = e.value("selp.f32", "f32", fimm(1.0), fimm(0.0), e.value("setp.gt.f32", "pred", x, fimm(0.0)))
+    neg = e.value("selp.f32", "f32", fimm(1.0), fimm(0.0), e.value("setp.lt.f32", "pred", x, fimm(0.0)))
+    return e.value("sub.f32", "f32", pos, neg)
+
+
+def _leaky(e: Asm, x: str, alpha: float) -> str:
+    scaled = e.value("mul.f32", "f32", x, fimm(alpha))
+    return e.value("selp.f32", "f32", x, scaled, e.value("setp.ge.f32", "pred", x, fimm(0.0)))
+
+
+UNARY: dict[str, Callable[[Asm, str, Mapping], str]] = {
+    "sigmoid": lambda e, x, at: _sigmoid(e, x),
+    "erf": lambda e, x, at: _erf(e, x),
+    "sqrt": lambda e, x, at: e.value("sqrt.approx.f32", "f32", x),
+    "log": lambda e, x, at: _log(e, x),
+    "neg": lambda e, x, at: e.value("neg.f32", "f32", x),
+    "abs": lambda e, x, at: e.value("abs.f32", "f32", x),
+    "sign": lambda e, x, at: _sign(e, x),
+    "clip": lambda e, x, at: e.value("min.f32", "f32", e.value("max.f32", "f32", x, fimm(at["min"])),
+                                     fimm(at["max"])),
+    "leaky_relu": lambda e, x, at: _leaky(e, x, at["alpha"]),
+    "elu": lambda e, x, at: _expm1_neg(e, x, at["alpha"]),
+    "selu": lambda e, x, at: e.value("mul.f32", "f32", _expm1_neg(e, x, at["alpha"]), fimm(at["gamma"])),
+    "softplus": lambda e, x, at: _softplus(e, x),
+    "cast": lambda e, x, at: _cast(e, x, at["to"]),
+}
+
+
+def _cast(e: Asm, x: str, to: str) -> str:
+    """x rounded to `to` (to nearest even for f16) and held in f32 again, so that a fused chain rounds
+    where the graph does."""
+    if to == "f16":
+        return e.value("cvt.f32.f16", "f32", e.value("cvt.rn.f16.f32", "f16", x))
+    return x
 
 
 def _gelu(e: Asm, x: str, approximate: str) -> str:

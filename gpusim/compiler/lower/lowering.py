@@ -7,14 +7,15 @@ from typing import Any
 
 from gpusim.compiler.errors import CompilerError
 from gpusim.compiler.ir import Graph, Node
-from gpusim.compiler.lower import elementwise, matmul, reduce, transpose
+from gpusim.compiler.lower import elementwise, gather, matmul, reduce, transpose
 from gpusim.compiler.lower.kernel import Kernel, Template
 from gpusim.compiler.lower.region import kernel_name, region_of
 from gpusim.compiler.ops import Kind, kind_of
 from gpusim.compiler.verify import verify
 
 TEMPLATES: dict[str, Template] = {t.name: t for t in (elementwise.TEMPLATE, matmul.TEMPLATE, reduce.TEMPLATE,
-                                                     transpose.TEMPLATE)}
+                                                     transpose.TEMPLATE, gather.TEMPLATE)}
+GATHERS = ("remap", "concat")  # injective operators lowered by the gather template
 NO_KERNEL = ("parameter", "constant", "reshape")  # inputs, values, views
 _BY_KIND = {"elementwise": "elementwise", "epilogue": "matmul", "reduction": "reduce",
             Kind.ELEMENTWISE: "elementwise", Kind.BROADCAST: "elementwise", Kind.OUT_FUSABLE: "matmul",
@@ -26,6 +27,8 @@ def template_of(node: Node) -> Template | None:
     a reshape: a view of its input)."""
     if node.op in NO_KERNEL:
         return None
+    if node.op in GATHERS:
+        return TEMPLATES["gather"]
     return TEMPLATES[_BY_KIND[node.attrs["kind"] if node.op == "fused" else kind_of(node.op)]]
 
 

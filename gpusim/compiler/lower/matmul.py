@@ -1,5 +1,7 @@
-"""Matrix multiply C = A @ B (2-D, A is M x K, B is K x N) with a fused element-wise epilogue (bias,
-activation, ...), accumulating in f32.
+"""Matrix multiply C = A @ B (A is [batch..] M x K, B is [batch..] K x N) with a fused element-wise
+epilogue (bias, activation, ...), accumulating in f32. Batched operands (multi-head attention, grouped
+convolution) run one batch per grid z index: every block first moves the pointers of A, B, C and of the
+batched epilogue operands to its batch's matrices (an operand without batch dimensions is shared).
 
 A block computes a BM x BN tile of C with (BN / TN) x (BM / TM) threads; thread (tx, ty) owns the
 TM x TN outputs at rows ty + i (BM / TM) and columns tx + j (BN / TN) of the tile (strided, so a warp's
@@ -19,7 +21,9 @@ expr.Indexer) and stores it. Parameters: BM, BN, BK, TM, TN, use_shared."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from gpusim.compiler.errors import CompilerError
@@ -27,6 +31,7 @@ from gpusim.compiler.lower.asm import SECTOR, WARP, WIDTH, Asm, fimm
 from gpusim.compiler.lower.expr import Indexer, Values, divide, modulo
 from gpusim.compiler.lower.kernel import Kernel, Template, declare, finish
 from gpusim.compiler.lower.region import Region
+from gpusim.compiler.tensor import TensorType
 from gpusim.config import Config
 from gpusim.functional import Launch
 
@@ -36,23 +41,56 @@ MAX_UNROLL = 512  # FMAs per K step: keeps kernels under ~2,000 instructions
 
 
 def space(region: Region, cfg: Config) -> dict[str, tuple]:
-    m, _, n = _dims(region)
+    _, m, _, n = _dims(region)
     return {"BM": tuple(t for t in TILES if t < 2 * m or t == TILES[0]),
             "BN": tuple(t for t in TILES if t < 2 * n or t == TILES[0]),
             "BK": (8, 16, 32), "TM": (1, 2, 4, 8), "TN": (1, 2, 4, 8), "use_shared": (True, False)}
 
 
-def _dims(region: Region) -> tuple[int, int, int]:
+def _dims(region: Region) -> tuple[tuple[int, ...], int, int, int]:
+    """The batch shape, M, K and N."""
     mm = region.find("matmul")
     types = {i.name: i.type for i in region.inputs}
     a, b = (types[i] for i in mm.inputs)
-    if a.rank != 2 or b.rank != 2:
-        raise CompilerError(f"node %{region.node.name}: lowering supports 2-D matmul, not {a} @ {b}")
-    return a.shape[0], a.shape[1], b.shape[1]
+    if a.rank < 2 or b.rank < 2:
+        raise CompilerError(f"node %{region.node.name}: lowering supports matmul of matrices, not {a} @ {b}")
+    return mm.shape[:-2], a.shape[-2], a.shape[-1], b.shape[-1]
+
+
+def _batch_stride(shape: tuple[int, ...], batch: tuple[int, ...], what: str) -> int:
+    """Elements between one batch's matrix and the next in an operand of `shape` (0: shared by all)."""
+    lead = (1,) * (len(batch) + 2 - len(shape)) + tuple(shape[:-2])
+    if all(d == 1 for d in lead):
+        return 0
+    if lead != batch:
+        raise CompilerError(f"{what}: batch dimensions {list(shape[:-2])} neither match the result's "
+                            f"{list(batch)} nor are all 1")
+    return math.prod(shape[-2:])
+
+
+def _rebatched(e: Asm, region: Region, names: Mapping[str, str], batch: tuple[int, ...], mm) -> Region:
+    """Every batched operand's pointer moved to the block's batch; the region with the epilogue operands
+    seen as matrices (their batch dimensions dropped)."""
+    z = "%ctaid.z"
+    inputs = []
+    for i in region.inputs:
+        shape = i.type.shape
+        if batch and i.scalar is None:
+            stride = _batch_stride(shape, batch, f"node %{region.node.name}: operand %{i.name}")
+            if stride:
+                e.rebase(names[i.name], e.value("mul.lo.u32", "u32", z, str(stride)), i.type.dtype)
+        if len(shape) > 2 and i.name not in mm.inputs:
+            i = replace(i, type=TensorType(shape[-2:], i.type.dtype))
+        inputs.append(i)
+    if batch:
+        m, n = region.root.shape[-2:]
+        e.rebase("out", e.value("mul.lo.u32", "u32", z, str(m * n)), region.root.dtype)
+    return replace(region, inputs=tuple(inputs))
 
 
 def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
-    m, k, n = _dims(region)
+    batch, m, k, n = _dims(region)
+    batches = math.prod(batch)
     bm, bn, bk, tm, tn = (int(params[p]) for p in ("BM", "BN", "BK", "TM", "TN"))
     shared = bool(params["use_shared"])
     if bm % tm or bn % tn:
@@ -65,12 +103,14 @@ def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
         raise CompilerError(f"matmul: TM x TN x BK = {tm * tn * bk} FMAs unrolled per K step; at most {MAX_UNROLL}")
     if shared and (bm * bk % threads or bk * bn % threads):
         raise CompilerError(f"matmul: the {bm}x{bk} and {bk}x{bn} panels must split evenly over {threads} threads")
-    if region.root.shape != (m, n):
-        raise CompilerError(f"node %{region.node.name}: the epilogue's result {region.root.type} is not {m}x{n}")
+    if region.root.shape != (*batch, m, n):
+        raise CompilerError(f"node %{region.node.name}: the epilogue's result {region.root.type} is not "
+                            f"{'x'.join(map(str, (*batch, m, n)))}")
     mm = region.find("matmul")
     dt = region.root.dtype
     e = Asm(name)
     names = declare(e, region)
+    region = _rebatched(e, region, names, batch, mm)
     a_param, b_param = (names[i] for i in mm.inputs)
     row0 = e.value("mad.lo.u32", "u32", "%ctaid.y", str(bm), "%tid.y")
     col0 = e.value("mad.lo.u32", "u32", "%ctaid.x", str(bn), "%tid.x")
@@ -97,11 +137,12 @@ def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
             outputs.append((flat, ok, values))
     for flat, ok, values in outputs:
         e.store(e.address("out", flat, dt), values[region.root.name], dt, guard=ok)
-    launch = Launch.make((-(-n // bn), -(-m // bm)), (tx_n, ty_n))
+    launch = Launch.make((-(-n // bn), -(-m // bm), batches), (tx_n, ty_n))
     blocks = launch.num_blocks
     panels = blocks * (min(bm, m) + min(bn, n)) * k * WIDTH[dt]
     unique = (e.load_bytes - main_bytes) * blocks * launch.warps_per_block() + panels
-    return finish(e, region, "matmul", params, launch, flops=2 * m * n * k + m * n * (len(region.ops) - 1),
+    return finish(e, region, "matmul", params, launch,
+                  flops=batches * (2 * m * n * k + m * n * (len(region.ops) - 1)),
                   unique_load_bytes=unique)
 
 

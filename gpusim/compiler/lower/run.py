@@ -25,7 +25,10 @@ def run_kernels(graph: Graph, kernels: Sequence[Kernel], inputs: Mapping[str, Ar
     values |= {n.name: n.attrs["value"] for n in graph.nodes.values() if n.op == "constant"}
     produced = {k.output: graph[k.output].type for k in kernels}
     size = sum(v.nbytes for v in values.values()) + sum(t.nbytes for t in produced.values())
-    memory = GlobalMemory(capacity=size + 512 * (len(values) + len(produced) + 1))
+    # a whole number of 8-byte words, so that every element type has a view of the memory (an f16
+    # tensor of odd length would otherwise leave f32 loads without one)
+    capacity = size + 512 * (len(values) + len(produced) + 1)
+    memory = GlobalMemory(capacity=-(-capacity // 8) * 8)
     address = {name: memory.alloc_array(np.ascontiguousarray(v), name) for name, v in values.items()}
     address |= {name: memory.alloc(t.nbytes, name) for name, t in produced.items()}
     for k in kernels:

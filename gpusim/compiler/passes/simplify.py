@@ -9,8 +9,13 @@
 | transpose-identity | transpose(x, [0,1,..]) | x |
 | reshape-reshape | reshape(reshape(x, s), t) | reshape(x, t), or x if t is x's shape |
 | reshape-identity | reshape(x, x's shape) | x |
+| gelu-erf | x * (erf(x / sqrt 2) + 1) * 0.5, (x * 0.5) * (1 + erf(x * (1 / sqrt 2))) (PyTorch's GELU) | gelu(x) |
+| layernorm | (x - mean(x)) / sqrt(mean((x - mean(x)) ** 2) + eps), trailing-axes means, keepdims | layernorm(x) |
+| layernorm-scale, -shift | layernorm(x) * g, layernorm(x, g) + b (g, b fit its axes) | layernorm(x, g[, b]) |
 
-"Constant 1" means a constant whose every element is 1. Nodes left unused are for dead-code elimination."""
+"Constant 1" means a constant whose every element is 1. Nodes left unused are for dead-code elimination.
+Every rule is a pattern of the pattern-rewrite engine (passes/pattern.py); `RULES` lists them in the
+order they are tried."""
 
 from __future__ import annotations
 
@@ -19,8 +24,8 @@ from collections.abc import Callable
 import numpy as np
 
 from gpusim.compiler.ir import Graph, Node
-from gpusim.compiler.passes.base import Change, constant_value, rewrite
-from gpusim.compiler.printer import format_node
+from gpusim.compiler.passes.base import Change, constant_value
+from gpusim.compiler.passes.pattern import SQRT2, Build, C, Match, P, Pat, PatternMatcher, Rule, V
 from gpusim.compiler.tensor import FLOAT_DTYPES
 
 Simplification = Callable[[Graph, Node], tuple[str, str] | None]  # -> (kind, name standing for the node)
@@ -28,19 +33,7 @@ Simplification = Callable[[Graph, Node], tuple[str, str] | None]  # -> (kind, na
 
 def simplify(graph: Graph) -> tuple[Graph, list[Change]]:
     """Apply the rules of the module doc once, in topological order (so chains like x*1*1 simplify fully)."""
-    changes: list[Change] = []
-
-    def rule(new: Graph, node: Node) -> str | None:
-        for simplification in RULES.get(node.op, ()):
-            found = simplification(new, node)
-            if found is not None:
-                kind, target = found
-                after = format_node(new[target]) if target == node.name else f"%{target}"
-                changes.append(Change(kind, f"{format_node(node)} -> {after}"))
-                return target
-        return None
-
-    return rewrite(graph, rule), changes
+    return PatternMatcher(RULES)(graph)
 
 
 def _all(new: Graph, name: str, value: float) -> bool:
@@ -107,11 +100,68 @@ def _stacked(new: Graph, node: Node) -> tuple[str, str] | None:
     return None
 
 
-RULES: dict[str, tuple[Simplification, ...]] = {
-    "mul": (_zero_product, _neutral_operand, _to_pow),
-    "div": (_neutral_operand,),
-    "add": (_neutral_operand,),
-    "sub": (_neutral_operand,),
-    "transpose": (_stacked,),
-    "reshape": (_stacked,),
-}
+def _as(simplification: Simplification) -> Build:
+    """A rule's build from a simplification that names its own change kind."""
+    return lambda new, node, m: simplification(new, node)
+
+
+def _gelu(new: Graph, node: Node, m: Match) -> str | None:
+    if new[m["x"]].type != node.type or node.dtype not in FLOAT_DTYPES:
+        return None
+    return new.gelu(m["x"], name=node.name).name
+
+
+def _trailing_mean(graph, node: Node) -> bool:
+    axes = node.attrs["axes"]
+    return node.attrs["keepdims"] and axes == tuple(range(node.type.rank - len(axes), node.type.rank))
+
+
+def _layernorm(new: Graph, node: Node, m: Match) -> str | None:
+    mean, var, eps = new[m["mean"]], new[m["var"]], new[m["eps"]].attrs["value"]
+    if mean.attrs["axes"] != var.attrs["axes"] or eps.size != 1 or new[m["x"]].type != node.type:
+        return None
+    # the shortest decimal that rounds to the constant (an f32 1e-5 stays 1e-05)
+    value = float(np.format_float_positional(eps.reshape(-1)[0], unique=True))
+    return new.layernorm(m["x"], axis=mean.attrs["axes"][0], eps=value, name=node.name).name
+
+
+def _layernorm_affine(new: Graph, node: Node, m: Match) -> str | None:
+    ln, extra = new[m["ln"]], new[m["extra"]]
+    x = new[ln.inputs[0]]
+    norm = x.shape[ln.attrs["axis"]:]
+    try:
+        fits = tuple(np.broadcast_shapes(extra.shape, norm)) == norm
+    except ValueError:
+        fits = False
+    if not fits or node.type != ln.type or extra.dtype != ln.dtype:
+        return None
+    return new.emit("layernorm", (*ln.inputs, extra.name), ln.attrs, name=node.name).name
+
+
+def _gelu_patterns() -> list[Pat]:
+    """x * Phi(x) as exporters write it: the 0.5 outside or beside x, x / sqrt 2 or x * (1 / sqrt 2)."""
+    out = []
+    for scaled in (P("div", V("x"), C(SQRT2)), P("mul", V("x"), C(1 / SQRT2))):
+        phi = P("add", P("erf", scaled), C(1.0))
+        out += [P("mul", P("mul", V("x"), phi), C(0.5)), P("mul", P("mul", V("x"), C(0.5)), phi)]
+    return out
+
+
+def _layernorm_pattern(square: Pat) -> Pat:
+    mean = P("reduce_mean", V("x"), name="mean", where=_trailing_mean)
+    var = P("reduce_mean", square, name="var", where=_trailing_mean)
+    return P("div", P("sub", V("x"), mean, name="d"), P("sqrt", P("add", var, C(name="eps"))))
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("mul-zero", P("mul", V(), C(0.0)), _as(_zero_product)),
+    *(Rule(f"{op}-{'one' if e else 'zero'}", P(op, V(), C(float(e))), _as(_neutral_operand))
+      for op, (e, _) in NEUTRAL.items()),
+    Rule("pow", P("mul", V(), V()), _as(_to_pow)),
+    *(Rule(f"{op}-stacked", P(op, V()), _as(_stacked)) for op in STACKED),
+    *(Rule("gelu-erf", p, _gelu) for p in _gelu_patterns()),
+    *(Rule("layernorm", _layernorm_pattern(sq), _layernorm)
+      for sq in (P("pow", V("d"), C(2.0)), P("mul", V("d"), V("d")))),
+    Rule("layernorm-scale", P("mul", P("layernorm", V(), name="ln"), V("extra")), _layernorm_affine),
+    Rule("layernorm-shift", P("add", P("layernorm", V(), V(), name="ln"), V("extra")), _layernorm_affine),
+)
