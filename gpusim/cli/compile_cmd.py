@@ -8,7 +8,7 @@ import argparse
 
 import gpusim
 from gpusim.analysis.sampling import SAMPLE_MODES
-from gpusim.cli.args import add_output, integer
+from gpusim.cli.args import add_config, add_config_set, add_json, add_output, add_params, add_quiet, integer
 from gpusim.cli.common import add_executor_args, emit_json, make_executor, parse_sets
 from gpusim.compiler.cost import MODELS, make_cost_model
 from gpusim.compiler.driver import compile_graph, load_model
@@ -27,9 +27,9 @@ def register(subparsers) -> None:
     p.add_argument("model", nargs="?",
                    help=f"a built-in model ({', '.join(BUILTIN)}), a .py file defining build(**sizes) -> "
                                  "Graph, or a .onnx file")
-    p.add_argument("--config", "-c", default="a100", help="built-in config name or YAML path (default a100)")
-    p.add_argument("--set", action="append", metavar="SIZE=VALUE", dest="sets",
-                   help="a model size, e.g. --set seq=64 (repeatable; built-in and .py models)")
+    add_config(p)
+    add_config_set(p)
+    add_params(p, help="a model size, e.g. --set seq=64 (repeatable; built-in and .py models)")
     p.add_argument("--shape", action="append", metavar="INPUT=D0,D1,...", dest="shapes",
                    help="static shape of an ONNX input with symbolic dimensions (repeatable)")
     p.add_argument("--dtype", choices=("f32", "f16"), help="element type of a built-in model (default f32)")
@@ -52,7 +52,8 @@ def register(subparsers) -> None:
     add_executor_args(p, "the simulated model's candidates")
     add_output(p, "--cache-dir", kind="folder", help="cache of simulated costs and tuned configurations "
                                        "(default $GPUSIM_CACHE_DIR or ~/.cache/gpusim)")
-    add_output(p, "--json", metavar="FILE", help="write the report as JSON to FILE ('-': stdout)")
+    add_json(p, help="write the report as JSON to FILE ('-' or no FILE: stdout)")
+    add_quiet(p)
     p.add_argument("--onnx-suite", action="store_true",
                    help="instead of MODEL: walk the onnx package's backend-test models (real, simple, pytorch-*), "
                         "compile each, run it on the functional executor and compare with its shipped outputs")
@@ -68,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         raise CompilerError("--search and --search-cost need --tune")
     if args.dtype is not None and args.model not in BUILTIN:
         raise CompilerError(f"--dtype applies to the built-in models ({', '.join(BUILTIN)})")
-    cfg = gpusim.load_config(args.config)
+    cfg = gpusim.load_config(args.config, overrides=parse_sets(args.config_sets, "--config-set") or None)
     graph = load_model(args.model, sizes=parse_sets(args.sets), dtype=args.dtype or "f32",
                        shapes=_shapes(args.shapes))
     executor = make_executor(args)
