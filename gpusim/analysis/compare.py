@@ -228,8 +228,8 @@ class _Design:
                               f"{self.max_simulated:,}")
         blocks = self._blocks(n)
         waves = blocks / hi[3]
-        if hi[5] is None:
-            return extrapolate(blocks, lo[1], lo[0], hi[1], hi[0]), waves, True, hi[4]
+        if hi[5] is None:  # (a larger problem takes at least as long as the largest one simulated)
+            return max(hi[0], extrapolate(blocks, lo[1], lo[0], hi[1], hi[0])), waves, True, hi[4]
         return self._cpu_line(blocks, lo, hi), waves, True, hi[4]
 
     def _cpu_line(self, blocks: int, lo: tuple, hi: tuple) -> float:

@@ -176,7 +176,8 @@ def kernel_metrics(timing: KernelTiming, *, stats: Any = None, flops: float | No
     peak_gbps = peak_bpc * timing.clock_mhz / 1000.0
     dram_gbps = (rd + wr) / seconds / 1e9 if seconds else 0.0
     dram_pct = pct(rd + wr, peak_bpc * cycles, 0.0)
-    dram_busy = pct(dram.get("busy_cycles", 0), dram.get("controllers", 0) * cycles, 0.0)
+    # busy cycles are summed over the channels (each controller's buses), so the share is per channel
+    dram_busy = pct(dram.get("busy_cycles", 0), dram.get("channels", dram.get("controllers", 0)) * cycles, 0.0)
 
     wave, ideal = _sum(sms, "shared_wavefronts"), _sum(sms, "shared_ideal_wavefronts")
     sreq = _sum(sms, "shared_requests")

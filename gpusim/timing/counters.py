@@ -104,6 +104,7 @@ class KernelTiming:
             "queue_cycles": _fsum(d.channel.queue_cycles),
             "requests": int(d.channel.requests.sum()),
             "controllers": int(d.controllers),
+            "channels": int(d.controllers * d.per_controller),  # (busy_cycles are summed over these)
             "row_hits": int(d.row_hits.sum()),
             "row_misses": int(d.row_misses.sum()),
             "row_conflicts": int(d.row_conflicts.sum()),

@@ -50,7 +50,7 @@ def test_divergence_the_gpus_lead_shrinks_with_simt_efficiency():
     assert eff[32] < 0.5 * eff[1]
     k = {(p.config, p.size): p.kernel_seconds for p in c.points}
     lead = [k[("cpu_8core", n)] / k[("a100", n)] for n in (1, 32)]
-    assert lead[0] > 1 and lead[1] < 0.75 * lead[0]
+    assert lead[0] > 1 and lead[1] < 0.9 * lead[0]  # (8.3x -> 6.8x with the memory model of issue 20)
     assert "Divergence" in c.to_dict()["explanation"]
 
 

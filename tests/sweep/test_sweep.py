@@ -60,7 +60,7 @@ def test_best_is_the_fewest_cycles_and_explained(blocks):
     assert best["cycles"] == min(r["cycles"] for r in ok) and worst["cycles"] == max(r["cycles"] for r in ok)
     text = blocks.explain()
     assert text.startswith(f"best        block={best['block']}: {best['cycles']:,} cycles")
-    assert f"block={worst['block']} ({worst['cycles']:,} cycles)" in text
+    assert f"block={worst['block']} ({worst['cycles']:,} cycles" in text  # (beaten, or tied within --tie)
     assert "the fewest of the 3 points that ran" in text and "vs default" in text
     assert f"{best['achieved_occupancy']:.1%} achieved" in text and best["verdict"] in text
     assert "top stall   long_scoreboard" in text

@@ -31,7 +31,7 @@ def test_a_subset_on_h200_passes_and_writes_json_and_chart(tmp_path, capsys):
 def test_a_figure_outside_its_tolerance_exits_1(capsys):
     # rsqrt at 80 cycles is 105 % above the H200's 39.1: outside 15 %, and no known gap is written for it
     assert main(["validate", "--config", "h200", "--figure", "rsqrt_latency",
-                 "--set", "opcodes.rsqrt.latency_cycles=80"]) == 1
+                 "--config-set", "opcodes.rsqrt.latency_cycles=80"]) == 1
     assert "FAIL" in capsys.readouterr().out
 
 
@@ -52,7 +52,8 @@ def test_published_figures_with_json_to_stdout(capsys):
 @pytest.mark.parametrize("argv, message", [
     (["--config", "h200", "--figure", "nope"], "no figure named 'nope'"),
     (["--config", "cpu_like"], "no reference figures for config 'cpu_like'"),
-    (["--config", "h200", "--figure", "sin_latency", "--set", "opcodes.sine.latency_cycles=3"], "unknown opcode"),
+    (["--config", "h200", "--figure", "sin_latency", "--config-set", "opcodes.sine.latency_cycles=3"],
+     "unknown opcode"),
 ])
 def test_errors_are_one_line(capsys, argv, message):
     assert main(["validate", *argv]) == 2
