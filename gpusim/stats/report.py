@@ -34,6 +34,11 @@ CSV_COLUMNS = ("workload", "config", "scope", "sm", "block", "metric", "value", 
 LABEL = 19  # width of the summary table's label column
 
 
+def _metric(name: str, kind: type) -> property:
+    """A SimResult field reading `kernel[name]` as `kind`."""
+    return property(lambda self: kind(self.kernel[name]), doc=f"kernel[{name!r}] as {kind.__name__}")
+
+
 @dataclass
 class SimResult:
     """What `gpusim.simulate` returns. `cfg`, `run` (the WorkloadRun: outputs, verification, functional
@@ -105,6 +110,23 @@ class SimResult:
     @property
     def verified(self) -> bool | None:
         return self.run.ok if self.run is not None else None
+
+    # the main metrics as typed fields (`kernel` has them all, by the names of docs/stats.md)
+    warp_instructions = _metric("warp_instructions", int)
+    ipc = _metric("ipc", float)
+    achieved_occupancy = _metric("achieved_occupancy", float)
+    dram_bandwidth_gbps = _metric("dram_bandwidth_gbps", float)
+    memory_throughput_pct = _metric("memory_throughput_pct", float)
+    compute_throughput_pct = _metric("compute_throughput_pct", float)
+
+    def to_frame(self):
+        """The tidy rows (`rows()`: one per metric, with its scope, SM, block and unit in columns) as a
+        pandas DataFrame; pandas is not a dependency of gpusim, so it must be installed."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError("SimResult.to_frame() needs pandas: pip install pandas") from None
+        return pd.DataFrame(self.rows(), columns=list(CSV_COLUMNS))
 
     # -- views --
     def to_dict(self) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import Any
 from gpusim import progress
 from gpusim.config import Config, load_config
 from gpusim.config.vocab import SCHEDULER_POLICIES
-from gpusim.errors import ConfigError
+from gpusim.errors import ConfigError, GpusimError
 from gpusim.functional.executor import Executor
 from gpusim.functional.stats import ExecStats
 from gpusim.stats.report import SimResult
@@ -84,10 +84,11 @@ def configure(cfg: Config | str | os.PathLike, scheduler: str | None = None,
     return cfg
 
 
-def simulate(workload, cfg: Config | str | os.PathLike = "a100", *, seed: int = 0,
+def simulate(workload, cfg: Config | str | os.PathLike | None = None, *,
+             config: Config | str | os.PathLike | None = None, params: dict[str, Any] | None = None, seed: int = 0,
              scheduler: str | None = None, overrides: dict[str, Any] | None = None,
              max_steps_per_warp: int | None = None, max_cycles: int | None = None, verify: bool = True,
-             per_pc: bool = False, **params) -> SimResult:
+             per_pc: bool = False, **kwargs) -> SimResult:
     """Simulate a workload (a name, a folder or a loaded Workload) on `cfg` (a Config, a built-in name or a YAML path)
     with size parameters `params`: values computed and compared with the numpy reference, cycles from the timing
     model, and the metrics and bottleneck verdict (a SimResult). `scheduler` (a name in
@@ -97,7 +98,19 @@ def simulate(workload, cfg: Config | str | os.PathLike = "a100", *, seed: int = 
     the warps still resident and what they wait on. With `verify`, a wrong result raises VerificationError; without,
     check `result.verified` (`result.run.message()` says where it differs). With `per_pc`, the result also
     holds the source view: `result.source` (per source line) and `result.pcs` (per instruction), with
-    each instruction's executions, memory traffic and warp states (docs/stats.md, "Source view")."""
+    each instruction's executions, memory traffic and warp states (docs/stats.md, "Source view").
+
+    The workload's parameters are best given as `params={"n": 4096}` and the config as `config="a100"`:
+    those keywords cannot be confused with a workload parameter named like one of simulate's own
+    (`seed`, `verify`, ...). Extra keywords (`n=4096`) are workload parameters too, a shorthand; one given
+    both ways is an error. The config defaults to a100."""
+    if cfg is not None and config is not None:
+        raise GpusimError("give the config once: as the second argument or as config=")
+    cfg = config if config is not None else (cfg if cfg is not None else "a100")
+    both = sorted(set(params or {}) & set(kwargs))
+    if both:
+        raise GpusimError(f"workload parameter {both[0]!r} is given twice: in params= and as a keyword")
+    params = {**(params or {}), **kwargs}
     wl = workload if hasattr(workload, "program") else load_workload(workload)
     cfg = configure(cfg, scheduler, overrides)
     t0 = time.perf_counter()
