@@ -14,6 +14,7 @@ import signal
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from gpusim import progress
 from gpusim.errors import GpusimError
 from gpusim.sweep.worker import failure
 
@@ -23,9 +24,11 @@ Outcomes = Iterator[tuple[int, Any]]
 def worker_signals() -> None:
     """A pool worker's initializer: workers leave Ctrl-C to the parent, which stops the sweep and keeps
     what is cached, and die quietly of SIGTERM (the parent's Python handler, which a forked worker
-    inherits, would raise in the worker and print a traceback)."""
+    inherits, would raise in the worker and print a traceback). They draw no progress bars of their own
+    either: they share the parent's terminal, where the parent counts the points."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    progress.set_enabled(False)
 
 
 def stop_pool(pool: cf.ProcessPoolExecutor) -> None:

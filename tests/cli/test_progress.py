@@ -62,3 +62,19 @@ def test_simulation_counts_its_blocks(monkeypatch, capsys):
     simulate("saxpy", "a100", n=4096, block=64)
     assert seen == [(64, "simulating saxpy", "block", 64)]
     assert "simulating saxpy" in capsys.readouterr().err
+
+
+def _bars_on_a_terminal() -> bool:
+    return progress.enabled(_Tty())
+
+
+def test_pool_workers_draw_no_bars_of_their_own():
+    """A sweep's workers share the parent's terminal, where the parent counts the points."""
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    from gpusim.sweep.executors import worker_signals
+
+    with cf.ProcessPoolExecutor(1, mp_context=mp.get_context("spawn"), initializer=worker_signals) as pool:
+        assert pool.submit(_bars_on_a_terminal).result() is False
+    assert _bars_on_a_terminal()  # (here, on a terminal, they are drawn)
