@@ -265,6 +265,46 @@ def test_plan_says_why_there_is_nothing_to_extrapolate():
     assert plan is None and "0.50 waves" in why
 
 
+def _fake_loop_runs(monkeypatch, per_iteration):
+    """Runs whose cycles follow `per_iteration(i)` for iteration i (100 warp instructions each)."""
+    def run(pl, cfg, plan, trips, max_steps, max_cycles, warm_l2=None):
+        out = []
+        for g, cap in plan.runs():
+            cycles = sum(per_iteration(i) for i in range(cap))
+            out.append(sampling.SampleRun("loops", g, cap, {1: cap}, cycles, 100 * cap, 0, 0.0, None))
+        return out, [(None, 0.0)] * len(out)
+    monkeypatch.setattr(sampling, "_run_plan", run)
+    plan = sampling.Plan("loops", 10, (2, 4, 8), True, 1400)
+    runs, timings = run(None, None, plan, {}, None, None)
+    return plan, runs, timings
+
+
+def test_loop_levels_carry_on_until_the_slope_settles(monkeypatch):
+    # iterations 0-3 run in step at 320 cycles, 4-7 at 300, 8-15 at 220, then 250 for good (matmul_naive's shape)
+    shape = lambda i: 320 if i < 4 else 300 if i < 8 else 220 if i < 16 else 250  # noqa: E731
+    plan, runs, timings = _fake_loop_runs(monkeypatch, shape)
+    sampling._settle_loops(None, None, plan, runs, timings, {1: 320}, 320, 1e9, lambda c: 100 * c, None, None)
+    assert [r.loop_cap for r in runs] == [2, 4, 8, 16, 32, 64]  # slopes 320, 300, 220, 250, 250: settled at 64
+    assert len(timings) == len(runs)
+
+
+def test_loop_levels_stop_at_the_budget_and_below_the_loop_length(monkeypatch):
+    shape = lambda i: 320 if i < 4 else 300 if i < 8 else 220 if i < 16 else 250  # noqa: E731
+    plan, runs, timings = _fake_loop_runs(monkeypatch, shape)
+    sampling._settle_loops(None, None, plan, runs, timings, {1: 320}, 320, 1400 + 1600 + 3199, lambda c: 100 * c,
+                           None, None)
+    assert [r.loop_cap for r in runs] == [2, 4, 8, 16]  # 32 would take 3,200 more warp instructions
+    plan, runs, timings = _fake_loop_runs(monkeypatch, shape)
+    sampling._settle_loops(None, None, plan, runs, timings, {1: 32}, 32, 1e9, lambda c: 100 * c, None, None)
+    assert [r.loop_cap for r in runs] == [2, 4, 8, 16]  # a level of 32 iterations is the whole loop
+
+
+def test_steady_loop_levels_add_nothing(monkeypatch):
+    plan, runs, timings = _fake_loop_runs(monkeypatch, lambda i: 250)
+    sampling._settle_loops(None, None, plan, runs, timings, {1: 320}, 320, 1e9, lambda c: 100 * c, None, None)
+    assert [r.loop_cap for r in runs] == [2, 4, 8]
+
+
 def test_level_caps_cut_every_long_loop_at_the_same_fraction():
     trips = {3: 100, 9: 20, 15: 5}
     assert level_caps(trips, 8) == {3: 8, 9: 2}  # the 5-iteration loop runs whole
