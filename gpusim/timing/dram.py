@@ -142,8 +142,11 @@ def locate(d, address):
     ctrl = chunk % d.controllers
     local = (chunk // d.controllers) * d.interleave + address % d.interleave
     page = local // d.row_bytes
-    ch = ctrl * d.per_controller + page % d.per_controller
     rest = page // d.per_controller
+    # the channel is the page's low digit rotated by the higher ones (a hashed channel select): a
+    # stride of whole bank-sets, as a transpose's or a tiled kernel's rows are, spreads over every
+    # channel instead of camping on one
+    ch = ctrl * d.per_controller + (page + rest + rest // d.per_controller) % d.per_controller
     row = rest // d.banks
     bank = (rest ^ row) % d.banks
     return ctrl, ch, ch * d.banks + bank, row

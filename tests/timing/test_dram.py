@@ -37,9 +37,10 @@ def _with(**o):
 def _row_addr(cfg, row, column=0):
     """An address in bank 0 of channel 0 of controller 0, `row`, byte `column` of the row. Controller 0
     owns every 10th 256-byte chunk; its local address is (chunk // 10) x 256 + offset; a local page of
-    1 KB is channel (page % 8), then bank (page // 8 ^ row) % 16, row page // 128. Bank 0 of row r is
-    page 128 r + 8 (r % 16): local address 1024 that, i.e. chunks 4 x that page."""
-    page = 128 * row + 8 * (row % 16)
+    1 KB, with rest = page // 8, is channel (page + rest + rest // 8) % 8, bank (rest ^ row) % 16 and row
+    rest // 16. Bank 0 of row r: rest = 16 r + r % 16; channel 0: page % 8 = -(rest + rest // 8) % 8."""
+    rest = 16 * row + row % 16
+    page = 8 * rest + (-(rest + rest // 8)) % 8
     local = page * 1024 + column
     return (local // 256) * 256 * 10 + local % 256
 
@@ -52,6 +53,9 @@ def test_address_mapping(a100):
     first = [_dram.locate(d, k * 2560) for k in range(4)]
     assert len({(int(c), int(b), int(r)) for _, c, b, r in first}) == 1
     assert int(_dram.locate(d, 4 * 2560)[1]) == 1
+    # the channel rotates with the bank-set: the first page of every bank-set (rest = page // 8) starts
+    # on a different channel, so a stride of whole bank-sets spreads over all eight
+    assert sorted(int(_dram.locate(d, k * 8 * 1024 // 256 * 2560)[1]) for k in range(8)) == list(range(8))
     for r in (0, 1, 5, 17):
         ctrl, ch, b, row = _dram.locate(d, _row_addr(a100, r))
         assert (int(ctrl), int(ch), int(b), int(row)) == (0, 0, 0, r)
