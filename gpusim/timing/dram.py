@@ -4,7 +4,9 @@ Address mapping (`locate`). Addresses are interleaved over the `dram.controllers
 `dram.interleave_bytes`. Within a controller the chunks it owns are contiguous, and that local
 address splits, low bits first, into the column within a row (`dram.row_bytes`), the channel of the
 controller (`dram.channels_per_controller`: HBM pseudo-channels, GDDR5 32-bit channels), the bank
-(`dram.banks_per_channel`) and the row. The bank number is XORed with the row's low bits (permutation-
+(`dram.banks_per_channel`) and the row. The channel digit is rotated by the higher digits (a hashed
+channel select), so that a stride of whole bank-sets (a transpose's tiles written back) spreads over the
+channels instead of camping on one; the bank number is XORed with the row's low bits (permutation-
 based interleaving, Zhang et al., MICRO 2000), so that addresses one bank-set apart fall in different
 banks rather than conflicting in one. A streaming access therefore reads a whole row of one bank
 (row hits), then moves to the next channel, then to the next bank.
