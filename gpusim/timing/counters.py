@@ -50,6 +50,10 @@ class KernelTiming:
     # (per_pc runs; None otherwise). A plain attribute, not a field: a KernelTiming's fields are its
     # frozen statistics (tests/timing/test_full_stats.py), the same with per_pc on or off.
     pc_states = None
+    # (entries, 6) SM 0's issue log when asked for (`GPU.run(issue_log=N)`; gpusim.timing.subpartition.log),
+    # and how many entries did not fit
+    issue_log = None
+    issue_log_dropped = 0
 
     @property
     def warp_instructions(self) -> int:
@@ -118,6 +122,10 @@ class KernelTiming:
                      timeline=timeline, l2=l2d, dram=dr, warp_states=totals)
         if P.per_pc:
             timing.pc_states = P.pc_states.copy()
+        if P.log.shape[0]:
+            n = int(P.nlog[0])
+            timing.issue_log = P.log[:min(n, P.log.shape[0])].copy()
+            timing.issue_log_dropped = max(0, n - P.log.shape[0])
         return timing
 
 

@@ -39,7 +39,8 @@ class GPU:
         self.cfg = cfg
 
     def build(self, program: Program, launch, *, regs_per_thread: int | None = None,
-              smem_per_block: int | None = None, per_pc: bool = False) -> tuple[Machine, AddressStage, object]:
+              smem_per_block: int | None = None, per_pc: bool = False,
+              issue_log: int = 0) -> tuple[Machine, AddressStage, object]:
         """Every unit of the chip, sized for this kernel's launch (its occupancy sets the warp and
         block slots per SM and, on unified L1/shared designs, the L1's size). Returns the machine, the
         LD/ST units' address stage (which plans accesses before the engine runs) and the occupancy."""
@@ -60,7 +61,7 @@ class GPU:
         machine = Machine(
             code=code,
             W=make_warps(sms * max_warps, max(1, len(program.registers))),
-            P=make_subpartitions(cfg, sms * nsp, max_warps, len(program) if per_pc else 0),
+            P=make_subpartitions(cfg, sms * nsp, max_warps, len(program) if per_pc else 0, (0, 1), issue_log),
             sms=make_sms(sms, nsp, blocks, max_warps, wpb, cfg.units["sync"].latency_cycles),
             l1=make_l1(cfg, sms, l1_size(cfg, occ)),
             smem=make_shared_memory(cfg, sms),
@@ -74,7 +75,7 @@ class GPU:
 
     def run(self, program: Program, launch, blocks: Iterable, *, regs_per_thread: int | None = None,
             smem_per_block: int | None = None, max_cycles: int | None = None,
-            warm_l2: float | None = None, per_pc: bool = False) -> KernelTiming:
+            warm_l2: float | None = None, per_pc: bool = False, issue_log: int = 0) -> KernelTiming:
         """Simulate one kernel launch. `blocks` yields, in launch order, either the functional executor's
         batch sources (`Executor.stream_batches()`: streams pulled as the warps need them) or whole
         recorded BlockStreams (`gpusim.block_streams(...)`). Past `max_cycles` the run stops with a
@@ -84,10 +85,11 @@ class GPU:
         overflows the L2, where every allocation evicts a line (sampled simulation, docs/sampling.md).
         The timing's `l2` then holds `prefilled_dirty_bytes`, and `dirty_bytes_at_end` counts only the
         kernel's own lines. `per_pc` also charges every warp state to an instruction (the timing's
-        `pc_states`, Nsight's source view; docs/stats.md)."""
+        `pc_states`, Nsight's source view; docs/stats.md). `issue_log` N keeps SM 0's issue log, up to N
+        entries (the timing's `issue_log`; `gpusim.stats.schedule`)."""
         cfg = self.cfg
         M, stage, occ = self.build(program, launch, regs_per_thread=regs_per_thread, smem_per_block=smem_per_block,
-                                   per_pc=per_pc)
+                                   per_pc=per_pc, issue_log=issue_log)
         prefilled = prefill_dirty(M.l2, warm_l2) if warm_l2 is not None else None
         _announce_compile()
         feeder = Feeder(blocks, stage, M.code)

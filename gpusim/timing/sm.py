@@ -185,7 +185,9 @@ def launch(M, s, t, block, h0, nw):
         W.port[w] = M.code.port[pc]
         check_hunger(st, h)
         S_.blk_live[b] += 1
-        _sp.add(P, W, s * nsp + (S_.warps_run[s] + k) % nsp, w, t)
+        g = s * nsp + (S_.warps_run[s] + k) % nsp
+        _sp.log(P, g, w, block, _sp.LAUNCH, t, k)  # (a launch's entry: the block in pc, its warp in "to")
+        _sp.add(P, W, g, w, t)
     S_.warps_run[s] += nw
     S_.warps_resident[s] += S_.blk_live[b]
     if S_.warps_resident[s] > S_.max_warps_resident[s]:
@@ -223,7 +225,7 @@ def retire(M, w, t):
     s = g // S_.nsp
     end = t + 1 if t + 1 > W.drain[w] else W.drain[w]
     if end > t + 1:
-        _sp.account(P, g, W.pc[w], DRAIN, end - t - 1)  # (charged to its exit)
+        _sp.account(P, g, w, W.pc[w], DRAIN, t + 1, end)  # (charged to its exit)
     W.ready[w] = NEVER
     W.where[w] = OFF
     _sp.remove(P, W, g, w, end)
@@ -264,7 +266,7 @@ def next_instr(M, w, t, floor, floor_reason):
     check_hunger(st, h)
     at, why = deps_ready(W, code, w, pc, floor, floor_reason)
     if at > t + 1:
-        _sp.account(M.P, W.sp[w], prev if at == floor else pc, why, at - (t + 1))
+        _sp.account(M.P, W.sp[w], w, prev if at == floor else pc, why, t + 1, at)
     W.ready[w] = at
     _sp.wait_until(M.P, W, w, at)
 
@@ -370,7 +372,7 @@ def _arrive(M, w, t):
     release = t + S_.sync_latency
     for i in range(n):
         x = S_.blk_wait[b, i]
-        _sp.account(M.P, W.sp[x], W.pc[x], BARRIER_STATE, release - W.mark[x])  # (charged to its bar.sync)
+        _sp.account(M.P, W.sp[x], x, W.pc[x], BARRIER_STATE, W.mark[x], release)  # (charged to its bar.sync)
         next_instr(M, x, release - 1, release, BARRIER_STATE)
     S_.blk_nwait[b] = 0
     s = W.sp[w] // S_.nsp
@@ -391,6 +393,7 @@ def _step(M, g, t):
         w = scheduler.pick(P, M.W, g, t)
         if w < 0:
             break
+        _sp.log_pick(P, M.W, M.code, g, w, t)
         _sp.take(P, M.W, M.code, g, w, t)
         issue(M, w, t)
         if not _sp.still_open(P, g, t):

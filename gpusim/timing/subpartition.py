@@ -54,21 +54,50 @@ class SubPartitions(NamedTuple):
     issue_width: int
     active_set: int  # two_level's active warps
     per_pc: bool  # charge warp states to instructions too (Nsight's source view); off: pc_states is empty
+    log: np.ndarray  # (entries, 6): the issue log of the logged sub-partitions: cycle from, cycle to,
+    #                  sub-partition, warp slot, pc, warp state (LAUNCH: a warp became resident)
+    nlog: np.ndarray  # (1,): entries written (may pass the log's length: the rest were dropped)
+    log_lo: int  # sub-partitions log_lo .. log_hi - 1 are logged (none when equal)
+    log_hi: int
 
 
 struct_type(SubPartitions)
 
+LAUNCH = -1  # a log entry of a warp becoming resident in a slot: (cycle, warp in its block, g, slot, block, LAUNCH)
 
-def make_subpartitions(cfg, n: int, max_warps: int, pcs: int = 0) -> SubPartitions:
+
+def make_subpartitions(cfg, n: int, max_warps: int, pcs: int = 0, log_sms: tuple[int, int] = (0, 0),
+                       log_entries: int = 0) -> SubPartitions:
     """`n` sub-partitions of `max_warps` warp slots each; with `pcs` > 0 (the kernel's instruction
-    count) warp states are also charged to the instruction each warp waited on (`pc_states`)."""
+    count) warp states are also charged to the instruction each warp waited on (`pc_states`). SMs
+    `log_sms` (first, end) keep an issue log of up to `log_entries` entries: every warp's states as
+    intervals and every pick (`gpusim step --schedule`)."""
+    nsp = cfg.sm.subpartitions
     z = lambda *s: np.zeros((n, *s), dtype=np.int64)  # noqa: E731
     s = cfg.scheduler
     return SubPartitions(z(max_warps), z(), z(NPORTS), np.zeros((n, NPORTS), np.bool_), z(NPORTS), z(NPORTS),
                          np.full(n, NEVER, np.int64), np.full(n, -1, np.int64),
                          z(len(WARP_STATES)), z(), z(NPORTS), z(), z(), z(), z(max_warps), z(max_warps), z(),
                          np.zeros((pcs, len(WARP_STATES)), np.int64),
-                         SCHEDULER_POLICIES.index(s.policy), s.issue_width, s.active_warps_two_level, pcs > 0)
+                         SCHEDULER_POLICIES.index(s.policy), s.issue_width, s.active_warps_two_level, pcs > 0,
+                         np.zeros((log_entries, 6), np.int64), np.zeros(1, np.int64),
+                         log_sms[0] * nsp, log_sms[1] * nsp if log_entries else log_sms[0] * nsp)
+
+
+@njit_inline
+def log(P, g, w, pc, state, t0, t1):
+    """Warp slot `w` of sub-partition `g` spent cycles t0 .. t1 - 1 in `state` at instruction `pc`
+    (kept only for the logged sub-partitions, while the log has room)."""
+    if P.log_lo <= g < P.log_hi:
+        i = P.nlog[0]
+        P.nlog[0] = i + 1
+        if i < P.log.shape[0]:
+            P.log[i, 0] = t0
+            P.log[i, 1] = t1
+            P.log[i, 2] = g
+            P.log[i, 3] = w
+            P.log[i, 4] = pc
+            P.log[i, 5] = state
 
 
 @njit_inline
@@ -218,6 +247,21 @@ def take(P, W, code, g, w, t):
 
 
 @njit_inline
+def log_pick(P, W, code, g, w, t):
+    """The log of a pick (logged sub-partitions only): `w` selected at cycle `t`, and each other ready
+    warp of `g` not selected (its unit free this cycle, another warp chosen) or in its unit's throttle
+    state (its unit busy). The waiting warps' states are logged as their waits are accounted."""
+    if not P.log_lo <= g < P.log_hi:
+        return
+    log(P, g, w, W.pc[w], SELECTED, t, t + 1)
+    for k in range(P.nw[g]):
+        x = P.warps[g, k]
+        if x != w and W.where[x] == QUEUED:
+            pc = W.pc[x]
+            log(P, g, x, pc, NOT_SELECTED if P.open[g, W.port[x]] else code.throttle_reason[pc], t, t + 1)
+
+
+@njit_inline
 def still_open(P, g, t):
     """After an issue: which ports stay open this cycle (another warp may issue on them)."""
     any_open = False
@@ -249,9 +293,11 @@ def end_cycle(P, g, t):
 
 
 @njit_inline
-def account(P, g, pc, state, cycles):
-    """`cycles` warp-cycles of sub-partition `g` spent in warp state `state`, waiting on instruction
-    `pc` (charged to it with per_pc)."""
+def account(P, g, w, pc, state, t0, t1):
+    """Warp `w` of sub-partition `g` spent cycles t0 .. t1 - 1 in warp state `state`, waiting on
+    instruction `pc` (charged to it with per_pc)."""
+    cycles = t1 - t0
+    log(P, g, w, pc, state, t0, t1)
     P.states[g, state] += cycles
     if P.per_pc:
         P.pc_states[pc, state] += cycles
