@@ -33,6 +33,8 @@ NO_RULE: dict[str, str] = {
     "parameter": "a leaf: its adjoint is the gradient returned",
     "constant": "a leaf that does not depend on any input",
     "fused": "differentiate before fusion (grad runs on the unfused graph)",
+    "if": "control flow: the gradient of the branch taken is not built (not done yet)",
+    "loop": "control flow: unroll a static loop first (control_flow.unroll_loops); a computed count is not done",
 }
 
 
