@@ -345,7 +345,9 @@ def grad(graph: Graph, loss: str, wrt: Sequence[str], *, keep_outputs: bool = Tr
     for w in wrt:
         total = _total(g, adjoints[w]) if w in adjoints else g.constant(np.zeros(graph[w].shape), graph[w].dtype)
         g.output(total, f"grad_{w}")
-    return g
+    from gpusim.compiler.passes.dce import eliminate_dead_code
+
+    return eliminate_dead_code(g)[0]  # the rules' adjoints of inputs no gradient needs (data, targets)
 
 
 def _on_path(graph: Graph, loss: str, wrt: set[str]) -> set[str]:

@@ -220,9 +220,10 @@ class ControlFlowRun:
         return sum(s.kernels for s in self.steps)
 
     def __str__(self) -> str:
-        rows = [f"{'step':<10} {'what':<28} {'kernels':>7} {'cycles':>10}"]
-        rows += [f"{s.kind:<10} {s.label:<28} {s.kernels:>7} {s.cycles:>10,.0f}" for s in self.steps]
-        rows.append(f"{'total':<10} {'':<28} {self.launches:>7} {self.cycles:>10,.0f}")
+        width = max([4, *(len(s.label) for s in self.steps)])
+        rows = [f"{'step':<10} {'what':<{width}} {'kernels':>7} {'cycles':>10}"]
+        rows += [f"{s.kind:<10} {s.label:<{width}} {s.kernels:>7} {s.cycles:>10,.0f}" for s in self.steps]
+        rows.append(f"{'total':<10} {'':<{width}} {self.launches:>7} {self.cycles:>10,.0f}")
         rows += [f"compiled, not taken: {label} ({n} kernels)" for label, n in self.not_taken.items()]
         return "\n".join(rows)
 
@@ -258,7 +259,8 @@ def _execute(graph: Graph, values: dict[str, np.ndarray], cfg: Config, cost: Cos
             break
         node = ready[0]
         args = [values[i] for i in node.inputs]
-        values[node.name] = (_if if node.op == "if" else _loop)(node, args, cfg, cost, run, f"{where}%{node.name}")
+        label = f"{where} %{node.name}".lstrip()
+        values[node.name] = (_if if node.op == "if" else _loop)(node, args, cfg, cost, run, label)
         done.add(node.name)
     return {out: values[name] for out, name in graph.outputs.items()}
 
@@ -303,6 +305,8 @@ def _call_on_device(graph: Graph, args: Sequence[np.ndarray], cfg: Config, cost:
     (value,) = _execute(graph, values, cfg, cost, run, label).values()
     inner = run.steps[before:]
     del run.steps[before:]
+    reads = sum(s.kind == "read-back" for s in inner)
+    label += f" (+{reads} read-back{'s' * (reads > 1)})" if reads else ""
     run.steps.append(Step(kind, label, sum(s.kernels for s in inner), sum(s.cycles for s in inner)))
     return value
 

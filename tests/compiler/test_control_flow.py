@@ -165,3 +165,39 @@ def test_control_flow_errors_name_the_problem():
     g.output(y, "y")
     with pytest.raises(CompilerError, match=r"node %\d+ \(if\): control flow is not one kernel"):
         lower(g)
+
+
+def test_onnx_if_inside_a_loop_body_matches_the_reference(a100):
+    """y = x + n relu(x @ w) if p else x + n tanh(x): the If reads x and w from two scopes out."""
+    onnx = pytest.importorskip("onnx")
+    from onnx.reference import ReferenceEvaluator
+
+    h, T = onnx.helper, onnx.TensorProto
+
+    def info(name, elem=T.FLOAT, shape=(4, 8)):
+        return h.make_tensor_value_info(name, elem, list(shape))
+
+    then_g = h.make_graph([h.make_node("MatMul", ["x", "w"], ["t0"]), h.make_node("Relu", ["t0"], ["t"])], "then", [],
+                          [info("t")])
+    else_g = h.make_graph([h.make_node("Tanh", ["x"], ["e"])], "else", [], [info("e")])
+    body = h.make_graph([h.make_node("Identity", ["c_in"], ["c_out"]),
+                         h.make_node("If", ["p"], ["r"], then_branch=then_g, else_branch=else_g),
+                         h.make_node("Add", ["r", "v"], ["v_out"])], "body",
+                        [info("i", T.INT64, ()), info("c_in", T.BOOL, ()), info("v")],
+                        [info("c_out", T.BOOL, ()), info("v_out")])
+    g = h.make_graph([h.make_node("Loop", ["n", "go", "x"], ["y"], body=body)], "cf",
+                     [info("n", T.INT64, ()), info("p", T.BOOL, ()), info("x"), info("w", shape=(8, 8))], [info("y")],
+                     [h.make_tensor("go", T.BOOL, [], [True])])
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    graph = import_onnx(model)
+    for p in (True, False):
+        want = ReferenceEvaluator(model).run(None, {"n": np.array(3), "p": np.array(p), "x": X, "w": W})[0]
+        feeds = {"n": np.int32(3), "p": np.int32(p), "x": X, "w": W}
+        np.testing.assert_allclose(evaluate(graph, feeds)["y"], want, rtol=1e-5, atol=1e-5)
+        run = run_control_flow(graph, feeds, a100, AnalyticalCost())
+        np.testing.assert_allclose(run.outputs["y"], want, rtol=1e-5, atol=1e-5)
+        assert [s.label for s in run.steps] == ["%y trip count"] + [f"%y iteration {i} (+1 read-back)"
+                                                                   for i in range(3)]
+        other = "else_branch" if p else "then_branch"
+        assert run.not_taken == {f"%y iteration {i} %r {other}": 1 for i in range(3)}
