@@ -43,7 +43,7 @@ class Tensor:
     number or a numpy array (a constant) adds nodes."""
 
     __slots__ = ("graph", "node")
-    __array_priority__ = 1000  # numpy defers to Tensor's reflected operators (array @ tensor)
+    __array_ufunc__ = None  # numpy operators defer to the reflected ones of Tensor (array @ tensor)
 
     def __init__(self, graph: Graph, node: Node):
         self.graph, self.node = graph, node

@@ -108,3 +108,11 @@ def test_trace_errors():
         trace(lambda x, w: x @ w, x=(2, 2), v=(2, 2))
     with pytest.raises(TracingError, match="output 'y' is 3, not a Tensor of this trace"):
         trace(lambda x: 3, x=(2,))
+
+
+def test_numpy_operands_become_constants_on_either_side():
+    m = np.arange(6.0).reshape(2, 3)
+    g = trace(lambda x: m @ x + np.float64(2.0) * x.sum() - 1, x=(3, 4))
+    assert [n.op for n in g.nodes.values()].count("constant") == 3
+    x = np.random.default_rng(0).uniform(-1, 1, (3, 4))
+    np.testing.assert_allclose(evaluate(g, {"x": x})["y"], m @ x + 2 * x.sum() - 1, rtol=1e-5, atol=1e-5)
