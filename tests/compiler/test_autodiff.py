@@ -109,6 +109,8 @@ CASES = {
     "matmul-batched": _binary("matmul", (2, 3, 4), (2, 4, 5)),
     "matmul-vector-matrix": _binary("matmul", (4,), (4, 5)),
     "matmul-matrix-vector": _binary("matmul", (3, 4), (4,)),
+    "matmul-vector-batched": _binary("matmul", (4,), (2, 4, 5)),
+    "matmul-batched-vector": _binary("matmul", (2, 3, 4), (4,)),
     "add-broadcast": _binary("add", (3, 4), (4,)),
     "add-outer": _binary("add", (3, 1), (1, 4)),
     "sub-broadcast": _binary("sub", (3, 4), (3, 1)),
