@@ -57,7 +57,35 @@ def register(subparsers) -> None:
     p.add_argument("--onnx-suite", action="store_true",
                    help="instead of MODEL: walk the onnx package's backend-test models (real, simple, pytorch-*), "
                         "compile each, run it on the functional executor and compare with its shipped outputs")
+    _add_train_args(p)
     p.set_defaults(func=run)
+
+
+def _add_train_args(p) -> None:
+    """--train and its options (issue 26): a training step compiled, lowered and run (gpusim.compiler.train)."""
+    from gpusim.compiler.train import OPTIMIZERS
+
+    group = p.add_argument_group("training (--train)")
+    group.add_argument("--train", action="store_true",
+                       help="compile MODEL's training step (forward, MSE loss against a random target, backward, "
+                            "optimizer update), run --steps steps of its kernels on the functional executor and "
+                            "print each step's loss and the simulated time of forward, backward and update")
+    group.add_argument("--optimizer", choices=OPTIMIZERS, help="update rule (default sgd)")
+    group.add_argument("--lr", type=float, help="learning rate (default 0.1)")
+    group.add_argument("--steps", type=integer(1, 10_000), help="training steps to run (default 10)")
+
+
+def _train(args: argparse.Namespace, cfg, graph, cost) -> int:
+    from gpusim.compiler.train import train
+
+    if args.tune:
+        raise CompilerError("--train lowers with template defaults; drop --tune")
+    report = train(graph, cfg, cost=cost, steps=args.steps or 10, optimizer=args.optimizer or "sgd",
+                   lr=0.1 if args.lr is None else args.lr)
+    if args.json != "-":
+        print(report)
+    emit_json(report.to_dict(), args.json)
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
@@ -75,6 +103,10 @@ def run(args: argparse.Namespace) -> int:
     executor = make_executor(args)
     sampling = {"sample": args.sample, "sample_budget": args.sample_budget}
     cost = make_cost_model(args.cost, args.cache_dir, **sampling)
+    if args.train:
+        return _train(args, cfg, graph, cost)
+    if args.optimizer or args.lr is not None or args.steps:
+        raise CompilerError("--optimizer, --lr and --steps need --train")
     tuner = None
     if args.tune:
         search = (cost if args.search_cost in (None, args.cost)

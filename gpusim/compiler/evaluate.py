@@ -58,3 +58,17 @@ def bind_inputs(graph: Graph, inputs: Mapping[str, ArrayLike]) -> dict[str, np.n
             raise CompilerError(f"input '{p.name}' is {value.dtype}; the parameter is {p.type}")
         values[p.name] = value.astype(p.type.numpy_dtype)
     return values
+
+
+def evaluate_exact(graph: Graph, inputs: Mapping[str, ArrayLike]) -> dict[str, np.ndarray]:
+    """As `evaluate`, but every float value stays float64 (no rounding to the nodes' dtypes): for
+    finite-difference checks, where f32 rounding would swamp a small step."""
+    verify(graph)
+    values = {p.name: np.asarray(inputs[p.name], np.float64 if p.type.numpy_dtype.kind == "f" else np.int64)
+              for p in graph.parameters()}
+    for node in graph.topo_order():
+        if node.op != "parameter":
+            args = [values[i] for i in node.inputs]
+            with np.errstate(all="ignore"):
+                values[node.name] = np.asarray(OPS[node.op].compute(args, node.attrs), np.float64)
+    return {out: values[name] for out, name in graph.outputs.items()}

@@ -23,8 +23,8 @@ UNARY = {"Relu": "relu", "Exp": "exp", "Tanh": "tanh", "Sigmoid": "sigmoid", "Er
          "Neg": "neg", "Abs": "abs", "Sign": "sign", "Log": "log", "Softplus": "softplus"}
 VARIADIC = {"Max": "maximum", "Min": "minimum", "Sum": "add", "Mean": "add"}
 # FLOAT, FLOAT16, INT32; DOUBLE and INT64 are narrowed to f32 and i32 (the simulated GPU computes in
-# 32 bits; an INT64 value outside the i32 range is an error)
-ONNX_DTYPES = {1: "f32", 10: "f16", 6: "i32", 11: "f32", 7: "i32"}
+# 32 bits; an INT64 value outside the i32 range is an error); BOOL (an If's condition) is an i32 0 or 1
+ONNX_DTYPES = {1: "f32", 10: "f16", 6: "i32", 11: "f32", 7: "i32", 9: "i32"}
 NARROW = {np.dtype(np.float64): np.float32, np.dtype(np.int64): np.int32, np.dtype(np.bool_): np.int32}
 
 
@@ -677,7 +677,7 @@ class _Importer:
         return g.mul(total, scale, name=out)
 
 
-NO_FOLD = frozenset({"Constant", "Identity", "Dropout", "Shape", "Size"})
+NO_FOLD = frozenset({"Constant", "Identity", "Dropout", "Shape", "Size", "If", "Loop"})
 SCALAR_OPS = {"LeakyRelu": ("leaky_relu", {"alpha": 0.01}), "Elu": ("elu", {"alpha": 1.0}),
               "Selu": ("selu", {"alpha": 1.67326319217681884765625, "gamma": 1.05070102214813232421875})}
 
@@ -695,6 +695,13 @@ CONVERTERS: dict[str, Callable[..., Any]] = {
     "Squeeze": _Importer.squeeze, "Unsqueeze": _Importer.unsqueeze, "Concat": _Importer.concat,
     "Slice": _Importer.slice, "Split": _Importer.split, "Gather": _Importer.gather, "Expand": _Importer.expand,
     "Tile": _Importer.tile, "Pad": _Importer.pad, "Conv": _Importer.conv,
+    "If": lambda *a: _control_flow().import_if(*a), "Loop": lambda *a: _control_flow().import_loop(*a),
     **dict.fromkeys(("MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"), _Importer.pool),
 }
 SUPPORTED = tuple(sorted(CONVERTERS))
+
+
+def _control_flow():
+    from gpusim.compiler import control_flow  # imports this module: resolved when a model has If or Loop
+
+    return control_flow

@@ -12,7 +12,7 @@ Kinds (after TVM's operator patterns) drive fusion (passes/fuse.py):
 | reduction | output elements combine many input elements along axes | reduce_sum, reduce_mean, reduce_max, |
 | | | softmax, log_softmax, layernorm |
 | out-fusable | opaque itself, but element-wise consumers fuse into its epilogue (TVM's OutEWiseFusable) | matmul |
-| opaque | never fused | parameter, constant, fused |
+| opaque | never fused | parameter, constant, fused, if, loop (control flow) |
 
 `compute` functions receive float64 (float dtypes) or int64 (i32) arrays; the evaluator rounds each
 result to the node's dtype, so every operator computes exactly and rounds once."""
@@ -385,7 +385,19 @@ OPS: dict[str, OpDef] = {d.name: d for d in (
         "the same elements in a new shape (row-major)"),
     OpDef("fused", O, (0, 1 << 30), ("kind", "body"), _infer_fused, None,
         "a group of nodes run as one kernel: its body is a graph whose parameters are the inputs"),
+    # graph-level control flow (control_flow.py): subgraphs whose parameters are the node's inputs
+    OpDef("if", O, (1, 1 << 16), ("then_branch", "else_branch"), lambda t, a: _control_flow().infer_if(t, a),
+        lambda a, at: _control_flow().compute_if(a, at), "then_branch(inputs) if cond != 0 else else_branch(inputs)"),
+    OpDef("loop", O, (1, 1 << 16), ("body", "trip_count"), lambda t, a: _control_flow().infer_loop(t, a),
+        lambda a, at: _control_flow().compute_loop(a, at),
+        "x = body(i, x, captures) for i < trip_count (an attribute, or the first input when None)"),
 )}
+
+
+def _control_flow():
+    from gpusim.compiler import control_flow
+
+    return control_flow
 
 
 def infer_type(op: str, types: tuple[TensorType, ...], attrs: Mapping[str, Any]) -> TensorType | None:

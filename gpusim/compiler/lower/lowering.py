@@ -27,6 +27,9 @@ def template_of(node: Node) -> Template | None:
     a reshape: a view of its input)."""
     if node.op in NO_KERNEL:
         return None
+    if node.op in ("if", "loop"):
+        raise CompilerError(f"node %{node.name} ({node.op}): control flow is not one kernel; run the graph with "
+                            "gpusim.compiler.control_flow.run_control_flow")
     if node.op in GATHERS:
         return TEMPLATES["gather"]
     return TEMPLATES[_BY_KIND[node.attrs["kind"] if node.op == "fused" else kind_of(node.op)]]
