@@ -12,7 +12,7 @@ Kinds (after TVM's operator patterns) drive fusion (passes/fuse.py):
 | reduction | output elements combine many input elements along axes | reduce_sum, reduce_mean, reduce_max, |
 | | | softmax, log_softmax, layernorm |
 | out-fusable | opaque itself, but element-wise consumers fuse into its epilogue (TVM's OutEWiseFusable) | matmul |
-| opaque | never fused | parameter, constant, fused |
+| opaque | never fused | parameter, constant, fused, all_reduce, all_gather |
 
 `compute` functions receive float64 (float dtypes) or int64 (i32) arrays; the evaluator rounds each
 result to the node's dtype, so every operator computes exactly and rounds once."""
@@ -326,6 +326,33 @@ def _layernorm(args, attrs):
     return y
 
 
+def _infer_all_reduce(types, attrs):
+    _group(attrs)
+    return types[0]
+
+
+def _infer_all_gather(types, attrs):
+    x = types[0]
+    axis = _axis(attrs["axis"], x.rank)
+    shape = list(x.shape)
+    shape[axis] *= _group(attrs)
+    return TensorType(tuple(shape), x.dtype)
+
+
+def _group(attrs) -> int:
+    gpus = attrs["gpus"]
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+        raise GraphError(f"gpus is a positive int, not {gpus!r}")
+    return gpus
+
+
+def _collective(args, attrs):
+    # one GPU's graph sees only its own value: the group's values meet in shard.evaluate_sharded
+    if attrs["gpus"] != 1:
+        raise GraphError(f"a collective over {attrs['gpus']} GPUs is evaluated by shard.evaluate_sharded")
+    return args[0]
+
+
 E, B, I, R, M, O = Kind.ELEMENTWISE, Kind.BROADCAST, Kind.INJECTIVE, Kind.REDUCTION, Kind.OUT_FUSABLE, Kind.OPAQUE
 ONE, TWO = (1, 1), (2, 2)
 
@@ -383,6 +410,10 @@ OPS: dict[str, OpDef] = {d.name: d for d in (
         "axes permuted: output axis i is input axis perm[i]"),
     OpDef("reshape", I, ONE, ("shape",), _infer_reshape, lambda a, at: np.reshape(a[0], at["shape"]),
         "the same elements in a new shape (row-major)"),
+    OpDef("all_reduce", O, ONE, ("gpus",), _infer_all_reduce, _collective,
+        "the sum of x over the `gpus` GPUs running the graph (a sharded graph's collective)"),
+    OpDef("all_gather", O, ONE, ("gpus", "axis"), _infer_all_gather, _collective,
+        "the `gpus` GPUs' x joined along axis, in GPU order (a sharded graph's collective)"),
     OpDef("fused", O, (0, 1 << 30), ("kind", "body"), _infer_fused, None,
         "a group of nodes run as one kernel: its body is a graph whose parameters are the inputs"),
 )}
