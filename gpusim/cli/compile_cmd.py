@@ -10,11 +10,12 @@ import gpusim
 from gpusim.analysis.sampling import SAMPLE_MODES
 from gpusim.cli.args import add_config, add_config_set, add_json, add_output, add_params, add_quiet, integer
 from gpusim.cli.common import add_executor_args, emit_json, make_executor, parse_sets
-from gpusim.compiler.cost import MODELS, make_cost_model
+from gpusim.compiler.cost import MODELS, cost_based_fusion, make_cost_model
 from gpusim.compiler.driver import compile_graph, load_model
 from gpusim.compiler.errors import CompilerError
 from gpusim.compiler.memplan import plan_memory
 from gpusim.compiler.models import BUILTIN
+from gpusim.compiler.passes.manager import run_pipeline
 from gpusim.compiler.placement import place
 from gpusim.compiler.shard import STRATEGIES as PARALLEL
 from gpusim.compiler.shard import compiler_cost, run_sharded
@@ -186,8 +187,10 @@ def _shard_or_place(args, graph, cfg, cost) -> int:
             print(placed.table(graph))
         emit_json(placed.to_dict(), args.json)
         return 0
+    fusion = cost_based_fusion(cost, cfg)
     run = run_sharded(graph, cfg, args.shard, strategy=args.parallel, cost=compiler_cost(cost, cfg),
-                      chunks=args.chunks, streams=args.streams)
+                      chunks=args.chunks, streams=args.streams,
+                      optimise=lambda local: run_pipeline(local, should_fuse=fusion)[0])
     if args.json != "-":
         print(run.summary())
     emit_json(run.to_dict(), args.json)

@@ -449,6 +449,8 @@ def row_local(graph: Graph, node: Node, rows: int) -> bool:
         return False
     types = [graph[i].type for i in node.inputs]
     op, kind = node.op, kind_of(node.op)
+    if op == "fused":
+        return _fused_rows(node, rows) is not None
     if op == "matmul":
         return types[0].rank == 2 and types[1].rank == 2 and types[0].shape[0] == rows
     if kind in (Kind.ELEMENTWISE, Kind.BROADCAST) or op in ("all_reduce", "all_gather"):
@@ -470,23 +472,68 @@ def row_inputs(graph: Graph, node: Node, rows: int) -> set[int]:
     """Which inputs of a row-local node it reads row by row (the others it reads whole)."""
     if node.op == "matmul":
         return {0}
+    if node.op == "fused":
+        return _fused_rows(node, rows) or set()
     return {k for k, i in enumerate(node.inputs)
             if graph[i].type.rank == node.type.rank and graph[i].shape[0] == rows}
+
+
+def _fused_rows(node: Node, rows: int) -> set[int] | None:
+    """The inputs a fused node reads by row when every operator of its body is row-local and reads every
+    intermediate by row; None when it is not row-local."""
+    body: Graph = node.attrs["body"]
+    by_row: set[str] = set()
+    whole: set[str] = set()
+    for n in body.topo_order():
+        if n.op in ("parameter", "constant"):
+            continue
+        if not row_local(body, n, rows):
+            return None
+        read = row_inputs(body, n, rows)
+        for k, i in enumerate(n.inputs):
+            (by_row if k in read else whole).add(i)
+    if any(body[i].op not in ("parameter", "constant") for i in whole):
+        return None
+    return {k for k, p in enumerate(body.parameters()) if p.name in by_row and p.name not in whole}
+
+
+def _replay(source: Graph, into: Graph, names: dict[str, str], rows: int, chunks: int) -> None:
+    """Emit `source`'s operators into `into` over `names` (source node -> node of `into`), a remap's
+    output shape cut to its chunk and a fused body rebuilt the same way."""
+    for n in source.topo_order():
+        if n.op == "parameter":
+            continue
+        attrs = dict(n.attrs)
+        inputs = [names[i] for i in n.inputs]
+        if n.op == "remap":
+            attrs["shape"] = (n.shape[0] // chunks, *n.shape[1:])
+        if n.op == "fused":
+            body: Graph = n.attrs["body"]
+            new = Graph(body.name)
+            by_row = _fused_rows(n, rows) or set()
+            inner = {p.name: new.parameter(p.name, into[inputs[k]].shape if k in by_row else p.shape, p.dtype).name
+                     for k, p in enumerate(body.parameters())}
+            _replay(body, new, inner, rows, chunks)
+            new.outputs = {o: inner[v] for o, v in body.outputs.items()}
+            attrs["body"] = new
+        names[n.name] = into.emit(n.op, inputs, attrs, name=n.name).name
 
 
 def _piece(graph: Graph, node: Node, rows: int, chunks: int) -> tuple[Graph, Node]:
     """A graph of one node: `node` computing `rows / chunks` of its rows."""
     g = Graph(f"{node.name}/chunk")
-    inputs = []
     by_row = row_inputs(graph, node, rows)
+    names = {}
     for k, i in enumerate(node.inputs):
         t = graph[i].type
         shape = (t.shape[0] // chunks, *t.shape[1:]) if k in by_row else t.shape
-        inputs.append(g.parameter(f"in{k}", shape, t.dtype))
-    attrs = dict(node.attrs)
-    if node.op == "remap":
-        attrs["shape"] = (node.shape[0] // chunks, *node.shape[1:])
-    return g, g.emit(node.op, inputs, attrs, name=node.name)
+        names[i] = g.parameter(f"in{k}", shape, t.dtype).name
+    one = Graph(graph.name)
+    for i in node.inputs:
+        one.add_node(Node(i, "parameter", (), graph[i].type))
+    one.add_node(node)
+    _replay(one, g, names, rows, chunks)
+    return g, g[node.name]
 
 
 def _tasks(sharded: ShardedGraph, cfg: Config, cost: KernelCost, chunks: int) -> list[Task]:
@@ -584,7 +631,7 @@ class ShardRun:
         kernels = sum(1 for op in self.program.ops if op.kind == "kernel" and op.gpu == 0)
         lines = [f"{s.original.name} sharded over {s.gpus} GPUs ({s.strategy} parallel) on {self.config} "
                  f"({self.interconnect}), {self.chunks} chunk(s)", *(f"  {d}" for d in s.decisions),
-                 f"per GPU: {kernels} kernels, {len(s.collectives())} collective(s) "
+                 f"per GPU: {kernels} kernels (chunks counted), {len(s.collectives())} collective(s) "
                  f"({sum(1 for op in self.program.ops if isinstance(op, Collective))} with chunks)",
                  f"GPU 0: compute {b['compute'] * us:,.1f} us, communication {b['communication'] * us:,.1f} us, "
                  f"overlap {b['overlap'] * us:,.1f} us; total {self.report.seconds * us:,.1f} us; one GPU "
@@ -623,11 +670,15 @@ def shard_program(sharded: ShardedGraph, cfg: Config, cost: KernelCost, *, chunk
 
 
 def run_sharded(graph: Graph, cfg: Config, gpus: int, *, strategy: str = "tensor", cost: KernelCost,
-                chunks: int = 1, streams: int = 2) -> ShardRun:
-    """Shard `graph` over `gpus` GPUs of `cfg`'s node, run it, and run the one-GPU version for the
-    speed-up."""
-    sharded = shard(graph, gpus, strategy)
+                chunks: int = 1, streams: int = 2, optimise: Callable[[Graph], Graph] | None = None) -> ShardRun:
+    """Shard `graph` over `gpus` GPUs of `cfg`'s node (each GPU's graph then passed through `optimise`,
+    e.g. the fusion pipeline), run it, and run the one-GPU version the same way for the speed-up."""
+    def sharded_over(n: int) -> ShardedGraph:
+        s = shard(graph, n, strategy)
+        return s if optimise is None else replace(s, graph=optimise(s.graph))
+
+    sharded = sharded_over(gpus)
     program, sched = shard_program(sharded, cfg, cost, chunks=chunks, streams=streams)
-    single = sched.parallel.seconds if gpus == 1 else shard_program(shard(graph, 1, strategy), cfg, cost,
-                                                                   chunks=chunks, streams=streams)[1].parallel.seconds
+    single = sched.parallel.seconds if gpus == 1 else shard_program(sharded_over(1), cfg, cost, chunks=chunks,
+                                                                   streams=streams)[1].parallel.seconds
     return ShardRun(sharded, cfg.name, cfg.system.gpu_interconnect, chunks, program, sched.parallel, single, sched)

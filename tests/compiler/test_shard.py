@@ -94,3 +94,26 @@ def test_pass_reproduces_the_hand_written_sharded_layer(reference, system, gpus,
     assert run.speedup == pytest.approx(row.speedup, rel=0.05)
     if chunks == 2 and gpus > 1:
         assert run.schedule.saved_seconds > 0  # the chunks' all-reduces run under the other chunk's GEMMs
+
+
+def test_fused_sharded_graph_still_computes_the_original_and_runs_in_chunks():
+    from dataclasses import replace
+
+    from gpusim.compiler import run_pipeline
+    from gpusim.compiler.cost import AnalyticalCost
+    from gpusim.compiler.shard import compiler_cost, shard_program
+
+    graph = models.transformer(32, 64, 4, 128)
+    sharded = shard(graph, 4)
+    fused = replace(sharded, graph=run_pipeline(sharded.graph)[0])
+    inputs = _inputs(graph)
+    np.testing.assert_allclose(evaluate_sharded(fused, inputs)["y"], evaluate(graph, inputs)["y"], rtol=1e-5,
+                               atol=1e-5)
+    kinds = {n.attrs["kind"]: row_local(fused.graph, n, 32) for n in fused.graph.nodes.values() if n.op == "fused"}
+    # the MLP's up projection with its bias and GeLU is row-wise; the softmax over heads' scores is not
+    assert kinds["epilogue"] and not kinds["reduction"]
+    cfg = load_config("a100", overrides={"system.gpus": 4})
+    program, sched = shard_program(fused, cfg, compiler_cost(AnalyticalCost(), cfg), chunks=2)
+    kernels = [op.name for op in program.ops if op.kind == "kernel" and op.gpu == 0]
+    assert len(kernels) > len({k.split(" [")[0] for k in kernels})  # some kernels ran as two chunks
+    assert sum(op.kind == "all_reduce" for op in program.ops) == 4
