@@ -58,3 +58,15 @@ def test_errors(capsys, args, message):
     assert main(["compile", *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("gpusim compile: error: ") and message in err
+
+
+@pytest.mark.parametrize("args", [
+    ["transformer", *BLOCK, "--shard", "8", "--link", "pcie", "--chunks", "2"],
+    ["recommender", "--place", "cpu_8core,a100"],
+])
+def test_docs_show_current_output(capsys, args):
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "compiler.md").read_text()
+    assert main(["compile", *args]) == 0
+    assert capsys.readouterr().out.strip() in doc
