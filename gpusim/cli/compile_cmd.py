@@ -10,10 +10,15 @@ import gpusim
 from gpusim.analysis.sampling import SAMPLE_MODES
 from gpusim.cli.args import add_config, add_config_set, add_json, add_output, add_params, add_quiet, integer
 from gpusim.cli.common import add_executor_args, emit_json, make_executor, parse_sets
-from gpusim.compiler.cost import MODELS, make_cost_model
+from gpusim.compiler.cost import MODELS, cost_based_fusion, make_cost_model
 from gpusim.compiler.driver import compile_graph, load_model
 from gpusim.compiler.errors import CompilerError
+from gpusim.compiler.memplan import plan_memory
 from gpusim.compiler.models import BUILTIN
+from gpusim.compiler.passes.manager import run_pipeline
+from gpusim.compiler.placement import place
+from gpusim.compiler.shard import STRATEGIES as PARALLEL
+from gpusim.compiler.shard import compiler_cost, run_sharded
 from gpusim.compiler.tune import STRATEGIES, Tuner
 
 
@@ -54,6 +59,7 @@ def register(subparsers) -> None:
                                        "(default $GPUSIM_CACHE_DIR or ~/.cache/gpusim)")
     add_json(p, help="write the report as JSON to FILE ('-' or no FILE: stdout)")
     add_quiet(p)
+    _add_issue26_flags(p)
     p.add_argument("--onnx-suite", action="store_true",
                    help="instead of MODEL: walk the onnx package's backend-test models (real, simple, pytorch-*), "
                         "compile each, run it on the functional executor and compare with its shipped outputs")
@@ -97,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
         raise CompilerError("--search and --search-cost need --tune")
     if args.dtype is not None and args.model not in BUILTIN:
         raise CompilerError(f"--dtype applies to the built-in models ({', '.join(BUILTIN)})")
-    cfg = gpusim.load_config(args.config, overrides=parse_sets(args.config_sets, "--config-set") or None)
+    _check_issue26_flags(args)
+    cfg = gpusim.load_config(args.config, overrides=_node_overrides(args) or None)
     graph = load_model(args.model, sizes=parse_sets(args.sets), dtype=args.dtype or "f32",
                        shapes=_shapes(args.shapes))
     executor = make_executor(args)
@@ -107,6 +114,8 @@ def run(args: argparse.Namespace) -> int:
         return _train(args, cfg, graph, cost)
     if args.optimizer or args.lr is not None or args.steps:
         raise CompilerError("--optimizer, --lr and --steps need --train")
+    if args.shard or args.place:
+        return _shard_or_place(args, graph, cfg, cost)
     tuner = None
     if args.tune:
         search = (cost if args.search_cost in (None, args.cost)
@@ -114,9 +123,15 @@ def run(args: argparse.Namespace) -> int:
         tuner = Tuner(cfg, search, strategy=args.search, budget=args.budget, top_k=args.top_k,
                       measure=None if search is cost else cost, cache_dir=args.cache_dir, executor=executor)
     report = compile_graph(graph, cfg, cost=cost, tuner=tuner)
+    result = report.to_dict()
     if args.json != "-":
         print(report)
-    emit_json(report.to_dict(), args.json)
+    if args.plan_memory:
+        plan = plan_memory(report.optimised.graph, report.optimised.kernels)
+        result["memory_plan"] = plan.to_dict()
+        if args.json != "-":
+            print(plan.summary())
+    emit_json(result, args.json)
     return 0
 
 
@@ -146,3 +161,69 @@ def _shapes(items: list[str] | None) -> dict[str, list[int]]:
         if not sep or not name.strip():
             raise CompilerError(f"--shape {item!r}: expected INPUT=D0,D1,... (integers)")
     return shapes
+
+
+# ---- sharding, memory planning, placement (issue 26; docs/compiler.md) ----------------------------
+
+LINKS = {"nvlink": "nvswitch", "nvlink_ring": "nvlink_ring", "pcie": "pcie"}
+
+
+def _add_issue26_flags(p) -> None:
+    p.add_argument("--shard", type=integer(1, 1024), metavar="N",
+                   help="split the graph over N GPUs of the config's node (system.gpus raised to N) and run it as a "
+                        "program: kernels per GPU, collectives on the links")
+    p.add_argument("--link", choices=tuple(LINKS),
+                   help="with --shard: the GPUs' interconnect (nvlink: all-to-all through NVSwitch; default the "
+                        "config's system.gpu_interconnect)")
+    p.add_argument("--parallel", choices=PARALLEL, default="tensor",
+                   help="with --shard: tensor parallel (Megatron column/row splits, default) or data parallel "
+                        "(inputs split by rows)")
+    p.add_argument("--chunks", type=integer(1, 1 << 20), default=1,
+                   help="with --shard: run row-wise kernels and collectives in chunks of rows, to overlap "
+                        "communication with compute (default 1)")
+    p.add_argument("--streams", type=integer(1, 64), default=2,
+                   help="with --shard: CUDA streams the kernels and collectives are spread over (default 2)")
+    p.add_argument("--plan-memory", action="store_true",
+                   help="plan the optimised kernels' tensors into one arena (liveness, in-place, reuse) and "
+                        "report the peak before and after")
+    p.add_argument("--place", metavar="CPU,GPU",
+                   help="place each operator on one of these configs (e.g. cpu_8core,a100) by a roofline cost "
+                        "model counting PCIe transfers, instead of compiling")
+
+
+def _check_issue26_flags(args) -> None:
+    shard_only = [f for f, v in (("--link", args.link), ("--chunks", args.chunks != 1),
+                                 ("--parallel", args.parallel != "tensor"), ("--streams", args.streams != 2)) if v]
+    if shard_only and not args.shard:
+        raise CompilerError(f"{', '.join(shard_only)} {'needs' if len(shard_only) == 1 else 'need'} --shard N")
+    if args.shard and args.place:
+        raise CompilerError("--shard and --place are separate analyses: give one")
+    if (args.shard or args.place) and (args.tune or args.plan_memory):
+        raise CompilerError("--tune and --plan-memory apply to the compiled kernels, not to --shard or --place")
+
+
+def _node_overrides(args) -> dict:
+    overrides = parse_sets(args.config_sets, "--config-set")
+    if args.shard:
+        overrides.setdefault("system.gpus", args.shard)
+        if args.link:
+            overrides["system.gpu_interconnect"] = LINKS[args.link]
+    return overrides
+
+
+def _shard_or_place(args, graph, cfg, cost) -> int:
+    if args.place:
+        configs = [gpusim.load_config(name.strip()) for name in args.place.split(",") if name.strip()]
+        placed = place(graph, configs)
+        if args.json != "-":
+            print(placed.table(graph))
+        emit_json(placed.to_dict(), args.json)
+        return 0
+    fusion = cost_based_fusion(cost, cfg)
+    run = run_sharded(graph, cfg, args.shard, strategy=args.parallel, cost=compiler_cost(cost, cfg),
+                      chunks=args.chunks, streams=args.streams,
+                      optimise=lambda local: run_pipeline(local, should_fuse=fusion)[0])
+    if args.json != "-":
+        print(run.summary())
+    emit_json(run.to_dict(), args.json)
+    return 0

@@ -60,10 +60,30 @@ def transformer(seq: int, d_model: int, heads: int, d_ff: int, *, dtype: str = "
     return g
 
 
-BUILTIN: dict[str, Callable[..., Graph]] = {"mlp2": mlp2, "attention": attention, "transformer": transformer}
+def recommender(batch: int, rows: int, dim: int, bag: int, d_dense: int, d_hidden: int, *,
+                dtype: str = "f32") -> Graph:
+    """A recommender (DLRM-like): each sample sums `bag` rows of a large embedding table (a sparse
+    lookup), joins them with its dense features, and an MLP scores it:
+    e = embedding_bag(table, ids); h = relu(relu([e, dense] @ w1 + b1) @ w2 + b2); y = sigmoid(h @ w3 + b3)."""
+    g = Graph("recommender")
+    table, ids = g.parameter("table", (rows, dim), dtype), g.parameter("ids", (batch, bag), "i32")
+    dense = g.parameter("dense", (batch, d_dense), dtype)
+    w1, b1 = g.parameter("w1", (dim + d_dense, d_hidden), dtype), g.parameter("b1", (d_hidden,), dtype)
+    w2, b2 = g.parameter("w2", (d_hidden, d_hidden), dtype), g.parameter("b2", (d_hidden,), dtype)
+    w3, b3 = g.parameter("w3", (d_hidden, 1), dtype), g.parameter("b3", (1,), dtype)
+    joined = g.emit("concat", (g.emit("embedding_bag", (table, ids)), dense), {"axis": 1})
+    h = g.relu(g.add(g.matmul(g.relu(g.add(g.matmul(joined, w1), b1)), w2), b2))
+    g.output(g.emit("sigmoid", (g.add(g.matmul(h, w3), b3),)), "y")
+    return g
+
+
+BUILTIN: dict[str, Callable[..., Graph]] = {"mlp2": mlp2, "attention": attention, "transformer": transformer,
+                                            "recommender": recommender}
 DEFAULTS: dict[str, dict[str, int]] = {"mlp2": {"batch": 32, "d_in": 64, "d_hidden": 128, "d_out": 10},
                                        "attention": {"seq": 32, "d_model": 32},
-                                       "transformer": {"seq": 32, "d_model": 64, "heads": 4, "d_ff": 128}}
+                                       "transformer": {"seq": 32, "d_model": 64, "heads": 4, "d_ff": 128},
+                                       "recommender": {"batch": 4096, "rows": 1_000_000, "dim": 32, "bag": 8,
+                                                       "d_dense": 256, "d_hidden": 1024}}
 
 
 def build(name: str, *, dtype: str = "f32", **sizes: int) -> Graph:

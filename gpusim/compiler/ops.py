@@ -12,7 +12,7 @@ Kinds (after TVM's operator patterns) drive fusion (passes/fuse.py):
 | reduction | output elements combine many input elements along axes | reduce_sum, reduce_mean, reduce_max, |
 | | | softmax, log_softmax, layernorm |
 | out-fusable | opaque itself, but element-wise consumers fuse into its epilogue (TVM's OutEWiseFusable) | matmul |
-| opaque | never fused | parameter, constant, fused, if, loop (control flow) |
+| opaque | never fused | parameter, constant, fused, if, loop (control flow), all_reduce, all_gather, embedding_bag |
 
 `compute` functions receive float64 (float dtypes) or int64 (i32) arrays; the evaluator rounds each
 result to the node's dtype, so every operator computes exactly and rounds once."""
@@ -326,6 +326,47 @@ def _layernorm(args, attrs):
     return y
 
 
+def _infer_all_reduce(types, attrs):
+    _group(attrs)
+    return types[0]
+
+
+def _infer_all_gather(types, attrs):
+    x = types[0]
+    axis = _axis(attrs["axis"], x.rank)
+    shape = list(x.shape)
+    shape[axis] *= _group(attrs)
+    return TensorType(tuple(shape), x.dtype)
+
+
+def _infer_embedding_bag(types, attrs):
+    table, ids = types
+    if table.rank != 2 or table.dtype not in FLOAT_DTYPES:
+        raise GraphError(f"the table is a float matrix (rows x dim), not {table}")
+    if ids.rank != 2 or ids.dtype != "i32":
+        raise GraphError(f"the indices are an i32 matrix (batch x bag), not {ids}")
+    return TensorType((ids.shape[0], table.shape[1]), table.dtype)
+
+
+def _embedding_bag(args, attrs):
+    table, ids = args
+    return table[ids.astype(np.int64)].sum(axis=1)
+
+
+def _group(attrs) -> int:
+    gpus = attrs["gpus"]
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+        raise GraphError(f"gpus is a positive int, not {gpus!r}")
+    return gpus
+
+
+def _collective(args, attrs):
+    # one GPU's graph sees only its own value: the group's values meet in shard.evaluate_sharded
+    if attrs["gpus"] != 1:
+        raise GraphError(f"a collective over {attrs['gpus']} GPUs is evaluated by shard.evaluate_sharded")
+    return args[0]
+
+
 E, B, I, R, M, O = Kind.ELEMENTWISE, Kind.BROADCAST, Kind.INJECTIVE, Kind.REDUCTION, Kind.OUT_FUSABLE, Kind.OPAQUE
 ONE, TWO = (1, 1), (2, 2)
 
@@ -383,6 +424,12 @@ OPS: dict[str, OpDef] = {d.name: d for d in (
         "axes permuted: output axis i is input axis perm[i]"),
     OpDef("reshape", I, ONE, ("shape",), _infer_reshape, lambda a, at: np.reshape(a[0], at["shape"]),
         "the same elements in a new shape (row-major)"),
+    OpDef("embedding_bag", O, TWO, (), _infer_embedding_bag, _embedding_bag,
+        "row b: the sum of table rows ids[b, 0..bag-1] (a recommender's sparse lookup; data-dependent, not lowered)"),
+    OpDef("all_reduce", O, ONE, ("gpus",), _infer_all_reduce, _collective,
+        "the sum of x over the `gpus` GPUs running the graph (a sharded graph's collective)"),
+    OpDef("all_gather", O, ONE, ("gpus", "axis"), _infer_all_gather, _collective,
+        "the `gpus` GPUs' x joined along axis, in GPU order (a sharded graph's collective)"),
     OpDef("fused", O, (0, 1 << 30), ("kind", "body"), _infer_fused, None,
         "a group of nodes run as one kernel: its body is a graph whose parameters are the inputs"),
     # graph-level control flow (control_flow.py): subgraphs whose parameters are the node's inputs

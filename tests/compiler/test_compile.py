@@ -86,13 +86,13 @@ def test_compile_an_onnx_model(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["nope"], "unknown model 'nope': the built-in models are mlp2, attention, transformer; or give a .py or .onnx "
-               "file"),
+    (["nope"], "unknown model 'nope': the built-in models are mlp2, attention, transformer, recommender; or give a "
+               ".py or .onnx file"),
     (["mlp2", "--set", "seq=4"], "model mlp2: unknown size(s) seq; its sizes are batch=32, d_in=64"),
     (["mlp2", "--set", "batch=0"], "model mlp2: sizes are positive integers: batch=0"),
     (["missing.onnx"], "missing.onnx: no such file"),
     (["mlp2", "--search", "grid"], "--search and --search-cost need --tune"),
-    (["x.py", "--dtype", "f16"], "--dtype applies to the built-in models (mlp2, attention, transformer)"),
+    (["x.py", "--dtype", "f16"], "--dtype applies to the built-in models (mlp2, attention, transformer, recommender)"),
     (["mlp2", "--shape", "x"], "--shape 'x': expected INPUT=D0,D1,... (integers)"),
     (["mlp2", "--config", "nosuch"], "nosuch"),
     (["mlp2", "--dask-scheduler", "tcp://h:1", "--jobs", "2"], "--jobs sets local workers; with --dask-scheduler"),

@@ -32,6 +32,8 @@ def template_of(node: Node) -> Template | None:
                             "gpusim.compiler.control_flow.run_control_flow")
     if node.op in GATHERS:
         return TEMPLATES["gather"]
+    if kind_of(node.op) is Kind.OPAQUE and node.op != "fused":
+        raise CompilerError(f"node %{node.name}: no kernel template lowers {node.op}")
     return TEMPLATES[_BY_KIND[node.attrs["kind"] if node.op == "fused" else kind_of(node.op)]]
 
 

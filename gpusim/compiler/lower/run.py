@@ -18,9 +18,10 @@ from gpusim.functional import GlobalMemory, execute
 
 
 def run_kernels(graph: Graph, kernels: Sequence[Kernel], inputs: Mapping[str, ArrayLike],
-                cfg: Config | None = None) -> dict[str, np.ndarray]:
+                cfg: Config | None = None, plan=None) -> dict[str, np.ndarray]:
     """Run `kernels` (lowered from `graph`, in order) on `inputs` (as for `evaluate`) and return the
-    graph's outputs by output name."""
+    graph's outputs by output name. With a `plan` (memplan.MemoryPlan) the tensors the kernels write
+    live at its offsets in one arena instead of one allocation each."""
     values = bind_inputs(graph, inputs)
     values |= {n.name: n.attrs["value"] for n in graph.nodes.values() if n.op == "constant"}
     produced = {k.output: graph[k.output].type for k in kernels}
@@ -30,7 +31,11 @@ def run_kernels(graph: Graph, kernels: Sequence[Kernel], inputs: Mapping[str, Ar
     capacity = size + 512 * (len(values) + len(produced) + 1)
     memory = GlobalMemory(capacity=-(-capacity // 8) * 8)
     address = {name: memory.alloc_array(np.ascontiguousarray(v), name) for name, v in values.items()}
-    address |= {name: memory.alloc(t.nbytes, name) for name, t in produced.items()}
+    if plan is None:
+        address |= {name: memory.alloc(t.nbytes, name) for name, t in produced.items()}
+    else:
+        arena = memory.alloc(plan.size, "arena")
+        address |= {name: arena + plan.offsets[name] for name in produced}
     for k in kernels:
         missing = sorted(b for b in k.args.values() if b not in address)
         if missing:
