@@ -341,7 +341,7 @@ def simulate_sampled(workload, cfg: Config | str = "a100", *, sample: str = "aut
                           f"{plan.cost:,.0f} of {full_y:,.0f} warp instructions")
         runs, timings = _run_plan(pl, cfg, plan, kernel.trips, max_steps_per_warp, max_cycles)
         if plan.kind == "loops":
-            limit = min(max_cost, full_y / MIN_GAIN) if sample == "auto" else max_cost
+            limit = min(max_cost, full_y / MIN_GAIN)  # a sample worth taking: at most a quarter of the kernel
             _settle_loops(pl, cfg, plan, runs, timings, kernel.trips, longest, limit,
                           lambda c: G * min(full_y / G, w0 + c * max(w1 - w0, 0.0)), max_steps_per_warp, max_cycles)
         # The L2: a kernel whose data overflows it and that writes runs in two phases, the second with
