@@ -48,6 +48,13 @@ _LOC_RE = re.compile(r"^\.loc\s+(\d+)\s+(\d+)\s+(\d+)(.*)$")
 _INLINED_RE = re.compile(r"inlined_at\s+(\d+)\s+(\d+)\s+(\d+)")
 _SHARED_DECL_RE = re.compile(
     rf"^(?:\.extern\s+)?\.shared\s+(?:\.align\s+(\d+)\s+)?(\.\w+)\s+({_IDENT})\s*\[\s*(\d*)\s*\]$")
+# linkage of a module-scope variable (`.visible .shared`, Numba's `.common .global`): one module is one
+# program here, so linkage changes nothing
+_LINKAGE_RE = re.compile(r"^(?:\.(?:visible|weak|common)\s+)+")
+_GLOBAL_DECL_RE = re.compile(rf"^\.global\s+(?:\.align\s+\d+\s+)?\.\w+\s+({_IDENT})")
+_ONE_VEC_RE = re.compile(r"\{\s*(%[\w$]+)\s*\}")  # `{ %r1 }`: a one-element vector (Triton's inline asm)
+_SPACE_QUALS = frozenset({"global", "shared", "param", "local", "const"})
+_MEM_OPS = ("ld", "st", "atom", "red")
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +135,9 @@ class _Reader:
         self.mnemonic: dict[int, str] = {}  # line -> the PTX mnemonic as written
         self.skip: list[tuple[int, int]] = []  # 0-based line ranges of functions and sections
         self._resolved: dict[str, str] = {}
+        self.globals: set[str] = set()  # module-scope `.global` variables (declared, not modelled)
+        self.shared_names: set[str] = set()  # `.shared` variables, module and kernel scope
+        self.shared_regs: set[str] = set()  # registers holding a shared-memory address (see generic_space)
 
     def error(self, msg: str, line: int, col: int, token: str | None = None):
         raise AssemblyError(msg, file=self.file, line=line, col=col, token=token)
@@ -214,6 +224,11 @@ class _Reader:
         self.lines[end] = b1[:cut] + " " * (len(b1) - cut)
         brace = b0.find("{")
         self.lines[body] = " " * (brace + 1) + self.lines[body][brace + 1:]
+        self.shared_pointers(body, end)
+        # labels no branch names (`$L__tmp3:`, `$L__func_end0:`: DWARF's markers, which may stand after the
+        # last instruction) are left out
+        targets = {m.group(1) for _l, _c, s in self.statements(body, end + 1)
+                   for m in [re.search(rf"\bbra(?:\.uni)?\s+({_IDENT})", s)] if m}
         loc = None
         for line, col, s in self.statements(body, end + 1):
             if s in ("{", "}"):  # a nested scope's braces
@@ -222,7 +237,8 @@ class _Reader:
                 m = re.match(rf"^({_IDENT})\s*:", s)
                 if not m or s.startswith((".", "%")):
                     break
-                self.emit(line, col, m.group(0))
+                if m.group(1) in targets:
+                    self.emit(line, col, m.group(0))
                 rest = s[m.end():]
                 col += m.end() + len(rest) - len(rest.lstrip())
                 s = rest.strip()
@@ -261,12 +277,59 @@ class _Reader:
             return
         if head in ("{", "}", ".file") or s.startswith(".section") or head.startswith("$L__info"):
             return
+        s = _LINKAGE_RE.sub("", s)
+        gm = _GLOBAL_DECL_RE.match(s)
+        if gm:  # Numba's `.common .global .u64 _ZN08NumbaEnv...`: a variable no kernel of ours reads
+            self.globals.add(gm.group(1))
+            return
         if s.startswith((".extern .shared", ".shared")):
             self.declaration(line, col, s)
             return
         if _ENTRY_RE.match(s) or _FUNC_RE.match(s) or s.startswith((".b8", ".b16", ".b32", ".b64")):
             return  # another function (not run), or DWARF data
         self.unsupported("directive", head, line, col)
+
+    def shared_pointers(self, body: int, end: int) -> None:
+        """Which registers hold shared-memory addresses: those computed (by moves, integer arithmetic and
+        conversions) from a `.shared` variable's address or from `cvta(.to).shared`. A generic `ld`/`st`
+        (Numba's, whose pointers are generic) through one of them is a shared access, any other a global
+        one: the state space hardware would find from the generic address's window, found here from where
+        the address came from. A pointer loaded from memory or passed as a parameter is global."""
+        decl = re.compile(rf"\.shared\s+(?:\.align\s+\d+\s+)?\.\w+\s+({_IDENT})")
+        for code in self.lines:
+            m = decl.search(code)
+            if m:
+                self.shared_names.add(m.group(1))
+        flows = []  # (destination, sources) of each instruction that can carry an address
+        for _line, _col, s in self.statements(body, end + 1):
+            s = re.sub(rf"^(?:{_IDENT}\s*:\s*)+", "", s) if not s.startswith((".", "%", "@")) else s
+            if s.startswith("@"):
+                s = s.partition(" ")[2].lstrip()
+            mnem, _, ops = s.partition(" ")
+            parts = mnem.split(".")
+            if parts[0] not in ("mov", "add", "sub", "mad", "cvt", "cvta", "selp", "and", "or"):
+                continue
+            toks = [t.strip() for t in ops.split(",")]
+            if parts[0] == "cvta" and "shared" in parts:
+                flows.append((toks[0], None))
+            elif len(toks) > 1:
+                flows.append((toks[0], toks[1:]))
+        changed = True
+        while changed:
+            changed = False
+            for dst, srcs in flows:
+                if dst in self.shared_regs:
+                    continue
+                if srcs is None or any(t in self.shared_regs or t in self.shared_names for t in srcs):
+                    self.shared_regs.add(dst)
+                    changed = True
+
+    def generic_space(self, ops: str) -> str:
+        """The state space of a generic `ld`/`st`/`atom`/`red` (no `.global`/`.shared` written), from its
+        address operand's provenance (shared_pointers)."""
+        m = re.search(r"\[([^\]]*)\]", ops)
+        base = re.split(r"[+\-\s]", m.group(1).strip())[0] if m else ""
+        return "shared" if base in self.shared_regs or base in self.shared_names else "global"
 
     def header(self, start: int, body: int, entry: PtxEntry) -> None:
         """`.entry NAME ( .param ..., ... )` and performance directives -> `.kernel` and `.param` lines."""
@@ -350,13 +413,23 @@ class _Reader:
         if op not in SUPPORTED:
             self.unsupported("instruction", mnem, line, mcol)
         quals = [q for q in parts[1:] if "::" not in q and (op in _KEEP_SCOPE or q not in _DROP)]
-        if op in ("ld", "st", "atom", "red") and not set(quals) & {"global", "shared", "param"}:
+        if op in _MEM_OPS:
             bad = next((q for q in quals if q in ("local", "const")), None)
-            self.unsupported("instruction" if bad is None else "state space", mnem if bad is None else "." + bad,
-                             line, mcol)
+            if bad is not None:
+                self.unsupported("state space", "." + bad, line, mcol)
+            if not set(quals) & _SPACE_QUALS:  # a generic address
+                quals.insert(0, self.generic_space(ops))
+            if not set(quals) & {"v2", "v4"}:  # `{ %r1 }` -> `%r1`, its column kept
+                ops = _ONE_VEC_RE.sub(lambda v: v.group(1).ljust(len(v.group(0))), ops)
+        for g in re.finditer(r"[A-Za-z_$][\w$]*", ops) if self.globals else ():
+            if g.group(0) in self.globals:
+                self.unsupported("use of a module-scope .global variable", g.group(0), line,
+                                 mcol + len(mnem) + 1 + g.start())
+        if op == "cvta" and "shared" in quals:  # a shared address as generic: the same number here
+            op, quals = "mov", [q for q in quals if q not in ("to", "shared")]
         if "v8" in quals or ("{" in ops and op not in ("ld", "st")) or ("_" in re.findall(r"[{,]\s*(_)\s*[,}]", ops)):
             self.unsupported("instruction", mnem, line, mcol)
-        if op == "cvta" and "global" not in quals:
+        if op == "cvta" and "global" not in quals:  # .local, .const
             self.unsupported("instruction", mnem, line, mcol)
         if op in ("bar", "barrier") and quals[:1] != ["sync"]:
             self.unsupported("instruction", mnem, line, mcol)
