@@ -82,12 +82,13 @@ def launch(kernel: str | Path | Program, grid, block, args: Sequence[Any] = (), 
     `.result.stats` holds the counters."""
     if mode not in MODES:
         raise LaunchError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}", field="mode")
-    program = kernel if isinstance(kernel, Program) else load_kernel(kernel, kernel_name)
+    lnch = Launch.make(grid, block)
+    program = kernel if isinstance(kernel, Program) else load_kernel(kernel, kernel_name,
+                                                                      local_threads=lnch.threads_per_block)
     if shared_bytes:
         program = with_dynamic_shared(program, shared_bytes)
     cfg = configure(config)
     values, arrays = _bind(program, args)
-    lnch = Launch.make(grid, block)
     nbytes = sum(a.nbytes for a in arrays.values())
     mem = GlobalMemory(capacity=max(1 << 16, nbytes + 512 * (len(arrays) + 1)))
     for name, arr in arrays.items():

@@ -173,15 +173,16 @@ def test_missing_packages_are_one_line_errors(monkeypatch):
         gpusim.from_triton(lambda: None, {})
 
 
-@pytest.mark.parametrize("name", ["numba_block_sum", "triton_softmax"])
-def test_fuzzed_numba_and_triton_output_gives_only_gpusim_errors(name):
+@pytest.mark.parametrize(("name", "entry"), [("numba_block_sum", None), ("triton_softmax", None),
+                                           ("local_const", "rotate8"), ("local_const", "poly")])
+def test_fuzzed_numba_triton_local_and_const_ptx_gives_only_gpusim_errors(name, entry):
     from gpusim.errors import GpusimError
     from tests.isa.test_ptx import _mutants
 
     errors = 0
     for k, mutant in enumerate(_mutants((FIX / f"{name}.ptx").read_text(), seed=30, count=60)):
         try:
-            read_ptx(mutant, f"{name}.ptx")
+            read_ptx(mutant, f"{name}.ptx", entry)
         except GpusimError as exc:
             assert "\n" not in str(exc) and str(exc).startswith(f"{name}.ptx:"), (k, str(exc))
             errors += 1
