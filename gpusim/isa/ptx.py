@@ -59,11 +59,14 @@ _LINKAGE_RE = re.compile(r"^(?:\.(?:visible|weak|common)\s+)+")
 _GLOBAL_DECL_RE = re.compile(rf"^\.global\s+(?:\.align\s+\d+\s+)?\.\w+\s+({_IDENT})")
 _ONE_VEC_RE = re.compile(r"\{\s*(%[\w$]+)\s*\}")  # `{ %r1 }`: a one-element vector (Triton's inline asm)
 _SPACE_QUALS = frozenset({"global", "shared", "param", "local", "const"})
-_CONST_DECL_RE = re.compile(rf"^\.const\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+({_IDENT})\s*(?:\[\s*(\d*)\s*\])?\s*"
-                            r"(?:=\s*(.*))?$")
-_LOCAL_DECL_RE = re.compile(rf"^\.local\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+({_IDENT})\s*(?:\[\s*(\d+)\s*\])?$")
-_NTID_RE = re.compile(r"\.(?:reqntid|maxntid)\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?")
-MAX_BLOCK_THREADS = 1024  # local frames are laid out for this many threads unless .reqntid/.maxntid bound the block
+_ALIGN = r"(?:\.align\s+(\d{1,9})\s+)?"
+_CONST_DECL_RE = re.compile(rf"^\.const\s+{_ALIGN}\.(\w+)\s+({_IDENT})\s*(?:\[\s*(\d{{0,9}})\s*\])?\s*(?:=\s*(.*))?$")
+_LOCAL_DECL_RE = re.compile(rf"^\.local\s+{_ALIGN}\.(\w+)\s+({_IDENT})\s*(?:\[\s*(\d{{1,9}})\s*\])?$")
+_NTID_RE = re.compile(r"\.(?:reqntid|maxntid)\s+(\d{1,9})(?:\s*,\s*(\d{1,9}))?(?:\s*,\s*(\d{1,9}))?")
+# the CUDA programming model's largest block (every compute capability since 2.0), which `.local` frames are
+# laid out for when neither the launch nor .reqntid/.maxntid says less
+MAX_BLOCK_THREADS = 1024
+CONST_BANK_BYTES = 65536  # PTX's .const space: 64 KB for a module's variables (PTX ISA, "Constant State Space")
 _LTID = "%__ltid"  # the scratch register of a thread's index in its block (local frames)
 _MEM_OPS = ("ld", "st", "atom", "red")
 
@@ -352,6 +355,8 @@ class _Reader:
         _align, typ, name, count, init = m.groups()
         t = TYPES[typ]
         n = int(count) if count else 1
+        if n * t.bytes > CONST_BANK_BYTES:
+            self.error(f".const {name} is larger than the {CONST_BANK_BYTES}-byte constant bank", line, col)
         data = None
         if init is not None:
             vals = init.strip()
