@@ -36,7 +36,7 @@ from gpusim.errors import (
 )
 from gpusim.functional import GlobalMemory, Launch, block_streams, execute
 from gpusim.isa import assemble, assemble_file, disassemble, load_kernel, read_ptx, read_ptx_file
-from gpusim.kernel_launch import launch
+from gpusim.kernel_launch import from_numba, from_triton, launch
 from gpusim.stats import SimResult, simulate
 from gpusim.workloads import list_workloads, load_workload
 
@@ -70,7 +70,8 @@ __all__ = [
     "AssemblyError", "Config", "ConfigError", "DeadlockError", "GlobalMemory", "GpusimError", "KernelFault",
     "Launch", "LaunchError", "SimResult", "SimulationLimitError", "VerificationError", "WorkloadError",
     "__version__", "assemble",
-    "assemble_file", "block_streams", "disassemble", "execute", "kernel_occupancy", "launch", "list_workloads",
+    "assemble_file", "block_streams", "disassemble", "execute", "from_numba", "from_triton", "kernel_occupancy",
+    "launch", "list_workloads",
     "load_config", "load_kernel", "load_workload", "occupancy", "read_ptx", "read_ptx_file", "run_workload",
     "simulate",
 ]

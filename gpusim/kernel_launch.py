@@ -82,12 +82,13 @@ def launch(kernel: str | Path | Program, grid, block, args: Sequence[Any] = (), 
     `.result.stats` holds the counters."""
     if mode not in MODES:
         raise LaunchError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}", field="mode")
-    program = kernel if isinstance(kernel, Program) else load_kernel(kernel, kernel_name)
+    lnch = Launch.make(grid, block)
+    program = kernel if isinstance(kernel, Program) else load_kernel(kernel, kernel_name,
+                                                                      local_threads=lnch.threads_per_block)
     if shared_bytes:
         program = with_dynamic_shared(program, shared_bytes)
     cfg = configure(config)
     values, arrays = _bind(program, args)
-    lnch = Launch.make(grid, block)
     nbytes = sum(a.nbytes for a in arrays.values())
     mem = GlobalMemory(capacity=max(1 << 16, nbytes + 512 * (len(arrays) + 1)))
     for name, arr in arrays.items():
@@ -108,3 +109,110 @@ def launch(kernel: str | Path | Program, grid, block, args: Sequence[Any] = (), 
     if mode == "functional":
         return run
     return SimResult.build(cfg, run, result.timing, wall_seconds=wall)
+
+
+# ---- kernels from Python GPU languages ---------------------------------------------------------------
+
+def numba_abi_args(args: Sequence[Any]) -> list[Any]:
+    """`args` as the PTX of a Numba `@cuda.jit` kernel takes them: each array is the struct Numba passes
+    by value, flattened into consecutive parameters (meminfo, parent, nitems, itemsize, data, shape[ndim],
+    strides[ndim]; numba-cuda's `ArrayModel`), meminfo and parent null (no Python objects on a device);
+    other arguments pass as they are."""
+    out: list[Any] = []
+    for a in args:
+        if isinstance(a, np.ndarray):
+            out += [0, 0, a.size, a.itemsize, a, *a.shape, *a.strides]
+        else:
+            out.append(a)
+    return out
+
+
+class CompiledKernel:
+    """A kernel compiled from Python to PTX, launched on gpusim: `k[grid, block](*args)` (Numba's form) or
+    `k.launch(grid, block, args, config=..., mode=...)`; `.ptx` is the text, `.program` what gpusim runs."""
+
+    def __init__(self, ptx: str, name: str, shared_bytes: int = 0):
+        self.ptx, self.shared_bytes = ptx, shared_bytes
+        self.program = load_kernel(ptx)
+        self.name = name
+
+    def abi_args(self, args: Sequence[Any]) -> list[Any]:
+        return list(args)
+
+    def launch(self, grid, block, args: Sequence[Any] = (), config: Any = "a100", mode: str = "timing", **kw):
+        return launch(self.program, grid, block, self.abi_args(args), config=config, mode=mode,
+                      shared_bytes=self.shared_bytes, **kw)
+
+    def __getitem__(self, grid_block):
+        grid, block = grid_block
+        return lambda *args, **kw: self.launch(grid, block, args, **kw)
+
+
+class NumbaKernel(CompiledKernel):
+    def abi_args(self, args: Sequence[Any]) -> list[Any]:
+        return numba_abi_args(args)
+
+
+class TritonKernel(CompiledKernel):
+    """A Triton kernel: launched over `grid` programs of `num_warps` warps each (`k[grid](*args)`); the
+    arguments are the non-constexpr ones, the scratch pointers Triton appends are passed null."""
+
+    def __init__(self, ptx: str, name: str, num_warps: int, shared_bytes: int = 0):
+        super().__init__(ptx, name, shared_bytes)
+        self.num_warps = num_warps
+
+    def abi_args(self, args: Sequence[Any]) -> list[Any]:
+        extra = len(self.program.params) - len(args)
+        return list(args) + [0] * max(0, extra)
+
+    def launch(self, grid, block=None, args: Sequence[Any] = (), config: Any = "a100", mode: str = "timing", **kw):
+        return super().launch(grid, block or 32 * self.num_warps, args, config, mode, **kw)
+
+    def __getitem__(self, grid):
+        return lambda *args, **kw: self.launch(grid, None, args, **kw)
+
+
+def _needs(module: str, extra: str, what: str):
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise LaunchError(f"{what} needs {module} ({exc}); install it: pip install 'gpusim[{extra}]'",
+                          field=what) from None
+
+
+def from_numba(kernel, signature, *, cc: tuple[int, int] = (8, 0), lineinfo: bool = True) -> NumbaKernel:
+    """A Numba `@cuda.jit` kernel (or its Python function) compiled for `signature` (Numba's: a string
+    such as "void(float32, float32[:], float32[:])" or a tuple of types) with numba-cuda's `compile_ptx`,
+    which needs no GPU, ready to launch on gpusim: `from_numba(saxpy, sig)[grid, block](a, x, y)`; the
+    numpy arrays are written back as Numba's own launch writes them."""
+    cuda = _needs("numba.cuda", "numba", "from_numba")
+    fn = getattr(kernel, "py_func", kernel)
+    try:
+        ptx, _ = cuda.compile_ptx(fn, signature, cc=cc, lineinfo=lineinfo)
+    except Exception as exc:  # numba's typing and NVVM errors, many lines: their first line, ours
+        first = str(exc).strip().split("\n")[0]
+        raise LaunchError(f"numba-cuda could not compile {getattr(fn, '__name__', fn)}: {first}",
+                          field="from_numba") from None
+    return NumbaKernel(ptx, getattr(fn, "__name__", "kernel"))
+
+
+def from_triton(kernel, signature: dict[str, str], constexprs: dict[str, Any] | None = None, *,
+                num_warps: int = 4, cc: int = 80) -> TritonKernel:
+    """A `@triton.jit` kernel compiled to PTX for `signature` (Triton's: {"x_ptr": "*fp32", "n": "i32",
+    "BLOCK": "constexpr"}) and `constexprs` ({"BLOCK": 1024}) on a GPUTarget("cuda", cc, 32), which needs
+    no GPU, ready to launch on gpusim: `from_triton(add, sig, {"BLOCK": 1024})[grid](x, y, out, n)`."""
+    triton = _needs("triton", "triton", "from_triton")
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    try:
+        src = ASTSource(fn=kernel, signature=signature, constexprs=constexprs or {})
+        compiled = triton.compile(src, target=GPUTarget("cuda", cc, 32), options={"num_warps": num_warps})
+    except Exception as exc:
+        first = str(exc).strip().split("\n")[0]
+        raise LaunchError(f"triton could not compile {getattr(kernel, '__name__', kernel)}: {first}",
+                          field="from_triton") from None
+    md = compiled.metadata
+    return TritonKernel(compiled.asm["ptx"], md.name, md.num_warps, int(md.shared))

@@ -14,11 +14,12 @@ from gpusim.isa.ptx import read_ptx, read_ptx_file
 KERNEL_SUFFIXES = (".sasm", ".ptx", ".cu")
 
 
-def load_kernel(kernel: str | Path, entry: str | None = None) -> Program:
+def load_kernel(kernel: str | Path, entry: str | None = None, *, local_threads: int | None = None) -> Program:
     """The Program of `kernel`: a .sasm, .ptx or .cu path, or PTX text (anything holding `.entry`).
-    `entry` picks a kernel of a PTX/CUDA module (mangled or demangled name); a .sasm file holds one."""
+    `entry` picks a kernel of a PTX/CUDA module (mangled or demangled name); a .sasm file holds one.
+    `local_threads`: the block size PTX `.local` frames are laid out for (gpusim.isa.read_ptx)."""
     if isinstance(kernel, str) and ".entry" in kernel and "\n" in kernel:
-        return read_ptx(kernel, "<ptx>", entry)
+        return read_ptx(kernel, "<ptx>", entry, local_threads=local_threads)
     path = Path(kernel)
     suffix = path.suffix.lower()
     if suffix not in KERNEL_SUFFIXES:
@@ -31,7 +32,7 @@ def load_kernel(kernel: str | Path, entry: str | None = None) -> Program:
                                 col=0)
         return prog
     if suffix == ".ptx":
-        return read_ptx_file(path, entry)
+        return read_ptx_file(path, entry, local_threads=local_threads)
     if not path.is_file():
         raise AssemblyError("cannot read CUDA source: no such file", file=str(path), line=0, col=0)
-    return read_ptx_file(ptx_for(path), entry, source_dir=path.resolve().parent)
+    return read_ptx_file(ptx_for(path), entry, source_dir=path.resolve().parent, local_threads=local_threads)

@@ -13,13 +13,18 @@ table. Anything else is the located error `file.ptx:LINE:COL: unsupported PTX in
 
 from __future__ import annotations
 
+import math
 import re
+import struct
 from dataclasses import dataclass, replace
 from pathlib import Path
+
+import numpy as np
 
 from gpusim.errors import AssemblyError
 from gpusim.isa.assembler import _lines, assemble
 from gpusim.isa.program import Program
+from gpusim.isa.types import TYPES
 
 # PTX opcodes the reader takes (each becomes one gpusim instruction of the same name, but `ret` ->
 # `exit` and `barrier` -> `bar`); the opcode table (opcodes.py) then checks types and qualifiers.
@@ -48,6 +53,22 @@ _LOC_RE = re.compile(r"^\.loc\s+(\d+)\s+(\d+)\s+(\d+)(.*)$")
 _INLINED_RE = re.compile(r"inlined_at\s+(\d+)\s+(\d+)\s+(\d+)")
 _SHARED_DECL_RE = re.compile(
     rf"^(?:\.extern\s+)?\.shared\s+(?:\.align\s+(\d+)\s+)?(\.\w+)\s+({_IDENT})\s*\[\s*(\d*)\s*\]$")
+# linkage of a module-scope variable (`.visible .shared`, Numba's `.common .global`): one module is one
+# program here, so linkage changes nothing
+_LINKAGE_RE = re.compile(r"^(?:\.(?:visible|weak|common)\s+)+")
+_GLOBAL_DECL_RE = re.compile(rf"^\.global\s+(?:\.align\s+\d+\s+)?\.\w+\s+({_IDENT})")
+_ONE_VEC_RE = re.compile(r"\{\s*(%[\w$]+)\s*\}")  # `{ %r1 }`: a one-element vector (Triton's inline asm)
+_SPACE_QUALS = frozenset({"global", "shared", "param", "local", "const"})
+_ALIGN = r"(?:\.align\s+(\d{1,9})\s+)?"
+_CONST_DECL_RE = re.compile(rf"^\.const\s+{_ALIGN}\.(\w+)\s+({_IDENT})\s*(?:\[\s*(\d{{0,9}})\s*\])?\s*(?:=\s*(.*))?$")
+_LOCAL_DECL_RE = re.compile(rf"^\.local\s+{_ALIGN}\.(\w+)\s+({_IDENT})\s*(?:\[\s*(\d{{1,9}})\s*\])?$")
+_NTID_RE = re.compile(r"\.(?:reqntid|maxntid)\s+(\d{1,9})(?:\s*,\s*(\d{1,9}))?(?:\s*,\s*(\d{1,9}))?")
+# the CUDA programming model's largest block (every compute capability since 2.0), which `.local` frames are
+# laid out for when neither the launch nor .reqntid/.maxntid says less
+MAX_BLOCK_THREADS = 1024
+CONST_BANK_BYTES = 65536  # PTX's .const space: 64 KB for a module's variables (PTX ISA, "Constant State Space")
+_LTID = "%__ltid"  # the scratch register of a thread's index in its block (local frames)
+_MEM_OPS = ("ld", "st", "atom", "red")
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +149,12 @@ class _Reader:
         self.mnemonic: dict[int, str] = {}  # line -> the PTX mnemonic as written
         self.skip: list[tuple[int, int]] = []  # 0-based line ranges of functions and sections
         self._resolved: dict[str, str] = {}
+        self.globals: set[str] = set()  # module-scope `.global` variables (declared, not modelled)
+        self.shared_names: set[str] = set()  # `.shared` variables, module and kernel scope
+        self.shared_regs: set[str] = set()  # registers holding a shared-memory address (see generic_space)
+        self.consts: dict[str, tuple[str, bytes | None]] = {}  # `.const` variables: element type, initial bytes
+        self.locals: dict[str, tuple[int, int, int]] = {}  # `.local` arrays: alignment, frame bytes, frame stride
+        self.local_threads = MAX_BLOCK_THREADS
 
     def error(self, msg: str, line: int, col: int, token: str | None = None):
         raise AssemblyError(msg, file=self.file, line=line, col=col, token=token)
@@ -200,7 +227,7 @@ class _Reader:
         return hits[0]
 
     # ---- pass 2: the chosen kernel as .sasm ---------------------------------------------------------
-    def translate(self, span: tuple[int, int, int], entry: PtxEntry) -> None:
+    def translate(self, span: tuple[int, int, int], entry: PtxEntry, local_threads: int | None = None) -> None:
         start, body, end = span
         lo = 0
         for a, b in sorted(self.skip) + [(len(self.lines), len(self.lines))]:  # module scope
@@ -214,7 +241,20 @@ class _Reader:
         self.lines[end] = b1[:cut] + " " * (len(b1) - cut)
         brace = b0.find("{")
         self.lines[body] = " " * (brace + 1) + self.lines[body][brace + 1:]
-        loc = None
+        m = _NTID_RE.search(" ".join(self.lines[start:body + 1]))
+        if local_threads:
+            self.local_threads = local_threads
+        elif m:
+            self.local_threads = math.prod(int(g) for g in m.groups() if g)
+        for line, col, s in self.statements(body, end + 1):
+            if s.startswith(".local"):
+                self.local_array(line, col, s)
+        self.shared_pointers(body, end)
+        # labels no branch names (`$L__tmp3:`, `$L__func_end0:`: DWARF's markers, which may stand after the
+        # last instruction) are left out
+        targets = {m.group(1) for _l, _c, s in self.statements(body, end + 1)
+                   for m in [re.search(rf"\bbra(?:\.uni)?\s+({_IDENT})", s)] if m}
+        loc, ltid_declared = None, False
         for line, col, s in self.statements(body, end + 1):
             if s in ("{", "}"):  # a nested scope's braces
                 continue
@@ -222,7 +262,8 @@ class _Reader:
                 m = re.match(rf"^({_IDENT})\s*:", s)
                 if not m or s.startswith((".", "%")):
                     break
-                self.emit(line, col, m.group(0))
+                if m.group(1) in targets:
+                    self.emit(line, col, m.group(0))
                 rest = s[m.end():]
                 col += m.end() + len(rest) - len(rest.lstrip())
                 s = rest.strip()
@@ -236,6 +277,10 @@ class _Reader:
                     pass
                 elif s.startswith((".reg ", ".shared ")):
                     self.declaration(line, col, s)
+                elif s.startswith(".local"):  # laid out at the end (local_array); its frame index register here
+                    if not ltid_declared:
+                        self.emit(line, col, f".reg .u32 {_LTID}")
+                        ltid_declared = True
                 else:
                     head = s.split()[0]
                     if head == ".file":
@@ -248,6 +293,31 @@ class _Reader:
         # `.extern .shared` arrays follow the kernel's static ones (their size is the launch's)
         for name, align in self.dynamic:
             self.emit(end + 1, 1, f".shared .align {align} .b8 {name}[1]")
+        for name, (align, _size, stride) in self.locals.items():
+            self.emit(end + 1, 1, f".shared .align {align} .b8 {name}[{stride * self.local_threads}]")
+
+    def local_array(self, line: int, col: int, s: str) -> None:
+        """A `.local` array (nvcc's `__local_depotN`: a thread's stack frame of indexed arrays and spills).
+        gpusim has no per-thread memory space yet, so the frames live in shared memory, one a thread at
+        `stride` bytes apart (the array's size rounded up to its alignment, an odd multiple of it, so that a
+        warp's accesses to one offset fall in as few banks as the alignment allows), laid out for the
+        block's bound (.reqntid/.maxntid) or MAX_BLOCK_THREADS threads; `mov %SPL, depot` becomes that
+        thread's frame address."""
+        m = _LOCAL_DECL_RE.match(s)
+        if not m:
+            self.unsupported("declaration", s, line, col)
+        align, typ, name, count = m.groups()
+        if self.dynamic:
+            self.error("a kernel with both .extern .shared and .local arrays is not supported", line, col)
+        if typ not in TYPES or typ == "pred":
+            self.unsupported("local array type", "." + typ, line, col)
+        a = max(int(align or 1), TYPES[typ].bytes, 4)
+        size = TYPES[typ].bytes * int(count or 1)
+        stride = -(-size // a) * a
+        if (stride // a) % 2 == 0:
+            stride += a
+        self.locals[name] = (a, size, stride)
+        self.shared_names.add(name)
 
     def module_statement(self, line: int, col: int, s: str) -> None:
         head = s.split()[0] if s.split() else s
@@ -261,12 +331,126 @@ class _Reader:
             return
         if head in ("{", "}", ".file") or s.startswith(".section") or head.startswith("$L__info"):
             return
+        s = _LINKAGE_RE.sub("", s)
+        if s.startswith(".const"):
+            self.const_variable(line, col, s)
+            return
+        gm = _GLOBAL_DECL_RE.match(s)
+        if gm:  # Numba's `.common .global .u64 _ZN08NumbaEnv...`: a variable no kernel of ours reads
+            self.globals.add(gm.group(1))
+            return
         if s.startswith((".extern .shared", ".shared")):
             self.declaration(line, col, s)
             return
         if _ENTRY_RE.match(s) or _FUNC_RE.match(s) or s.startswith((".b8", ".b16", ".b32", ".b64")):
             return  # another function (not run), or DWARF data
         self.unsupported("directive", head, line, col)
+
+    def const_variable(self, line: int, col: int, s: str) -> None:
+        """A module-scope `.const` variable and its initial bytes (None without an initializer: host code
+        would set it with cudaMemcpyToSymbol, which gpusim's launch does not offer)."""
+        m = _CONST_DECL_RE.match(s)
+        if not m or m.group(2) not in TYPES or m.group(2) == "pred":
+            self.unsupported("declaration", s, line, col)
+        _align, typ, name, count, init = m.groups()
+        t = TYPES[typ]
+        n = int(count) if count else 1
+        if n * t.bytes > CONST_BANK_BYTES:
+            self.error(f".const {name} is larger than the {CONST_BANK_BYTES}-byte constant bank", line, col)
+        data = None
+        if init is not None:
+            vals = init.strip()
+            if vals.startswith("{") != vals.endswith("}"):
+                self.unsupported("initializer", vals[:20], line, col)
+            items = [v.strip() for v in vals.strip("{}").split(",") if v.strip()]
+            if len(items) > n:
+                self.error(f".const {name} has {len(items)} initial values for {n} elements", line, col)
+            arr = np.zeros(n, dtype=t.dtype)
+            for k, v in enumerate(items):
+                arr[k] = self.const_value(v, t, line, col)
+            data = arr.tobytes()
+        self.consts[name] = (typ, data)
+
+    def const_value(self, tok: str, t, line: int, col: int):
+        hexf = re.fullmatch(r"0[fF]([0-9a-fA-F]{8})|0[dD]([0-9a-fA-F]{16})", tok)
+        try:
+            if hexf:
+                raw = bytes.fromhex(hexf.group(1) or hexf.group(2))
+                return struct.unpack(">f" if hexf.group(1) else ">d", raw)[0]
+            if t.is_float:
+                return float(tok)
+            v = int(tok, 0)
+            return v & ((1 << t.bits) - 1) if v < 0 and t.kind != "s" else v
+        except (ValueError, OverflowError):
+            self.error(f"expected a .{t.name} initial value", line, col, tok)
+
+    def const_load(self, line: int, col: int, guard: str, mnem: str, quals: list[str], ops: str) -> str | None:
+        """`ld.const.T d, [NAME+off]` of an initialised `.const` variable -> `mov.T d, VALUE`: the constant
+        bank at a fixed address holds a value known before the kernel runs, and gpusim charges a constant-
+        bank read as it charges `ld.param` (the INT pipe: section 4). None when `ops` is not such a load."""
+        m = re.fullmatch(rf"\s*(%[\w$]+)\s*,\s*\[\s*({_IDENT})\s*(?:\+\s*(-?\d+)\s*)?\]\s*", ops)
+        typ = next((q for q in quals if q in TYPES), None)
+        if not m or m.group(2) not in self.consts or typ is None or set(quals) & {"v2", "v4"}:
+            return None
+        ctype, data = self.consts[m.group(2)]
+        if data is None:
+            self.unsupported("read of a .const variable without an initializer", m.group(2), line, col)
+        t = TYPES[typ]
+        if t.bits < 16:
+            return None
+        off = int(m.group(3) or 0)
+        if not 0 <= off <= len(data) - t.bytes:
+            self.error(f"ld.const reads {t.bytes} bytes at offset {off} of the {len(data)}-byte .const "
+                       f"{m.group(2)}", line, col)
+        raw = data[off:off + t.bytes]
+        if t.name in ("f32", "f64"):  # the exact bits, as PTX writes float immediates
+            imm = ("0f" if t.bits == 32 else "0d") + raw[::-1].hex().upper()
+        else:
+            v = np.frombuffer(raw, dtype=t.dtype)[0]
+            imm = repr(float(v)) if t.is_float else str(int(v))
+        return f"{guard}{'mov.' + typ} {m.group(1)}, {imm}"
+
+    def shared_pointers(self, body: int, end: int) -> None:
+        """Which registers hold shared-memory addresses: those computed (by moves, integer arithmetic and
+        conversions) from a `.shared` variable's address or from `cvta(.to).shared`. A generic `ld`/`st`
+        (Numba's, whose pointers are generic) through one of them is a shared access, any other a global
+        one: the state space hardware would find from the generic address's window, found here from where
+        the address came from. A pointer loaded from memory or passed as a parameter is global."""
+        decl = re.compile(rf"\.shared\s+(?:\.align\s+\d+\s+)?\.\w+\s+({_IDENT})")
+        for code in self.lines:
+            m = decl.search(code)
+            if m:
+                self.shared_names.add(m.group(1))
+        flows = []  # (destination, sources) of each instruction that can carry an address
+        for _line, _col, s in self.statements(body, end + 1):
+            s = re.sub(rf"^(?:{_IDENT}\s*:\s*)+", "", s) if not s.startswith((".", "%", "@")) else s
+            if s.startswith("@"):
+                s = s.partition(" ")[2].lstrip()
+            mnem, _, ops = s.partition(" ")
+            parts = mnem.split(".")
+            if parts[0] not in ("mov", "add", "sub", "mad", "cvt", "cvta", "selp", "and", "or"):
+                continue
+            toks = [t.strip() for t in ops.split(",")]
+            if parts[0] == "cvta" and ("shared" in parts or "local" in parts):
+                flows.append((toks[0], None))
+            elif len(toks) > 1:
+                flows.append((toks[0], toks[1:]))
+        changed = True
+        while changed:
+            changed = False
+            for dst, srcs in flows:
+                if dst in self.shared_regs:
+                    continue
+                if srcs is None or any(t in self.shared_regs or t in self.shared_names for t in srcs):
+                    self.shared_regs.add(dst)
+                    changed = True
+
+    def generic_space(self, ops: str) -> str:
+        """The state space of a generic `ld`/`st`/`atom`/`red` (no `.global`/`.shared` written), from its
+        address operand's provenance (shared_pointers)."""
+        m = re.search(r"\[([^\]]*)\]", ops)
+        base = re.split(r"[+\-\s]", m.group(1).strip())[0] if m else ""
+        return "shared" if base in self.shared_regs or base in self.shared_names else "global"
 
     def header(self, start: int, body: int, entry: PtxEntry) -> None:
         """`.entry NAME ( .param ..., ... )` and performance directives -> `.kernel` and `.param` lines."""
@@ -350,13 +534,50 @@ class _Reader:
         if op not in SUPPORTED:
             self.unsupported("instruction", mnem, line, mcol)
         quals = [q for q in parts[1:] if "::" not in q and (op in _KEEP_SCOPE or q not in _DROP)]
-        if op in ("ld", "st", "atom", "red") and not set(quals) & {"global", "shared", "param"}:
-            bad = next((q for q in quals if q in ("local", "const")), None)
-            self.unsupported("instruction" if bad is None else "state space", mnem if bad is None else "." + bad,
-                             line, mcol)
+        if op == "ld" and "const" in quals:
+            text = self.const_load(line, mcol, guard, mnem, quals, ops)
+            if text is None:
+                self.unsupported("constant-memory access", f"{mnem} {ops.strip()}", line, mcol)
+            self.emit(line, col, text)
+            self.original[line] = " ".join(s.split())
+            self.mnemonic[line] = mnem
+            return
+        if op in _MEM_OPS and "local" in quals:
+            if op in ("atom", "red") or any(n in ops for n in self.locals) or not self.locals:
+                self.unsupported("local-memory access", f"{mnem} {ops.strip()}", line, mcol)
+            quals = ["shared" if q == "local" else q for q in quals]
+        if op == "mov" and self.locals:
+            lm = re.fullmatch(rf"\s*(%[\w$]+)\s*,\s*({_IDENT})\s*", ops)
+            if lm and lm.group(2) in self.locals:
+                if parts[1:] not in (["u64"], ["b64"], ["s64"]):
+                    self.unsupported("instruction", f"{mnem} of a .local array", line, mcol)
+                # the thread's frame: depot + (tid.x + ntid.x * (tid.y + ntid.y * tid.z)) * stride
+                stride = self.locals[lm.group(2)][2]
+                self.emit(line, col, f"{guard}mad.lo.u32 {_LTID}, %tid.z, %ntid.y, %tid.y; "
+                                     f"{guard}mad.lo.u32 {_LTID}, {_LTID}, %ntid.x, %tid.x; "
+                                     f"{guard}mad.wide.u32 {lm.group(1)}, {_LTID}, {stride}, {lm.group(2)}")
+                self.original[line] = " ".join(s.split())
+                self.mnemonic[line] = mnem
+                return
+        for name in self.consts:
+            if re.search(rf"(?<![\w$]){re.escape(name)}(?![\w$])", ops):
+                self.unsupported("use of a .const variable's address (constant memory indexed at run time)", name,
+                                 line, mcol + len(mnem) + 1 + ops.index(name))
+        if op in _MEM_OPS:
+            if not set(quals) & _SPACE_QUALS:  # a generic address
+                quals.insert(0, self.generic_space(ops))
+            if not set(quals) & {"v2", "v4"}:  # `{ %r1 }` -> `%r1`, its column kept
+                ops = _ONE_VEC_RE.sub(lambda v: v.group(1).ljust(len(v.group(0))), ops)
+        for g in re.finditer(r"[A-Za-z_$][\w$]*", ops) if self.globals else ():
+            if g.group(0) in self.globals:
+                self.unsupported("use of a module-scope .global variable", g.group(0), line,
+                                 mcol + len(mnem) + 1 + g.start())
+        if op == "cvta" and ("shared" in quals or ("local" in quals and self.locals)):
+            # a shared address (and a local one: frames live in shared memory) as generic: the same number
+            op, quals = "mov", [q for q in quals if q not in ("to", "shared", "local")]
         if "v8" in quals or ("{" in ops and op not in ("ld", "st")) or ("_" in re.findall(r"[{,]\s*(_)\s*[,}]", ops)):
             self.unsupported("instruction", mnem, line, mcol)
-        if op == "cvta" and "global" not in quals:
+        if op == "cvta" and "global" not in quals:  # .local, .const
             self.unsupported("instruction", mnem, line, mcol)
         if op in ("bar", "barrier") and quals[:1] != ["sync"]:
             self.unsupported("instruction", mnem, line, mcol)
@@ -394,16 +615,18 @@ _UNSUPPORTED_HINTS = ("unknown qualifier", "does not take", "unknown opcode", "t
 
 
 def read_ptx(text: str, name: str = "<string>", entry: str | None = None, *,
-             source_dir: str | Path | None = None) -> Program:
+             source_dir: str | Path | None = None, local_threads: int | None = None) -> Program:
     """Read PTX text (as nvcc -ptx writes it) into a Program: the kernel `entry` (mangled or demangled
     name; a module with one kernel needs none). `name` is the file name errors give; `source_dir`, where
-    to find the CUDA sources that `.file` names (default: the folder of `name`)."""
+    to find the CUDA sources that `.file` names (default: the folder of `name`); `local_threads`, the
+    threads a block's `.local` frames are laid out for (default: the kernel's .reqntid/.maxntid bound, else
+    MAX_BLOCK_THREADS; gpusim.launch passes its block's)."""
     sdir = Path(source_dir) if source_dir is not None else (Path(name).parent if name != "<string>" else None)
     r = _Reader(text, name, sdir)
     spans = r.scan()
     i = r.choose(entry)
     ent = r.entries[i]
-    r.translate(spans[i], ent)
+    r.translate(spans[i], ent, local_threads)
     sasm = "\n".join(r.out)
     try:
         prog = assemble(sasm, name)
@@ -420,7 +643,8 @@ def read_ptx(text: str, name: str = "<string>", entry: str | None = None, *,
     return replace(prog, name=ent.name, instructions=instrs, shared=shared)
 
 
-def read_ptx_file(path: str | Path, entry: str | None = None, *, source_dir: str | Path | None = None) -> Program:
+def read_ptx_file(path: str | Path, entry: str | None = None, *, source_dir: str | Path | None = None,
+                  local_threads: int | None = None) -> Program:
     """Read a .ptx file (see read_ptx)."""
     path = Path(path)
     try:
@@ -429,7 +653,7 @@ def read_ptx_file(path: str | Path, entry: str | None = None, *, source_dir: str
         raise AssemblyError(f"cannot read PTX: {exc.strerror}", file=str(path), line=0, col=0) from None
     except UnicodeDecodeError as exc:
         raise AssemblyError(f"not UTF-8 text: byte at offset {exc.start}", file=str(path), line=0, col=0) from None
-    return read_ptx(text, str(path), entry, source_dir=source_dir)
+    return read_ptx(text, str(path), entry, source_dir=source_dir, local_threads=local_threads)
 
 
 def with_dynamic_shared(program: Program, nbytes: int) -> Program:

@@ -133,20 +133,22 @@ def test_unsupported_instruction_is_located():
 @pytest.mark.parametrize("line, what", [
     ("\tld.global.v8.f32 {%f1, %f2, %f3, %f4, %f5, %f6, %f7, %f0}, [%rd1];\n", "instruction 'ld.global.v8.f32'"),
     ("\tmov.b64 {%r1, %r2}, %rd1;\n", "instruction 'mov.b64'"),
-    ("\tld.local.u32 %r1, [%rd1];\n", "state space '.local'"),
-    ("\tld.u32 %r1, [%rd1];\n", "instruction 'ld.u32'"),
-    ("\tcvta.to.shared.u64 %rd1, %rd2;\n", "instruction 'cvta.to.shared.u64'"),
+    ("\tld.local.u32 %r1, [%rd1];\n", "local-memory access 'ld.local.u32 %r1, [%rd1]'"),
+    ("\tcvta.to.local.u64 %rd1, %rd2;\n", "instruction 'cvta.to.local.u64'"),
     ("\tcall.uni f, (%r1);\n", "instruction 'call.uni'"),
     ("\tadd.rz.f32 %f1, %f2, %f3;\n", "instruction 'add.rz.f32'"),
-    ("\t.local .align 4 .b8 __local_depot0[16];\n", "directive '.local'"),
+    ("\t.local .pred %q;\n", "local array type '.pred'"),
 ])
 def test_unsupported_constructs(line, what):
     assert error_of(kernel(line)).startswith(f"k.ptx:13:2: unsupported PTX {what}")
 
 
 def test_unsupported_module_directive():
-    text = kernel("").replace(".address_size 64\n", ".address_size 64\n.global .align 4 .u32 g;\n")
-    assert error_of(text) == "k.ptx:4:1: unsupported PTX directive '.global'"
+    text = kernel("").replace(".address_size 64\n", ".address_size 64\n.tex .u64 t;\n")
+    assert error_of(text) == "k.ptx:4:1: unsupported PTX directive '.tex'"
+    # a `.global` variable is a declaration (Numba declares one it never reads); a use of one is the error
+    text = kernel("\tld.global.u32 %r1, [g];\n").replace(".address_size 64\n", ".address_size 64\n.global .u32 g;\n")
+    assert error_of(text) == "k.ptx:14:22: unsupported PTX use of a module-scope .global variable 'g'"
 
 
 def test_ordinary_errors_are_located():

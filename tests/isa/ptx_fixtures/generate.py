@@ -1,0 +1,25 @@
+"""Rewrite the checked-in PTX of kernels.py: `python tests/isa/ptx_fixtures/generate.py` from the repository
+root, in an environment with numba-cuda (numba_*.ptx) and/or triton (triton_*.ptx, num_warps 4, sm_80)."""
+
+import sys
+from pathlib import Path
+
+here = Path(__file__).parent
+sys.path.insert(0, str(here))
+sys.path.insert(0, str(here.parents[2]))
+import kernels  # noqa: E402
+
+for name, (fn, sig) in kernels.NUMBA.items():
+    from numba import cuda
+
+    ptx, _ = cuda.compile_ptx(fn.py_func, sig, cc=(8, 0), lineinfo=True)
+    (here / f"numba_{name}.ptx").write_text(ptx)
+for name, (fn, sig, consts) in kernels.TRITON.items():
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts), target=GPUTarget("cuda", 80, 32),
+                       options={"num_warps": 4})
+    (here / f"triton_{name}.ptx").write_text(k.asm["ptx"])
+    print(name, "shared bytes", k.metadata.shared)
