@@ -110,6 +110,12 @@ def _outputs(args: argparse.Namespace, report, cfg, tuner, out: dict, sim) -> No
     from gpusim.compiler.kernel_report import format_rows, kernel_rows
     from gpusim.compiler.onnx_export import save_onnx
 
+    if args.tie_break and args.json != "-":
+        for name, r in report.tuned.items():
+            if r.tied:
+                cycles = ", ".join(f"{c:,.0f}" for _, c in sorted(r.tied, key=lambda pc: pc[1]))
+                print(f"%{name}: {len(r.tied)} candidates within 1% by {tuner.cost.name}; by {args.tie_break}: "
+                      f"{cycles} cycles (launch included)")
     if args.refit:
         refitted = tuner.refit()
         out["refit"] = {"coefficients": list(refitted.coefficients), "kernels": len(tuner.simulations)}
