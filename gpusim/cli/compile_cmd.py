@@ -37,7 +37,8 @@ def register(subparsers) -> None:
                    help="cost model for the estimates, fusion decisions and tuning (default analytical)")
     p.add_argument("--tune", action="store_true", help="search each kernel's template parameters")
     p.add_argument("--search", choices=STRATEGIES, default="local",
-                   help="search strategy: local (random + local refinement, default) or grid (every point)")
+                   help="search strategy: local (random + local refinement, default), grid (every point) or anneal "
+                        "(simulated annealing with restarts)")
     p.add_argument("--budget", type=integer(1, 100_000), default=48,
                    help="candidates a local search scores per kernel (default 48)")
     p.add_argument("--search-cost", choices=MODELS,
