@@ -42,7 +42,8 @@ def register(subparsers) -> None:
                    help="cost model for the estimates, fusion decisions and tuning (default analytical)")
     p.add_argument("--tune", action="store_true", help="search each kernel's template parameters")
     p.add_argument("--search", choices=STRATEGIES, default="local",
-                   help="search strategy: local (random + local refinement, default) or grid (every point)")
+                   help="search strategy: local (random + local refinement, default), grid (every point) or anneal "
+                        "(simulated annealing with restarts)")
     p.add_argument("--budget", type=integer(1, 100_000), default=48,
                    help="candidates a local search scores per kernel (default 48)")
     p.add_argument("--search-cost", choices=MODELS,
@@ -60,6 +61,18 @@ def register(subparsers) -> None:
     add_json(p, help="write the report as JSON to FILE ('-' or no FILE: stdout)")
     add_quiet(p)
     _add_issue26_flags(p)
+    # issue 25's rewrite, search and output flags
+    p.add_argument("--tie-break", choices=MODELS,
+                   help="with --tune: candidates within 1%% of the best by the search model are scored again by this "
+                        "model (e.g. simulated), which picks among them")
+    p.add_argument("--refit", action="store_true",
+                   help="with --tune: refit the calibrated model from the simulations the tuner ran and save it where "
+                        "the calibration lives (gpusim/compiler/data/calibration.json)")
+    add_output(p, "--save-onnx", metavar="OUT.onnx", help="write the optimised graph as ONNX (standard operators; "
+                                                         "fused kernels as their decomposition)")
+    add_output(p, "--report", nargs="?", const="-", metavar="FILE",
+               help="per kernel: fused operators, tile, simulated cycles and bottleneck (text table to FILE, "
+                    "default stdout; in the JSON as 'report')")
     p.add_argument("--onnx-suite", action="store_true",
                    help="instead of MODEL: walk the onnx package's backend-test models (real, simple, pytorch-*), "
                         "compile each, run it on the functional executor and compare with its shipped outputs")
@@ -99,8 +112,8 @@ def run(args: argparse.Namespace) -> int:
         return _onnx_suite(args)
     if args.model is None:
         raise CompilerError("give a MODEL, or --onnx-suite")
-    if (args.search_cost or args.search != "local") and not args.tune:
-        raise CompilerError("--search and --search-cost need --tune")
+    if (args.search_cost or args.search != "local" or args.tie_break or args.refit) and not args.tune:
+        raise CompilerError("--search, --search-cost, --tie-break and --refit need --tune")
     if args.dtype is not None and args.model not in BUILTIN:
         raise CompilerError(f"--dtype applies to the built-in models ({', '.join(BUILTIN)})")
     _check_issue26_flags(args)
@@ -120,19 +133,55 @@ def run(args: argparse.Namespace) -> int:
     if args.tune:
         search = (cost if args.search_cost in (None, args.cost)
                   else make_cost_model(args.search_cost, args.cache_dir, **sampling))
+        tie_break = (None if args.tie_break is None else
+                     make_cost_model(args.tie_break, args.cache_dir, **sampling))
         tuner = Tuner(cfg, search, strategy=args.search, budget=args.budget, top_k=args.top_k,
-                      measure=None if search is cost else cost, cache_dir=args.cache_dir, executor=executor)
+                      measure=None if search is cost else cost, cache_dir=args.cache_dir, executor=executor,
+                      tie_break=tie_break)
     report = compile_graph(graph, cfg, cost=cost, tuner=tuner)
-    result = report.to_dict()
     if args.json != "-":
         print(report)
+    out = report.to_dict()
     if args.plan_memory:
         plan = plan_memory(report.optimised.graph, report.optimised.kernels)
-        result["memory_plan"] = plan.to_dict()
+        out["memory_plan"] = plan.to_dict()
         if args.json != "-":
             print(plan.summary())
-    emit_json(result, args.json)
+    _outputs(args, report, cfg, tuner, out, make_cost_model("simulated", args.cache_dir, **sampling))
+    emit_json(out, args.json)
     return 0
+
+
+def _outputs(args: argparse.Namespace, report, cfg, tuner, out: dict, sim) -> None:
+    """--refit, --save-onnx and --report (issue 25)."""
+    from gpusim.compiler.kernel_report import format_rows, kernel_rows
+    from gpusim.compiler.onnx_export import save_onnx
+
+    if args.tie_break and args.json != "-":
+        for name, r in report.tuned.items():
+            if r.tied:
+                cycles = ", ".join(f"{c:,.0f}" for _, c in sorted(r.tied, key=lambda pc: pc[1]))
+                print(f"%{name}: {len(r.tied)} candidates within 1% by {tuner.cost.name}; by {args.tie_break}: "
+                      f"{cycles} cycles (launch included)")
+    if args.refit:
+        refitted = tuner.refit()
+        out["refit"] = {"coefficients": list(refitted.coefficients), "kernels": len(tuner.simulations)}
+        if args.json != "-":
+            print(f"calibrated model refitted from {len(tuner.simulations)} simulated kernels: "
+                  f"{', '.join(f'{c:.4g}' for c in refitted.coefficients)}")
+    if args.save_onnx:
+        save_onnx(report.optimised.graph, args.save_onnx)
+        if args.json != "-":
+            print(f"optimised graph written as ONNX to {args.save_onnx}")
+    if args.report:
+        rows = kernel_rows(report, cfg, sim)
+        out["report"] = rows
+        if args.report != "-":
+            with open(args.report, "w") as f:
+                f.write(format_rows(rows) + "\n")
+        elif args.json != "-":
+            print()
+            print(format_rows(rows))
 
 
 def _onnx_suite(args: argparse.Namespace) -> int:

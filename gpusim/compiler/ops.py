@@ -11,7 +11,8 @@ Kinds (after TVM's operator patterns) drive fusion (passes/fuse.py):
 | injective | each output element is one input element, moved | transpose, reshape, remap, concat |
 | reduction | output elements combine many input elements along axes | reduce_sum, reduce_mean, reduce_max, |
 | | | softmax, log_softmax, layernorm |
-| out-fusable | opaque itself, but element-wise consumers fuse into its epilogue (TVM's OutEWiseFusable) | matmul |
+| out-fusable | opaque itself, but element-wise consumers fuse into its epilogue (TVM's OutEWiseFusable) | matmul, |
+| | | matmul_t |
 | opaque | never fused | parameter, constant, fused, if, loop (control flow), all_reduce, all_gather, embedding_bag |
 
 `compute` functions receive float64 (float dtypes) or int64 (i32) arrays; the evaluator rounds each
@@ -105,6 +106,26 @@ def _infer_gelu(types, attrs):
     if attrs["approximate"] not in ("none", "tanh"):
         raise GraphError(f"approximate is 'none' or 'tanh', not {attrs['approximate']!r}")
     return _unary(True)(types, attrs)
+
+
+def _swap_last(t: TensorType, swap: Any, what: str) -> TensorType:
+    """`t` with its last two axes swapped when `swap` (matmul_t's trans_a / trans_b)."""
+    if not isinstance(swap, bool):
+        raise GraphError(f"{what} is true or false, not {swap!r}")
+    if swap and t.rank < 2:
+        raise GraphError(f"{what} needs an operand of rank >= 2, got {t}")
+    return TensorType((*t.shape[:-2], t.shape[-1], t.shape[-2]), t.dtype) if swap else t
+
+
+def _infer_matmul_t(types, attrs):
+    a, b = types
+    return _infer_matmul((_swap_last(a, attrs["trans_a"], "trans_a"), _swap_last(b, attrs["trans_b"], "trans_b")),
+                         {})
+
+
+def _matmul_t(args, attrs):
+    a, b = (np.swapaxes(x, -1, -2) if attrs[t] else x for x, t in zip(args, ("trans_a", "trans_b"), strict=True))
+    return np.matmul(a, b)
 
 
 def _infer_matmul(types, attrs):
@@ -374,6 +395,8 @@ OPS: dict[str, OpDef] = {d.name: d for d in (
     OpDef("parameter", O, (0, 0), (), None, None, "a named graph input"),
     OpDef("constant", O, (0, 0), ("value",), _infer_constant, lambda a, at: at["value"], "a numpy value"),
     OpDef("matmul", M, TWO, (), _infer_matmul, lambda a, at: np.matmul(a[0], a[1]), "numpy matmul (batched)"),
+    OpDef("matmul_t", M, TWO, ("trans_a", "trans_b"), _infer_matmul_t, _matmul_t,
+        "matmul reading a (trans_a) or b (trans_b) with its last two axes swapped"),
     OpDef("add", B, TWO, (), _binary(False), lambda a, at: a[0] + a[1], "a + b"),
     OpDef("sub", B, TWO, (), _binary(False), lambda a, at: a[0] - a[1], "a - b"),
     OpDef("mul", B, TWO, (), _binary(False), lambda a, at: a[0] * a[1], "a * b"),

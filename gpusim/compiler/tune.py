@@ -4,13 +4,22 @@ declares for the node and config, as a Triton kernel declares its configs) and k
 - `grid`: every point of the space;
 - `local`: random search with local refinement: from the template's default, then from random points,
   climb to the best neighbour (one parameter moved to the next value of its list) until none is better,
-  within `budget` scored candidates.
+  within `budget` scored candidates;
+- `anneal`: simulated annealing with restarts (as Ansor and MetaSchedule escape local optima): from the
+  default, a walk that moves to a random neighbour when it is better, and when it is worse by a relative
+  d with probability exp(-d / T) (T from 0.5, x 0.85 a step); after 8 steps without a better best it
+  restarts at the starting temperature, alternately from the best point so far (to cross the barriers
+  around it) and from a random point; within `budget` scored candidates.
 
 Every candidate is scored with `cost`, the candidates of a step together (every point of the grid, every
 neighbour of a climb), so a model that scores in parallel (`SimulatedCost`: a process pool of `jobs`
 workers, or Dask) keeps its workers busy; with a `measure` model as well, the `top_k` best by `cost` are
 scored again by `measure`, which picks among them (a cheap model searches broadly, an expensive one
-decides, as TVM's measured top candidates). The winner is checked against the reference evaluator (its
+decides, as TVM's measured top candidates). With a `tie_break` model instead, the candidates within
+1 % of the best by `cost` (an analytical model's ties) are scored by it (the simulated model), which
+picks among them. Every simulation the tuner runs (a model named `simulated` as cost, measure or tie
+break) is kept in `simulations` (kernel, cycles), from which `refit` fits the calibrated model anew
+(cost/calibrated.py: `Calibration.refit`). The winner is checked against the reference evaluator (its
 kernel run on the functional executor over seeded inputs; tinygrad's BEAM_VALIDATE): a candidate whose
 values differ is rejected and the next best checked. The best per (template, what the node computes —
 operators, shapes, dtype —, config hash, models, strategy) is cached on disk, written atomically, so a
@@ -28,17 +37,19 @@ from typing import Any
 import numpy as np
 
 from gpusim.compiler.cost.base import CostModel
+from gpusim.compiler.cost.calibrated import DEFAULT_PATH, Calibration, features
 from gpusim.compiler.errors import CompilerError
 from gpusim.compiler.evaluate import evaluate
 from gpusim.compiler.ir import Graph, Node
-from gpusim.compiler.lower import lower_node, region_of, run_kernels, template_of
+from gpusim.compiler.lower import Kernel, lower_node, region_of, run_kernels, template_of
 from gpusim.compiler.store import Store, digest
 from gpusim.config import Config
 from gpusim.errors import GpusimError
 from gpusim.sweep.cache import code_version
 from gpusim.sweep.executors import DaskExecutor, LocalExecutor
 
-STRATEGIES = ("grid", "local")
+STRATEGIES = ("grid", "local", "anneal")
+TIE = 0.01  # analytical costs within 1 % of the best are ties
 Params = dict[str, Any]
 
 
@@ -47,7 +58,8 @@ class TuneResult:
     """The tuning of one node: the chosen `params` and their `cycles` (by `measure` if given, else by
     `cost`), how many candidates were scored, the `top` candidates by `cost` (params, cycles) and, with
     a measure model, the same candidates' `measured` cycles; `rejected`: better candidates whose values
-    differed from the reference evaluator's; `cached` when read from the cache."""
+    differed from the reference evaluator's; `tied`: with a tie-break model, the candidates tied with the
+    best by `cost` (params, tie-break cycles); `cached` when read from the cache."""
 
     node: str
     template: str
@@ -57,6 +69,7 @@ class TuneResult:
     top: tuple[tuple[Params, float], ...]
     measured: tuple[float, ...] = ()
     rejected: tuple[Params, ...] = ()
+    tied: tuple[tuple[Params, float], ...] = ()
     cached: bool = False
 
     def to_dict(self) -> dict[str, Any]:
@@ -64,6 +77,7 @@ class TuneResult:
         d["top"] = [[p, c] for p, c in self.top]
         d["measured"] = list(self.measured)
         d["rejected"] = list(self.rejected)
+        d["tied"] = [[p, c] for p, c in self.tied]
         return d
 
 
@@ -72,12 +86,14 @@ class Tuner:
     configurations are cached (default `$GPUSIM_CACHE_DIR`, else ~/.cache/gpusim); `cache=False` tunes
     afresh every time and stores nothing. `jobs` (a LocalExecutor of that many processes) or `executor`
     is where a parallel model (`SimulatedCost`) scores the candidates; default: the model's own.
-    `validate=False` skips the check of the winner against the reference evaluator."""
+    `validate=False` skips the check of the winner against the reference evaluator; `tie_break`: the
+    model breaking `cost`'s ties (module docstring)."""
 
     def __init__(self, cfg: Config, cost: CostModel, *, strategy: str = "local", budget: int = 48,
                  measure: CostModel | None = None, top_k: int = 4, seed: int = 0,
                  cache_dir: str | os.PathLike | None = None, cache: bool = True, jobs: int | None = None,
-                 executor: LocalExecutor | DaskExecutor | None = None, validate: bool = True):
+                 executor: LocalExecutor | DaskExecutor | None = None, validate: bool = True,
+                 tie_break: CostModel | None = None):
         if strategy not in STRATEGIES:
             raise CompilerError(f"unknown search strategy {strategy!r}; the strategies are {', '.join(STRATEGIES)}")
         if budget < 1 or top_k < 1:
@@ -85,7 +101,8 @@ class Tuner:
         self.cfg, self.cost, self.measure = cfg, cost, measure
         self.strategy, self.budget, self.top_k, self.seed = strategy, budget, top_k, seed
         self.store = Store(cache_dir, "tune", ("params", "cycles", "evaluated", "top", "measured")) if cache else None
-        self.validate = validate
+        self.validate, self.tie_break = validate, tie_break
+        self.simulations: list[tuple[Kernel, float]] = []
         if executor is None and jobs is not None:
             executor = LocalExecutor(jobs)
         self.options = {} if executor is None else {"executor": executor}
@@ -102,12 +119,15 @@ class Tuner:
         if self.store is not None and (entry := self.store.get(key)) is not None:
             return TuneResult(node.name, template.name, entry["params"], entry["cycles"], entry["evaluated"],
                               tuple((p, c) for p, c in entry["top"]), tuple(entry["measured"]),
-                              tuple(entry.get("rejected", ())), cached=True)
+                              tuple(entry.get("rejected", ())), tuple((p, c) for p, c in entry.get("tied", ())),
+                              cached=True)
         region = region_of(graph, node)
         space = template.space(region, self.cfg)
         scores = _Scores(lambda points: self._scores(self.cost, graph, node, points))
         if self.strategy == "grid":
             scores.many(list(_grid(space)))
+        elif self.strategy == "anneal":
+            anneal(scores, space, template.default(region), self.budget, self.seed)
         else:
             _local_search(scores, space, template.default(region), self.budget, self.seed)
         ranked = sorted(scores.valid(), key=lambda pc: pc[1])
@@ -120,6 +140,13 @@ class Tuner:
             measured = tuple(self._scores(self.measure, graph, node, [p for p, _ in top]))
             picks = sorted(range(len(top)), key=lambda i: measured[i])
             order = [(top[i][0], measured[i]) for i in picks if math.isfinite(measured[i])]
+        tied: tuple[tuple[Params, float], ...] = ()
+        if self.measure is None and self.tie_break is not None:
+            close = [p for p, c in ranked if c <= ranked[0][1] * (1 + TIE)]
+            if len(close) > 1:
+                tied = tuple(zip(close, self._scores(self.tie_break, graph, node, close), strict=True))
+                picks = sorted((pc for pc in tied if math.isfinite(pc[1])), key=lambda pc: pc[1])
+                order = picks + [pc for pc in order if pc[0] not in close]
         rejected = []
         while order and self.validate and not _matches_reference(graph, node, order[0][0], self.cfg, self.seed):
             rejected.append(order.pop(0)[0])
@@ -127,10 +154,24 @@ class Tuner:
             raise CompilerError(f"node %{node.name}: no {template.name} candidate fits {self.cfg.name} and computes "
                                 f"what the reference evaluator does ({len(rejected)} checked)")
         best, cycles = order[0]
-        result = TuneResult(node.name, template.name, best, cycles, scores.count, top, measured, tuple(rejected))
+        result = TuneResult(node.name, template.name, best, cycles, scores.count, top, measured, tuple(rejected),
+                            tied)
         if self.store is not None:
             self.store.put(key, result.to_dict())
         return result
+
+    def refit(self, path: str | os.PathLike | None = None, prior: float = 4.0) -> Calibration:
+        """The calibrated model refitted from the simulations this tuner ran (Calibration.refit), starting
+        from the calibration at `path` (default: the shipped one, gpusim/compiler/data/calibration.json),
+        and saved there."""
+        if not self.simulations:
+            raise CompilerError("no simulations to refit the calibrated model from: tune with the simulated "
+                                "model as cost, measure or tie break")
+        path = DEFAULT_PATH if path is None else path
+        x = np.array([features(k, self.cfg) for k, _ in self.simulations])
+        refitted = Calibration.load(path).refit(x, np.array([c for _, c in self.simulations]), prior)
+        refitted.save(path)
+        return refitted
 
     def _scores(self, model: CostModel, graph: Graph, node: Node, points: list[Params]) -> list[float]:
         """The cycles of each point by `model`; inf for parameters that do not fit the node or the config."""
@@ -141,13 +182,15 @@ class Tuner:
             except GpusimError:
                 pass
         estimates = dict(zip(kernels, model.costs(list(kernels.values()), self.cfg, **self.options), strict=True))
+        if model.name == "simulated":
+            self.simulations += [(kernels[i], e.kernel_cycles) for i, e in estimates.items() if e is not None]
         return [math.inf if estimates.get(i) is None else estimates[i].cycles for i in range(len(points))]
 
     def _key(self, graph: Graph, node: Node) -> str:
         return digest({"kernel": lower_node(graph, node).signature, "config": self.cfg.hash(),
                        "cost": self.cost.key, "measure": self.measure.key if self.measure else None,
                        "strategy": self.strategy, "budget": self.budget, "top_k": self.top_k, "seed": self.seed,
-                       "validate": self.validate,
+                       "validate": self.validate, "tie_break": self.tie_break.key if self.tie_break else None,
                        "code": code_version()})
 
 
@@ -225,6 +268,43 @@ def _local_search(scores: _Scores, space: Mapping[str, tuple], default: Params, 
             if scores[best] >= scores[point]:
                 break
             point = best
+
+
+def anneal(scores: _Scores, space: Mapping[str, tuple], default: Params, budget: int, seed: int, *,
+           start_temperature: float = 0.5, cooling: float = 0.85, patience: int = 8) -> None:
+    """Simulated annealing with restarts (module docstring) until `budget` valid points are scored, the
+    whole space has been seen, or 50 x budget proposals were made. Costs are compared relatively, so
+    the temperature means the same for a kernel of 1,000 cycles and one of 1,000,000."""
+    rng = np.random.default_rng(seed)
+    size = math.prod(len(v) for v in space.values())
+
+    def random_point() -> Params:
+        return {k: v[rng.integers(len(v))] for k, v in space.items()}
+
+    point, temperature, stale, best, restarts = default, start_temperature, 0, math.inf, 0
+    best_point = default
+    for _ in range(50 * budget):
+        if scores.count >= budget or len(scores) >= size:
+            return
+        if not math.isfinite(scores[point]):
+            point = random_point()
+            continue
+        options = list(_neighbours(point, space))
+        if not options:
+            return
+        proposal = options[rng.integers(len(options))]
+        here, there = scores[point], scores[proposal]
+        if there < here or (math.isfinite(there) and rng.random() < math.exp(-(there - here) / here / temperature)):
+            point = proposal
+        temperature *= cooling
+        if scores[point] < best:
+            best, best_point, stale = scores[point], point, 0
+        else:
+            stale += 1
+        if stale >= patience:  # restart, hot again: from the best point so far, then from a random one, ...
+            restarts += 1
+            point = best_point if restarts % 2 else random_point()
+            temperature, stale = start_temperature, 0
 
 
 def spearman(a: Any, b: Any) -> float:

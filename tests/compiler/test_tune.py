@@ -53,7 +53,7 @@ def test_best_configurations_are_cached(a100, tmp_path):
 
 
 def test_tuner_errors(a100):
-    with pytest.raises(CompilerError, match="unknown search strategy 'beam'; the strategies are grid, local"):
+    with pytest.raises(CompilerError, match="unknown search strategy 'beam'; the strategies are grid, local, anneal"):
         Tuner(a100, AnalyticalCost(), strategy="beam")
     with pytest.raises(CompilerError, match=r"budget \(0\) and top_k \(4\) must be at least 1"):
         Tuner(a100, AnalyticalCost(), budget=0)

@@ -6,7 +6,12 @@ fitted to simulated cycles (cost/calibrate.py makes the training set and fits):
 (roofline = max(compute, memory); the terms as in cost/analytical.py). The fit minimises the squared
 *relative* error, sum ((c . x - y) / y)^2 over the training kernels (numpy least squares on rows scaled
 by 1 / y), since the models are judged by their mean absolute percentage error. The coefficients ship
-in gpusim/compiler/data/calibration.json."""
+in gpusim/compiler/data/calibration.json.
+
+`Calibration.refit` moves the coefficients toward new simulations (those a tuner ran: Tuner.refit):
+the same relative least squares over the new kernels, plus `prior` pseudo-rows holding each coefficient
+at its old value (relative to its size), so a few new kernels adjust the model rather than replace
+the fit made on the full training set."""
 
 from __future__ import annotations
 
@@ -53,6 +58,21 @@ class Calibration:
     def predict(self, x: np.ndarray) -> float:
         """Kernel cycles for feature vector `x` (at least 1)."""
         return max(1.0, float(np.dot(self.coefficients, x)))
+
+    def refit(self, x: np.ndarray, y: np.ndarray, prior: float = 4.0) -> Calibration:
+        """The coefficients refitted to kernels with features `x` (rows) and simulated cycles `y`, held
+        to the current ones with the weight of `prior` kernels (module docstring); `training` counts
+        the refits and the kernels they saw."""
+        x, y = np.asarray(x, dtype=float).reshape(-1, len(FEATURES)), np.asarray(y, dtype=float)
+        old = np.asarray(self.coefficients)
+        scale = np.maximum(np.abs(old), 1e-6)
+        rows = np.vstack([x / y[:, None], np.sqrt(prior) * np.diag(1 / scale)])
+        target = np.concatenate([np.ones_like(y), np.sqrt(prior) * old / scale])
+        coefficients, *_ = np.linalg.lstsq(rows, target, rcond=None)
+        training = dict(self.training)
+        training["refits"] = int(training.get("refits", 0)) + 1
+        training["refit_kernels"] = int(training.get("refit_kernels", 0)) + len(y)
+        return Calibration(tuple(float(c) for c in coefficients), training)
 
     def save(self, path: str | os.PathLike = DEFAULT_PATH) -> None:
         write_atomic(path, json.dumps({"features": FEATURES, "coefficients": self.coefficients,

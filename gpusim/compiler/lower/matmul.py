@@ -14,6 +14,15 @@ stores are contiguous). K is walked BK at a time:
 - otherwise each thread loads its TM rows of A and TN columns of B from global memory (through the L1
   where the config caches global loads), all BK steps' loads first, then the FMAs.
 
+A `matmul_t` node reads A stored transposed (trans_a: A^T is [batch..] K x M in memory) or B (trans_b:
+N x K): the same tiles, read with swapped strides. In the shared-memory loop a thread copies the
+panel along the stored rows (coalesced: consecutive threads read consecutive M of A^T, consecutive K
+of B^T) and stores each element at its transposed place in the panel, so the inner loop is unchanged
+(A^T's stores go to rows padded by a word: no bank conflicts; B^T's land bn words apart, which
+conflict when bn is a multiple of 32, the price of a transposed store); the direct loop steps A^T's
+pointer by M per k (consecutive rows of a warp: contiguous) and B^T's by one (each column its own
+sectors).
+
 Out-of-range rows, columns and a last partial K step are guarded (loads fill 0); at most 512 FMAs are
 unrolled per K step (TM x TN x BK), which keeps a kernel under ~2,000 instructions. After the loop, the
 epilogue computes the rest of the region at each output element (side operands broadcast by
@@ -41,20 +50,36 @@ MAX_UNROLL = 512  # FMAs per K step: keeps kernels under ~2,000 instructions
 
 
 def space(region: Region, cfg: Config) -> dict[str, tuple]:
+    """The tiles up to twice M and N; B^T only through shared memory (its direct loads put each thread of
+    a warp on its own row of B^T: a sector per thread, 5 to 10 times slower in simulation than the
+    shared-memory loop, which the analytical model does not see)."""
     _, m, _, n = _dims(region)
     return {"BM": tuple(t for t in TILES if t < 2 * m or t == TILES[0]),
             "BN": tuple(t for t in TILES if t < 2 * n or t == TILES[0]),
-            "BK": (8, 16, 32), "TM": (1, 2, 4, 8), "TN": (1, 2, 4, 8), "use_shared": (True, False)}
+            "BK": (8, 16, 32), "TM": (1, 2, 4, 8), "TN": (1, 2, 4, 8),
+            "use_shared": (True,) if transposed(find_matmul(region))[1] else (True, False)}
+
+
+def find_matmul(region: Region):
+    """The region's matmul or matmul_t node."""
+    return next(n for n in region.ops if n.op in ("matmul", "matmul_t"))
+
+
+def transposed(mm) -> tuple[bool, bool]:
+    """Whether the node reads A and B transposed (matmul_t's trans_a, trans_b)."""
+    return (bool(mm.attrs["trans_a"]), bool(mm.attrs["trans_b"])) if mm.op == "matmul_t" else (False, False)
 
 
 def _dims(region: Region) -> tuple[tuple[int, ...], int, int, int]:
     """The batch shape, M, K and N."""
-    mm = region.find("matmul")
+    mm = find_matmul(region)
     types = {i.name: i.type for i in region.inputs}
     a, b = (types[i] for i in mm.inputs)
     if a.rank < 2 or b.rank < 2:
         raise CompilerError(f"node %{region.node.name}: lowering supports matmul of matrices, not {a} @ {b}")
-    return mm.shape[:-2], a.shape[-2], a.shape[-1], b.shape[-1]
+    ta, tb = transposed(mm)
+    m, k = a.shape[-2:][::-1] if ta else a.shape[-2:]
+    return mm.shape[:-2], m, k, (b.shape[-2] if tb else b.shape[-1])
 
 
 def _batch_stride(shape: tuple[int, ...], batch: tuple[int, ...], what: str) -> int:
@@ -106,7 +131,8 @@ def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
     if region.root.shape != (*batch, m, n):
         raise CompilerError(f"node %{region.node.name}: the epilogue's result {region.root.type} is not "
                             f"{'x'.join(map(str, (*batch, m, n)))}")
-    mm = region.find("matmul")
+    mm = find_matmul(region)
+    trans = transposed(mm)
     dt = region.root.dtype
     e = Asm(name)
     names = declare(e, region)
@@ -122,9 +148,9 @@ def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
     before = e.load_bytes
     shape = (bm, bn, bk, tm, tn, tx_n, threads)
     if shared:
-        _shared_loop(e, shape, (m, k, n), dt, a_param, b_param, acc)
+        _shared_loop(e, shape, (m, k, n), dt, a_param, b_param, acc, trans)
     else:
-        _direct_loop(e, shape, (m, k, n), dt, a_param, b_param, acc, rows, cols, row_ok, col_ok)
+        _direct_loop(e, shape, (m, k, n), dt, a_param, b_param, acc, rows, cols, row_ok, col_ok, trans)
     main_bytes = e.load_bytes - before
     outputs = []
     for i in range(tm):
@@ -147,8 +173,8 @@ def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
 
 
 def _shared_loop(e: Asm, shape: tuple, dims: tuple, dt: str, a_param: str, b_param: str,
-                 acc: list[list[str]]) -> None:
-    """The K loop through shared-memory panels."""
+                 acc: list[list[str]], trans: tuple[bool, bool]) -> None:
+    """The K loop through shared-memory panels (A^T, B^T copied along their stored rows)."""
     bm, bn, bk, tm, tn, tx_n, threads = shape
     m, k, n = dims
     ty_n = bm // tm
@@ -157,10 +183,18 @@ def _shared_loop(e: Asm, shape: tuple, dims: tuple, dt: str, a_param: str, b_par
     tid = e.value("mad.lo.u32", "u32", "%tid.y", str(tx_n), "%tid.x")
     row_base = e.value("mul.lo.u32", "u32", "%ctaid.y", str(bm))
     col_base = e.value("mul.lo.u32", "u32", "%ctaid.x", str(bn))
-    a_slots = _slots(e, tid, threads, (bm, bk), stride, a_sh, (a_param, k, dt), row_base=row_base,
-                     limit=None if m % bm == 0 else m)
-    b_slots = _slots(e, tid, threads, (bk, bn), bn, b_sh, (b_param, n, dt), col_base=col_base,
-                     limit=None if n % bn == 0 else n)
+    a_limit, b_limit = None if m % bm == 0 else m, None if n % bn == 0 else n
+    if trans[0]:  # A^T: a bk x bm panel of the K x M matrix, stored transposed
+        a_slots = _slots(e, tid, threads, (bk, bm), stride, a_sh, (a_param, m, dt), col_base=row_base,
+                         limit=a_limit, swap=True)
+    else:
+        a_slots = _slots(e, tid, threads, (bm, bk), stride, a_sh, (a_param, k, dt), row_base=row_base, limit=a_limit)
+    if trans[1]:  # B^T: a bn x bk panel of the N x K matrix, stored transposed
+        b_slots = _slots(e, tid, threads, (bn, bk), bn, b_sh, (b_param, k, dt), row_base=col_base,
+                         limit=b_limit, swap=True)
+    else:
+        b_slots = _slots(e, tid, threads, (bk, bn), bn, b_sh, (b_param, n, dt), col_base=col_base, limit=b_limit)
+    a_step, b_step = bk * (m if trans[0] else 1), bk * (1 if trans[1] else n)
     a_read = e.value("mad.lo.u32", "u32", "%tid.y", str(stride * 4), a_sh)
     b_read = e.value("mad.lo.u32", "u32", "%tid.x", "4", b_sh)
 
@@ -180,7 +214,7 @@ def _shared_loop(e: Asm, shape: tuple, dims: tuple, dt: str, a_param: str, b_par
                     e("fma.rn.f32", acc[i][j], av[i], bv[j], acc[i][j])
         e("bar.sync", "0")
         if not last:
-            for slots, step in ((a_slots, bk), (b_slots, bk * n)):
+            for slots, step in ((a_slots, a_step), (b_slots, b_step)):
                 for address, *_ in slots:
                     e("add.u64", address, address, str(step * WIDTH[dt]))
 
@@ -193,12 +227,13 @@ def _shared_loop(e: Asm, shape: tuple, dims: tuple, dt: str, a_param: str, b_par
 
 def _slots(e: Asm, tid: str, threads: int, panel: tuple[int, int], stride: int, shared: str,
            source: tuple[str, int, str], *, row_base: str | None = None, col_base: str | None = None,
-           limit: int | None) -> list[tuple[str, str | None, str, str]]:
+           limit: int | None, swap: bool = False) -> list[tuple[str, str | None, str, str]]:
     """What each thread copies of a rows x cols panel (elements tid, tid + threads, ...): per element its
     global address (`source`: pointer parameter, leading dimension, dtype; the panel starts at row
     `row_base` of A or column `col_base` of B), its guard (that row or column below `limit`; None:
-    always inside), its index along K (A's column, B's row) and its shared-memory address (row stride
-    `stride`)."""
+    always inside), its index along K (A's column, B's row; A^T's row, B^T's column) and its
+    shared-memory address (row stride `stride`; `swap`: the panel stored transposed, element (r, c) at
+    c x stride + r)."""
     param, lead, dt = source
     rows, cols = panel
     slots = []
@@ -209,27 +244,31 @@ def _slots(e: Asm, tid: str, threads: int, panel: tuple[int, int], stride: int, 
         gcol = e.value("add.u32", "u32", col_base, col) if col_base else col
         address = e.address(param, e.value("mad.lo.u32", "u32", grow, str(lead), gcol), dt)
         ok = None if limit is None else e.value("setp.lt.u32", "pred", grow if row_base else gcol, str(limit))
-        at = e.value("mad.lo.u32", "u32", e.value("mad.lo.u32", "u32", row, str(stride), col), "4", shared)
+        first, second = (col, row) if swap else (row, col)
+        at = e.value("mad.lo.u32", "u32", e.value("mad.lo.u32", "u32", first, str(stride), second), "4", shared)
         slots.append((address, ok, col if row_base else row, at))
     return slots
 
 
 def _direct_loop(e: Asm, shape: tuple, dims: tuple, dt: str, a_param: str, b_param: str, acc: list[list[str]],
-                 rows: list[str], cols: list[str], row_ok: list, col_ok: list) -> None:
+                 rows: list[str], cols: list[str], row_ok: list, col_ok: list, trans: tuple[bool, bool]) -> None:
     """The K loop reading A and B from global memory."""
     _, _, bk, tm, tn, tx_n, _ = shape
-    _, k, n = dims
-    a_rows = [e.address(a_param, e.value("mul.lo.u32", "u32", r, str(k)), dt) for r in rows]
-    b_cols = [e.address(b_param, c, dt) for c in cols]
-    # a warp holds min(tx_n, 32) consecutive columns of as many rows as fit: one sector per row of A,
-    # the columns' contiguous elements of B
-    a_sectors = max(1, WARP // tx_n)
-    b_sectors = -(-min(tx_n, WARP) * WIDTH[dt] // SECTOR)
+    m, k, n = dims
+    # per step of k: A's row moves one element (A^T's M elements), B's column N elements (B^T's one)
+    a_k, b_k = (m if trans[0] else 1), (1 if trans[1] else n)
+    a_rows = [e.address(a_param, r if trans[0] else e.value("mul.lo.u32", "u32", r, str(k)), dt) for r in rows]
+    b_cols = [e.address(b_param, e.value("mul.lo.u32", "u32", c, str(k)) if trans[1] else c, dt) for c in cols]
+    # a warp holds min(tx_n, 32) consecutive columns of as many rows as fit: one sector per row of A
+    # (A^T: the rows are contiguous), the columns' contiguous elements of B (B^T: a sector per column)
+    warp_rows, warp_cols = max(1, WARP // tx_n), min(tx_n, WARP)
+    a_sectors = -(-warp_rows * WIDTH[dt] // SECTOR) if trans[0] else warp_rows
+    b_sectors = warp_cols if trans[1] else -(-warp_cols * WIDTH[dt] // SECTOR)
 
     def steps(count: int, advance: bool) -> None:
-        av = [[e.load(a_rows[i], dt, guard=row_ok[i], offset=s, sectors=a_sectors) for i in range(tm)]
+        av = [[e.load(a_rows[i], dt, guard=row_ok[i], offset=s * a_k, sectors=a_sectors) for i in range(tm)]
               for s in range(count)]
-        bv = [[e.load(b_cols[j], dt, guard=col_ok[j], offset=s * n, sectors=b_sectors) for j in range(tn)]
+        bv = [[e.load(b_cols[j], dt, guard=col_ok[j], offset=s * b_k, sectors=b_sectors) for j in range(tn)]
               for s in range(count)]
         for s in range(count):
             for i in range(tm):
@@ -237,9 +276,9 @@ def _direct_loop(e: Asm, shape: tuple, dims: tuple, dt: str, a_param: str, b_par
                     e("fma.rn.f32", acc[i][j], av[s][i], bv[s][j], acc[i][j])
         if advance:
             for address in a_rows:
-                e("add.u64", address, address, str(bk * WIDTH[dt]))
+                e("add.u64", address, address, str(bk * a_k * WIDTH[dt]))
             for address in b_cols:
-                e("add.u64", address, address, str(bk * n * WIDTH[dt]))
+                e("add.u64", address, address, str(bk * b_k * WIDTH[dt]))
 
     if k // bk:
         with e.loop(k // bk):

@@ -12,6 +12,9 @@
 | gelu-erf | x * (erf(x / sqrt 2) + 1) * 0.5, (x * 0.5) * (1 + erf(x * (1 / sqrt 2))) (PyTorch's GELU) | gelu(x) |
 | layernorm | (x - mean(x)) / sqrt(mean((x - mean(x)) ** 2) + eps), trailing-axes means, keepdims | layernorm(x) |
 | layernorm-scale, -shift | layernorm(x) * g, layernorm(x, g) + b (g, b fit its axes) | layernorm(x, g[, b]) |
+| transpose-matmul | matmul(transpose(a), b), matmul(a, transpose(b)) (last two axes swapped) | matmul_t(a, b) |
+
+transpose-matmul is defined in passes/rules.py.
 
 "Constant 1" means a constant whose every element is 1. Nodes left unused are for dead-code elimination.
 Every rule is a pattern of the pattern-rewrite engine (passes/pattern.py); `RULES` lists them in the
@@ -26,6 +29,7 @@ import numpy as np
 from gpusim.compiler.ir import Graph, Node
 from gpusim.compiler.passes.base import Change, constant_value
 from gpusim.compiler.passes.pattern import SQRT2, Build, C, Match, P, Pat, PatternMatcher, Rule, V
+from gpusim.compiler.passes.rules import TRANSPOSE_RULES
 from gpusim.compiler.tensor import FLOAT_DTYPES
 
 Simplification = Callable[[Graph, Node], tuple[str, str] | None]  # -> (kind, name standing for the node)
@@ -164,4 +168,5 @@ RULES: tuple[Rule, ...] = (
       for sq in (P("pow", V("d"), C(2.0)), P("mul", V("d"), V("d")))),
     Rule("layernorm-scale", P("mul", P("layernorm", V(), name="ln"), V("extra")), _layernorm_affine),
     Rule("layernorm-shift", P("add", P("layernorm", V(), V(), name="ln"), V("extra")), _layernorm_affine),
+    *TRANSPOSE_RULES,
 )
