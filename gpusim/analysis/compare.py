@@ -10,7 +10,9 @@ with `include_transfers`, the copies of its inputs to the device first and its o
 Sizes up to `max_simulated` are simulated. Beyond, the kernel's cycles are extrapolated linearly in the
 number of waves (blocks / blocks resident at once) from two anchor simulations, at the largest
 simulated size and at half of it, each raised to at least one and two waves so that the line is the
-GPU's steady state, not its fill; such points are marked `extrapolated`. This holds for kernels whose
+GPU's steady state, not its fill, and no faster than the kernel's DRAM traffic (on the same line) at the
+data bus's sustained rate (`dram.bandwidth_gbps` x `dram.efficiency`: anchors of one and two waves still
+carry part of the fill); such points are marked `extrapolated`. This holds for kernels whose
 work per block does not depend on n; another kernel is refused (its warp instructions per block differ
 between the anchors).
 
@@ -199,16 +201,16 @@ class _Design:
     def _blocks(self, n: int) -> int:
         return self.wl.launch(self._at(n)).num_blocks
 
-    def _run(self, n: int) -> tuple[float, int, int, float, str, Any]:
-        """(cycles, blocks, warp instructions, blocks per wave, bound, the CPU model's result or None) of one
-        simulated size."""
+    def _run(self, n: int) -> tuple[float, int, int, float, str, Any, float]:
+        """(cycles, blocks, warp instructions, blocks per wave, bound, the CPU model's result or None, DRAM
+        bytes) of one simulated size."""
         if self.cfg.cpu is not None:
             r = simulate_cpu(self.wl, self.cfg, **self._at(n))
             bound = "chain" if r.breakdown["chain"] >= 0.5 * r.cycles else r.bound
             return (r.seconds * self.cfg.chip.clock_mhz * 1e6, r.blocks, r.instructions,
-                    self.cfg.cpu.cores * self.cfg.cpu.smt_threads, bound, r)
+                    self.cfg.cpu.cores * self.cfg.cpu.smt_threads, bound, r, 0.0)
         r = kernel_run(self.wl, self.cfg, **self._at(n))
-        return r.cycles, r.blocks, r.warp_instructions, r.blocks_per_wave, "gpu", None
+        return r.cycles, r.blocks, r.warp_instructions, r.blocks_per_wave, "gpu", None, r.dram_bytes
 
     def simt_efficiency(self, n: int) -> float:
         """Active lanes per issued warp instruction at size n (a functional run: no timing needed)."""
@@ -217,7 +219,7 @@ class _Design:
     def cycles(self, n: int) -> tuple[float, float, bool, str]:
         """(cycles, waves, extrapolated, bound) of the kernel at size n."""
         if n <= self.max_simulated:
-            cycles, blocks, _, per_wave, bound, _ = self._run(n)
+            cycles, blocks, _, per_wave, bound, _, _ = self._run(n)
             return cycles, blocks / per_wave, False, bound
         lo, hi = (self._run(a) for a in (self.anchor // 2, self.anchor))
         per_block = [r[2] / r[1] for r in (lo, hi)]
@@ -228,8 +230,14 @@ class _Design:
                               f"{self.max_simulated:,}")
         blocks = self._blocks(n)
         waves = blocks / hi[3]
-        if hi[5] is None:  # (a larger problem takes at least as long as the largest one simulated)
-            return max(hi[0], extrapolate(blocks, lo[1], lo[0], hi[1], hi[0])), waves, True, hi[4]
+        if hi[5] is None:
+            # a larger problem takes at least as long as the largest one simulated, and at least as long as
+            # its DRAM traffic (on the same line) takes at the DRAM's sustained bandwidth: anchors of one and
+            # two waves still include the fill, whose slope can promise more than the bus delivers
+            d = self.cfg.dram
+            bus = d.bandwidth_gbps * d.efficiency * 1e3 / self.cfg.chip.clock_mhz  # bytes a cycle
+            traffic = max(0.0, extrapolate(blocks, lo[1], lo[6], hi[1], hi[6]))
+            return max(hi[0], extrapolate(blocks, lo[1], lo[0], hi[1], hi[0]), traffic / bus), waves, True, hi[4]
         return self._cpu_line(blocks, lo, hi), waves, True, hi[4]
 
     def _cpu_line(self, blocks: int, lo: tuple, hi: tuple) -> float:

@@ -27,6 +27,7 @@ class KernelRun:
     blocks: int
     warp_instructions: int
     blocks_per_wave: int
+    dram_bytes: int = 0  # read and written
 
     @property
     def waves(self) -> float:
@@ -60,8 +61,9 @@ def kernel_run(workload: Workload | str, cfg: Config, **params: Any) -> KernelRu
     key = (str(wl.folder), gpu_key(cfg), tuple(sorted(wl.params(params).items())))
     if key not in _RUNS:
         result = simulate(wl, cfg, **params)
-        _RUNS[key] = KernelRun(result.cycles, result.kernel["blocks"], result.kernel["warp_instructions"],
-                               blocks_per_wave(wl, cfg, **params))
+        k = result.kernel
+        _RUNS[key] = KernelRun(result.cycles, k["blocks"], k["warp_instructions"], blocks_per_wave(wl, cfg, **params),
+                               int(k["dram_bytes_read"] + k["dram_bytes_written"]))
     return _RUNS[key]
 
 

@@ -49,8 +49,10 @@ def test_gpu_has_the_higher_throughput_on_a_large_problem(plain):
     # 32 MB L3, so y's lines are written back: 12 bytes an element
     assert 12 * cpu.size / cpu.kernel_seconds == pytest.approx(62.4e9, rel=0.02)
     # a100 reads saxpy's x and y (8 bytes an element; y's writes stay in the 40 MB write-back L2 at the
-    # simulated sizes the line is drawn from) at its DRAM roof, 1555 GB/s x 0.92 = 1431 GB/s
-    assert 8 * gpu.size / gpu.kernel_seconds == pytest.approx(1431e9, rel=0.05)
+    # simulated sizes the line is drawn from) at its DRAM roof: the line through the anchors (1 and 2 waves,
+    # 2^18 and 2^19: 1,914 cycles for 2 MiB, 1,545 GB/s, the fill still in it) is floored by the data bus,
+    # 1555 GB/s x dram.efficiency 0.97 = 1508 GB/s; the bank model's own steady state is ~92 % (1431 GB/s)
+    assert 8 * gpu.size / gpu.kernel_seconds == pytest.approx(1555e9 * 0.97, rel=0.001)
 
 
 def test_points_up_to_max_simulated_are_simulated(plain):
