@@ -16,7 +16,7 @@ import numpy as np
 
 from gpusim.errors import DeadlockError, KernelFault, LaunchError
 from gpusim.functional import atomics, tensor
-from gpusim.functional.launch import Launch
+from gpusim.functional.launch import Launch, require_units
 from gpusim.functional.memory import GlobalMemory, host_available_bytes
 from gpusim.functional.semantics import alu
 from gpusim.functional.simt_stack import SimtStack
@@ -222,6 +222,7 @@ class Executor:
                  batch_lanes: int | None = None, block_limit: int | None = None,
                  block_ids=None, loop_cap: int | dict[int, int] | None = None):
         launch.validate(cfg, program.shared_bytes)
+        require_units(program, cfg)
         self.program, self.launch, self.memory, self.cfg = program, launch, memory, cfg
         self.warp_size = int(cfg.sm.warp_size) if cfg is not None else WARP
         self.params = _param_bytes(program, params)
