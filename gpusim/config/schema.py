@@ -558,8 +558,9 @@ class Config:
 
 
 def _plain(obj: Any) -> Any:
-    if dataclasses.is_dataclass(obj):
-        return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if dataclasses.is_dataclass(obj):  # (the tensor-only fields are left out of the other units)
+        return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)
+                if not (f.name in TENSOR_FIELDS and getattr(obj, f.name) is None)}
     if isinstance(obj, Mapping):
         return {k: _plain(v) for k, v in obj.items()}
     if isinstance(obj, tuple):
