@@ -314,7 +314,8 @@ class Executor:
         steps = since = 0
         stats = self.stats
         by_unit = stats.by_unit
-        global_access = [i.opcode in ("ld", "st", "atom", "red") and i.space == "global" for i in prog.instructions]
+        global_access = [(i.opcode in ("ld", "st", "atom", "red") and i.space == "global")
+                         or (i.opcode == "cp" and bool(set(i.quals) & {"ca", "cg"})) for i in prog.instructions]
         per_block = None  # loop-cap mode: warp instructions of each block of this batch
         if self.loop_cap is not None:
             per_block = self.block_warp_instructions[b.first_block: b.first_block + b.nblocks]
