@@ -1,18 +1,22 @@
 """Writes the kernels of gemm_mma, gemm_mma_tf32 and gemm_mma_int8 (run from the repository root:
 `python gpusim/data/workloads/gemm_mma/generate.py`). The three share one structure, byte for byte:
 
-- a 256-thread block computes a 128 x 128 tile of C; its 8 warps, 2 (m) x 4 (n), 64 x 32 each: per k-step
-  4 x 4 = 16 mma (m16n8k16 f16, m16n8k8 tf32 or m16n8k32 s8: 32 bytes of each A and B row a k-step);
+- a 128-thread block computes a 128 x 128 tile of C; its 4 warps, 2 (m) x 2 (n), 64 x 64 each: per k-step
+  4 x 8 = 32 mma (m16n8k16 f16, m16n8k8 tf32 or m16n8k32 s8: 32 bytes of each A and B row a k-step), two
+  blocks a SM (registers and shared memory allow two: each warp of one block hides the other's barriers);
 - A (n x n, row-major) and Bt (n x n: B column-major, the "TN" layout tensor-core GEMMs read without a
-  transpose) reach shared memory by cp.async (16 bytes a thread, two rows of A and two of Bt each) in tiles
-  of 128 rows x 64 bytes, `stages` of them in flight (a ring of 4 in shared memory; `stages` 1..4 used);
+  transpose) reach shared memory by cp.async (16 bytes a copy, four rows of A and four of Bt a thread) in
+  tiles of 128 rows x 64 bytes, `stages` of them in flight (a ring of 4 in shared memory; 1..4 used);
 - each 16-byte chunk c of row r is stored at chunk c ^ ((r >> 1) & 3) (an XOR swizzle): the 8 rows one
   ldmatrix phase reads then fall on 8 different groups of 4 banks, so ldmatrix.x4 runs in the 4 wavefronts
   of its 512 bytes, without bank conflicts;
-- per 64-byte tile: 2 k-steps of 4 ldmatrix.x4 (A) + 2 ldmatrix.x4 (Bt) + 16 mma a warp;
-- the loop: prefetch tile kt + stages - 1 (cp.async, commit), wait_group stages - 1 (tile kt has landed),
-  bar.sync, compute, bar.sync (the stage may be overwritten next);
-- the epilogue stores each warp's 64 accumulators (st.global.v2)."""
+- per 64-byte tile: the first k-step's fragments (8 ldmatrix.x4), then its 32 mma with the second k-step's
+  8 ldmatrix.x4 (a second register set) and the next tile's cp.async between them: the tensor core is busy
+  8 cycles an mma, and the LD/ST work issues in its shadow;
+- the loop (stages >= 2): wait_group stages - 2 (tile kt has landed), bar.sync (everyone has it, and has
+  finished with tile kt - 1), cp.async of tile kt + stages - 1 into tile kt - 1's stage, compute: one
+  barrier a tile. With one stage: copy tile kt, wait_group 0, bar.sync, compute, bar.sync;
+- the epilogue stores each warp's 128 accumulators (st.global.v2)."""
 
 from __future__ import annotations
 
@@ -42,23 +46,24 @@ def kernel(name: str) -> str:
     e(".param .u32 stages")
     e(f".shared .align 128 .b8 As[{STAGES_MAX * TILE_BYTES}]")
     e(f".shared .align 128 .b8 Bs[{STAGES_MAX * TILE_BYTES}]")
-    e(f".reg .{acc} %acc<64>")
-    e(".reg .b32 %fa<16>, %fb<8>")
+    e(f".reg .{acc} %acc<128>")
+    e(".reg .b32 %fa<32>, %fb<32>")
     e(".reg .u32 %tx, %lane, %warp, %wm, %wn, %x, %y, %z, %row, %chunk, %sw, %kb, %ntiles, %S, %ring")
-    e(".reg .u32 %st_a, %st_b, %ld_a, %ld_b, %a0, %a1, %b0, %b1, %cs, %ls, %kt, %lt, %nn")
-    e(".reg .u64 %pa, %pb, %pc, %ga0, %ga1, %gb0, %gb1, %rowb, %w, %rs8, %rs16")
-    e(".reg .pred %p, %more")
+    e(".reg .u32 %st_a, %st_b, %a0, %a1, %b0, %b1, %xa0, %xa1, %xb0, %xb1, %cs, %ls, %kt, %lt, %nn")
+    e(".reg .u64 %pa, %pc, %ga, %gb, %rowb, %w, %rs8, %rs16, %g32")
+    e(".reg .pred %p, %more, %one")
     e("    mov.u32 %tx, %tid.x")
     e("    and.b32 %lane, %tx, 31")
     e("    shr.u32 %warp, %tx, 5")
-    e("    shr.u32 %wm, %warp, 2")
-    e("    and.b32 %wn, %warp, 3")
+    e("    shr.u32 %wm, %warp, 1")
+    e("    and.b32 %wn, %warp, 1")
     e("    ld.param.u32 %nn, [n]                // C = A @ Bt.T, all n x n")
     e("    ld.param.u32 %S, [stages]")
+    e("    setp.eq.u32 %one, %S, 1")
     e(f"    mul.lo.u32 %kb, %nn, {es}              // bytes of one row of A and of Bt")
     e("    shr.u32 %ntiles, %kb, 6              // 64-byte k tiles")
     e(f"    mul.lo.u32 %ring, %S, {TILE_BYTES}")
-    # cp.async: this thread's two rows (tid/4 and tid/4 + 64) and chunk tid%4, in A and in Bt
+    # cp.async: this thread's rows tid/4 + 32i (i = 0..3) and chunk tid%4, in A and in Bt
     e("    shr.u32 %row, %tx, 2")
     e("    and.b32 %chunk, %tx, 3")
     e("    shr.u32 %sw, %row, 1")
@@ -72,26 +77,23 @@ def kernel(name: str) -> str:
     e("    mov.u32 %st_b, Bs")
     e("    add.u32 %st_b, %st_b, %x")
     e("    shl.b32 %chunk, %chunk, 4")
+    e("    cvt.u64.u32 %w, %chunk")
+    e("    mul.wide.u32 %g32, %kb, 32           // 32 rows of A or Bt")
     e("    mov.u32 %y, %ctaid.y")
     e("    shl.b32 %y, %y, 7")
     e("    add.u32 %y, %y, %row                // row of A")
     e("    mul.wide.u32 %rowb, %y, %kb")
-    e("    ld.param.u64 %ga0, [A]")
-    e("    add.u64 %ga0, %ga0, %rowb")
-    e("    cvt.u64.u32 %w, %chunk")
-    e("    add.u64 %ga0, %ga0, %w")
-    e("    mul.wide.u32 %rowb, %kb, 64")
-    e("    add.u64 %ga1, %ga0, %rowb             // row + 64")
+    e("    ld.param.u64 %ga, [A]")
+    e("    add.u64 %ga, %ga, %rowb")
+    e("    add.u64 %ga, %ga, %w")
     e("    mov.u32 %y, %ctaid.x")
     e("    shl.b32 %y, %y, 7")
     e("    add.u32 %y, %y, %row                // row of Bt (a column of C)")
     e("    mul.wide.u32 %rowb, %y, %kb")
-    e("    ld.param.u64 %gb0, [Bt]")
-    e("    add.u64 %gb0, %gb0, %rowb")
-    e("    add.u64 %gb0, %gb0, %w")
-    e("    mul.wide.u32 %rowb, %kb, 64")
-    e("    add.u64 %gb1, %gb0, %rowb")
-    # ldmatrix addresses. A: lane l reads row wm*64 + l%16, chunk 2ks + l/16; Bt: row wn*32 + l%8 + 8(l/16),
+    e("    ld.param.u64 %gb, [Bt]")
+    e("    add.u64 %gb, %gb, %rowb")
+    e("    add.u64 %gb, %gb, %w")
+    # ldmatrix addresses. A: lane l reads row wm*64 + l%16, chunk 2ks + l/16; Bt: row wn*64 + l%8 + 8(l/16),
     # chunk 2ks + (l/8)%2; the swizzle of both rows is ((l%16) >> 1) & 3 = (l >> 1) & 3
     e("    shr.u32 %z, %lane, 1")
     e("    and.b32 %z, %z, 3                   // swizzle of this lane's rows")
@@ -102,11 +104,14 @@ def kernel(name: str) -> str:
     e("    shl.b32 %row, %wm, 6")
     e("    add.u32 %y, %y, %row")
     e("    shl.b32 %y, %y, 6")
-    e("    mov.u32 %ld_a, As")
-    e("    add.u32 %ld_a, %ld_a, %y")
-    e("    add.u32 %a0, %ld_a, %x")
+    e("    mov.u32 %a0, As")
+    e("    add.u32 %a0, %a0, %y")
+    e("    add.u32 %a1, %a0, %x")
     e("    xor.b32 %x, %x, 32                  // ks = 1: chunk ^ 2")
-    e("    add.u32 %a1, %ld_a, %x")
+    e("    add.u32 %a0, %a0, %x")
+    e("    mov.u32 %x, %a0")
+    e("    mov.u32 %a0, %a1")
+    e("    mov.u32 %a1, %x")
     e("    shr.u32 %x, %lane, 3")
     e("    and.b32 %x, %x, 1                   // Bt chunk for ks = 0")
     e("    xor.b32 %x, %x, %z")
@@ -115,19 +120,19 @@ def kernel(name: str) -> str:
     e("    shr.u32 %row, %lane, 4")
     e("    shl.b32 %row, %row, 3")
     e("    add.u32 %y, %y, %row")
-    e("    shl.b32 %row, %wn, 5")
+    e("    shl.b32 %row, %wn, 6")
     e("    add.u32 %y, %y, %row")
     e("    shl.b32 %y, %y, 6")
-    e("    mov.u32 %ld_b, Bs")
-    e("    add.u32 %ld_b, %ld_b, %y")
-    e("    add.u32 %b0, %ld_b, %x")
+    e("    mov.u32 %b1, Bs")
+    e("    add.u32 %b1, %b1, %y")
+    e("    add.u32 %b0, %b1, %x")
     e("    xor.b32 %x, %x, 32")
-    e("    add.u32 %b1, %ld_b, %x")
-    for i in range(64):
-        e(f"    mov.{'s32' if acc == 's32' else 'f32'} %acc{i}, 0")
+    e("    add.u32 %b1, %b1, %x")
+    for i in range(128):
+        e(f"    mov.{acc} %acc{i}, 0")
     # prologue: tiles 0 .. stages-2
     e("    mov.u32 %lt, 0                      // tiles issued")
-    e("    mov.u32 %ls, 0                      // their stage's byte offset")
+    e("    mov.u32 %ls, 0                      // the next tile's stage (byte offset)")
     e("    mov.u32 %kt, 1")
     e("PRO:")
     e("    setp.ge.u32 %p, %kt, %S")
@@ -139,36 +144,31 @@ def kernel(name: str) -> str:
     e("    mov.u32 %kt, 0")
     e("    mov.u32 %cs, 0                      // the stage computed")
     e("LOOP:")
-    _issue(e)
-    # wait_group stages - 1 (an immediate: one branch per value)
-    for s in (1, 2, 3):
-        e(f"    setp.eq.u32 %p, %S, {s}")
-        e(f"    @%p bra W{s - 1}")
-    e("    cp.async.wait_group 3")
+    e("    @!%one bra PIPE")
+    _issue(e)  # one stage: copy the tile, wait for it, compute, and let everyone finish before the next copy
+    e("    cp.async.wait_group 0")
+    e("    bar.sync 0")
+    _compute(e, mma, [])
+    e("    bar.sync 0")
+    e("    bra NEXT")
+    e("PIPE:")  # wait_group stages - 2 (an immediate: one branch per value)
+    e("    setp.eq.u32 %p, %S, 2")
+    e("    @%p bra W0")
+    e("    setp.eq.u32 %p, %S, 3")
+    e("    @%p bra W1")
+    e("    cp.async.wait_group 2")
     e("    bra WD")
-    for s in (0, 1, 2):
-        e(f"W{s}:")
-        e(f"    cp.async.wait_group {s}")
-        if s < 2:
-            e("    bra WD")
+    e("W0:")
+    e("    cp.async.wait_group 0")
+    e("    bra WD")
+    e("W1:")
+    e("    cp.async.wait_group 1")
     e("WD:")
     e("    bar.sync 0")
-    for ks in range(2):
-        for mi in range(4):
-            regs = ", ".join(f"%fa{mi * 4 + r}" for r in range(4))
-            e(f"    add.u32 %x, %a{ks}, %cs")
-            e(f"    ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{{regs}}}, [%x+{mi * 1024}]")
-        for p in range(2):
-            regs = ", ".join(f"%fb{p * 4 + r}" for r in range(4))
-            e(f"    add.u32 %x, %b{ks}, %cs")
-            e(f"    ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{{regs}}}, [%x+{p * 1024}]")
-        for mi in range(4):
-            for nj in range(4):
-                c = ", ".join(f"%acc{(mi * 4 + nj) * 4 + r}" for r in range(4))
-                a = ", ".join(f"%fa{mi * 4 + r}" for r in range(4))
-                b = f"%fb{nj * 2}, %fb{nj * 2 + 1}"
-                e(f"    {mma} {{{c}}}, {{{a}}}, {{{b}}}, {{{c}}}")
-    e("    bar.sync 0")
+    copies = []
+    _issue(copies.append)
+    _compute(e, mma, copies)  # the next tile's copies issue between the first k-step's mma
+    e("NEXT:")
     e(f"    add.u32 %cs, %cs, {TILE_BYTES}")
     e("    setp.ge.u32 %p, %cs, %ring")
     e("    @%p mov.u32 %cs, 0")
@@ -186,7 +186,7 @@ def kernel(name: str) -> str:
     e("    add.u32 %z, %z, %x                  // row0")
     e("    mov.u32 %x, %ctaid.x")
     e("    shl.b32 %x, %x, 7")
-    e("    shl.b32 %row, %wn, 5")
+    e("    shl.b32 %row, %wn, 6")
     e("    add.u32 %x, %x, %row")
     e("    add.u32 %x, %x, %y                  // col0")
     e("    mul.wide.u32 %rowb, %z, %nn")
@@ -199,8 +199,8 @@ def kernel(name: str) -> str:
     e("    shl.b64 %rs16, %rs8, 1")
     for mi in range(4):
         e("    add.u64 %pa, %pc, %rs8")
-        for nj in range(4):
-            base = (mi * 4 + nj) * 4
+        for nj in range(8):
+            base = (mi * 8 + nj) * 4
             e(f"    st.global.v2.{acc} [%pc+{nj * 32}], {{%acc{base}, %acc{base + 1}}}")
             e(f"    st.global.v2.{acc} [%pa+{nj * 32}], {{%acc{base + 2}, %acc{base + 3}}}")
         if mi < 3:
@@ -209,23 +209,58 @@ def kernel(name: str) -> str:
     return "\n".join(L) + "\n"
 
 
+def _compute(e, mma: str, copies: list[str]):
+    """One 64-byte k tile from stage %cs: the first k-step's fragments (8 ldmatrix.x4), then its 32 mma
+    with, between them, the second k-step's 8 ldmatrix.x4 and then `copies` (the tensor core takes 8 cycles
+    an mma: the LD/ST work issues in its shadow), then the second k-step's 32 mma."""
+    for ks in range(2):
+        e(f"    add.u32 %xa{ks}, %a{ks}, %cs")
+        e(f"    add.u32 %xb{ks}, %b{ks}, %cs")
+    loads = {0: [], 1: []}
+    for ks in range(2):
+        for mi in range(4):
+            regs = ", ".join(f"%fa{16 * ks + mi * 4 + r}" for r in range(4))
+            loads[ks].append(f"    ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{{regs}}}, [%xa{ks}+{mi * 1024}]")
+        for q in range(4):
+            regs = ", ".join(f"%fb{16 * ks + q * 4 + r}" for r in range(4))
+            loads[ks].append(f"    ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{{regs}}}, [%xb{ks}+{q * 1024}]")
+    for line in loads[0]:
+        e(line)
+    fill = loads[1] + copies
+    per = -(-len(fill) // 32)
+    for ks in range(2):
+        for mi in range(4):
+            for nj in range(8):
+                c = ", ".join(f"%acc{(mi * 8 + nj) * 4 + r}" for r in range(4))
+                a = ", ".join(f"%fa{16 * ks + mi * 4 + r}" for r in range(4))
+                b = f"%fb{16 * ks + nj * 2}, %fb{16 * ks + nj * 2 + 1}"
+                e(f"    {mma} {{{c}}}, {{{a}}}, {{{b}}}, {{{c}}}")
+                if ks == 0:
+                    for line in fill[:per]:
+                        e(line)
+                    fill = fill[per:]
+
+
 def _issue(e):
     """cp.async of k tile %lt (if it exists) into the stage at byte offset %ls, then commit (an empty group
     past the last tile, so that wait_group's count stays the pipeline's depth); advance %lt, %ls and the
-    global pointers."""
+    global pointers. Rows tid/4 + 32i of A and of Bt: 2048 bytes apart in the stage, 32 rows in memory."""
     e("    setp.lt.u32 %more, %lt, %ntiles")
     e("    add.u32 %x, %st_a, %ls")
     e("    add.u32 %y, %st_b, %ls")
-    e("    @%more cp.async.cg.shared.global [%x], [%ga0], 16")
-    e("    @%more cp.async.cg.shared.global [%x+4096], [%ga1], 16")
-    e("    @%more cp.async.cg.shared.global [%y], [%gb0], 16")
-    e("    @%more cp.async.cg.shared.global [%y+4096], [%gb1], 16")
+    for i in range(4):
+        off = f"+{2048 * i}" if i else ""
+        e(f"    @%more cp.async.cg.shared.global [%x{off}], [%ga], 16")
+        e(f"    @%more cp.async.cg.shared.global [%y{off}], [%gb], 16")
+        e("    add.u64 %ga, %ga, %g32")
+        e("    add.u64 %gb, %gb, %g32")
     e("    cp.async.commit_group")
     e("    add.u32 %lt, %lt, 1")
-    e("    add.u64 %ga0, %ga0, 64")
-    e("    add.u64 %ga1, %ga1, 64")
-    e("    add.u64 %gb0, %gb0, 64")
-    e("    add.u64 %gb1, %gb1, 64")
+    e("    shl.b64 %w, %g32, 2")
+    e("    sub.u64 %ga, %ga, %w")
+    e("    sub.u64 %gb, %gb, %w")
+    e("    add.u64 %ga, %ga, 64")
+    e("    add.u64 %gb, %gb, 64")
     e(f"    add.u32 %ls, %ls, {TILE_BYTES}")
     e("    setp.ge.u32 %p, %ls, %ring")
     e("    @%p mov.u32 %ls, 0")
