@@ -13,8 +13,8 @@ from typing import NamedTuple
 import numpy as np
 
 from gpusim.config import Config
-from gpusim.functional.launch import require_units
 from gpusim.config.vocab import KIND, PORT, PORTS, STATE, WARP_STATES  # noqa: F401 (re-exported)
+from gpusim.functional.launch import require_units
 from gpusim.isa import Program
 from gpusim.isa.opcodes import Unit
 from gpusim.isa.types import TYPES
