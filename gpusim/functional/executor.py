@@ -221,8 +221,8 @@ class Executor:
                  cfg=None, max_steps_per_warp: int | None = None, record: bool = False,
                  batch_lanes: int | None = None, block_limit: int | None = None,
                  block_ids=None, loop_cap: int | dict[int, int] | None = None):
+        require_units(program, cfg)  # (first: a kernel for another kind of GPU is refused for what it needs most)
         launch.validate(cfg, program.shared_bytes)
-        require_units(program, cfg)
         self.program, self.launch, self.memory, self.cfg = program, launch, memory, cfg
         self.warp_size = int(cfg.sm.warp_size) if cfg is not None else WARP
         self.params = _param_bytes(program, params)
