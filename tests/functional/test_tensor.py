@@ -328,3 +328,12 @@ def test_cvt_tf32_rounds_ties_away():
     np.testing.assert_array_equal(got, np.array([1 + 2**-10, -(1 + 2**-10), 1, 1 + 2**-10], np.float32))
     with pytest.raises(AssemblyError, match="tf32 conversions"):
         assemble(".kernel k\n.reg .f32 %a\n.reg .b32 %b\ncvt.rn.tf32.f32 %b, %a")
+
+
+@pytest.mark.parametrize("name", ["gemm_mma", "gemm_mma_tf32", "gemm_mma_int8"])
+def test_tensor_core_kernels_disassemble_and_reassemble(name):
+    from gpusim.isa.disassembler import disassemble
+    from gpusim.workloads import load_workload
+
+    prog = load_workload(name).program
+    assert assemble(disassemble(prog)).instructions == prog.instructions
