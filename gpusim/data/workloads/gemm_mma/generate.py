@@ -24,7 +24,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
-VARIANTS = {  # name: (mma mnemonic, accumulator type, element bytes of A and Bt, folder)
+VARIANTS = {  # workload (its folder): (mma mnemonic, accumulator type, bytes of one element of A and Bt)
     "gemm_mma": ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "f32", 2),
     "gemm_mma_tf32": ("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "f32", 4),
     "gemm_mma_int8": ("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", "s32", 1),
