@@ -533,12 +533,6 @@ class _Assembler:
             self.error("tf32 conversions are cvt.rna.tf32.f32 only", st, token=mnem)
         if spec.name == "cvt" and "rna" in quals and "tf32" not in types:
             self.error(".rna applies to cvt.rna.tf32.f32 only", st, token=mnem)
-        if spec.name == "cvt" and set(quals) & {"rn", "rz", "rm", "rp"}:
-            td, ts = TYPES[types[0]], TYPES[types[1]]
-            if not td.is_float or (ts.is_float and td.bits >= ts.bits and td.name != "bf16"):
-                self.error("rounding qualifiers .rn/.rz/.rm/.rp apply to conversions that round to a float (int "
-                           "to float, float to a narrower float); float to int takes .rni/.rzi/.rmi/.rpi", st,
-                           token=mnem)
         nan_cmp = set(quals) & {"equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan"}
         if spec.name == "setp" and itype and not itype.is_float and nan_cmp:
             self.error(f"setp.{nan_cmp.pop()} tests for NaN and needs a float type", st, token=mnem)
