@@ -17,6 +17,7 @@ import yaml
 from gpusim.config.schema import (
     OPCODES,
     OPTIONAL_UNIT_CLASSES,
+    TENSOR_FIELDS,
     UNIT_CLASSES,
     Config,
     OpcodeSpec,
@@ -451,6 +452,10 @@ def _units(value: Any, path: str, where: Where) -> UnitTable:
                 continue
             raise _err(where, f"{path}.{key}", "missing key", at=path)
         table[key] = UnitSpec(**_fields_of(UnitSpec, value[key], f"{path}.{key}", where))
+        for f in TENSOR_FIELDS:  # the tensor core's throughputs per input precision
+            if (getattr(table[key], f) is None) == (key == "tensor"):
+                raise _err(where, f"{path}.{key}.{f}", "missing key" if key == "tensor" else
+                           "only the tensor unit has per-precision FMA throughputs", at=f"{path}.{key}")
     return UnitTable(table)
 
 

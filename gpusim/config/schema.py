@@ -117,8 +117,26 @@ class UnitSpec:
     latency_cycles: int = spec("cycles from issue until a dependent instruction may issue", "cycles",
                                (0, 10000))
     lanes_per_subpartition: int = spec("lanes the unit processes per cycle in one sub-partition; a 32-"
-                                       "thread warp occupies it ceil(32 / lanes) cycles", "lanes", (1, 1024))
+                                       "thread warp occupies it ceil(32 / lanes) cycles (the tensor unit: "
+                                       "the *_fma_per_cycle fields instead)", "lanes", (1, 1024))
+    f16_fma_per_cycle: int = spec("units.tensor only (required there): dense f16 multiply-adds one sub-"
+                                  "partition's tensor core completes per cycle (f32 accumulate); an mma of "
+                                  "M x N x K holds it ceil(M*N*K / this) cycles", "FMA/cycle", (1, 1 << 20),
+                                  default=None)
+    bf16_fma_per_cycle: int = spec("units.tensor only: as f16_fma_per_cycle for bf16 inputs", "FMA/cycle",
+                                   (1, 1 << 20), default=None)
+    tf32_fma_per_cycle: int = spec("units.tensor only: as f16_fma_per_cycle for tf32 inputs", "FMA/cycle",
+                                   (1, 1 << 20), default=None)
+    s8_fma_per_cycle: int = spec("units.tensor only: as f16_fma_per_cycle for 8-bit integer inputs (s32 "
+                                 "accumulate)", "FMA/cycle", (1, 1 << 20), default=None)
 
+    def fma_per_cycle(self, precision: str) -> int:
+        """Tensor-core multiply-adds per cycle per sub-partition for inputs of `precision` (f16, bf16,
+        tf32, s8 or u8)."""
+        return getattr(self, f"{'s8' if precision == 'u8' else precision}_fma_per_cycle")
+
+
+TENSOR_FIELDS = ("f16_fma_per_cycle", "bf16_fma_per_cycle", "tf32_fma_per_cycle", "s8_fma_per_cycle")
 
 UNIT_CLASSES = ("fp32", "int", "fp64", "sfu", "ldst", "branch", "sync")
 OPTIONAL_UNIT_CLASSES = ("tensor",)
@@ -540,8 +558,9 @@ class Config:
 
 
 def _plain(obj: Any) -> Any:
-    if dataclasses.is_dataclass(obj):
-        return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if dataclasses.is_dataclass(obj):  # (the tensor-only fields are left out of the other units)
+        return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)
+                if not (f.name in TENSOR_FIELDS and getattr(obj, f.name) is None)}
     if isinstance(obj, Mapping):
         return {k: _plain(v) for k, v in obj.items()}
     if isinstance(obj, tuple):

@@ -10,7 +10,9 @@ PORTS = ("fp32", "int", "fp64", "sfu", "ldst", "branch", "sync", "tensor")
 PORT = {name: i for i, name in enumerate(PORTS)}
 
 # Instruction kinds the SM treats differently on issue.
-KINDS = ("alu", "global_ld", "global_st", "global_atom", "shared", "shfl", "branch", "barrier", "exit")
+# (cp.async copies are global loads; cp_commit / cp_wait: cp.async.commit_group and wait_group / wait_all)
+KINDS = ("alu", "global_ld", "global_st", "global_atom", "shared", "shfl", "branch", "barrier", "exit",
+         "cp_commit", "cp_wait")
 KIND = {name: i for i, name in enumerate(KINDS)}
 
 # Warp states, in Nsight Compute's names (smsp__pcsamp_warps_issue_stalled_*): every resident
@@ -50,5 +52,5 @@ DRAM_SCHEDULER_DOCS = {
 # is `gpusim/isa/opcodes.py`, a layer above: it checks on import that its opcodes are exactly these.
 OPCODE_NAMES = ("mov", "cvt", "cvta", "add", "sub", "mul", "mad", "fma", "fadd", "fmul", "div", "rem", "min", "max",
                 "abs", "neg", "and", "or", "xor", "not", "shl", "shr", "popc", "setp", "selp", "rcp", "sqrt",
-                "rsqrt", "sin", "cos", "ex2", "lg2", "ld", "st", "atom", "red", "shfl", "vote", "bra", "exit",
-                "bar", "membar", "fence")
+                "rsqrt", "sin", "cos", "ex2", "lg2", "ld", "st", "atom", "red", "cp", "mma", "ldmatrix",
+                "shfl", "vote", "bra", "exit", "bar", "membar", "fence")

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpusim.errors import DeadlockError, KernelFault, LaunchError
-from gpusim.functional import atomics
-from gpusim.functional.launch import Launch
+from gpusim.functional import atomics, tensor
+from gpusim.functional.launch import Launch, require_units
 from gpusim.functional.memory import GlobalMemory, host_available_bytes
 from gpusim.functional.semantics import alu
 from gpusim.functional.simt_stack import SimtStack
@@ -139,6 +139,10 @@ class _Batch:
         self.smem_stride = -(-max(self.smem_size, 8) // 8) * 8
         self.smem = np.zeros(nblocks * self.smem_stride, dtype=np.uint8)
         self.lane_smem = self.lane_block * self.smem_stride  # each lane's block's offset in `smem`
+        # cp.async: copies issued and not yet waited for, as (warp, group, shared byte indices, bytes) per
+        # lane; a warp's copies join its group number `cp_groups[w]` (the groups it has committed so far)
+        self.cp_pending: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self.cp_groups = np.zeros(W, dtype=np.int64)
         self.rec = BatchRecorder(W, WS) if ex.record else None
         if ex.loop_cap is not None:  # iterations of each loop's current instance, per warp
             self.loop_count = np.zeros((W, len(ex.loop_headers)), dtype=np.int64)
@@ -217,6 +221,7 @@ class Executor:
                  cfg=None, max_steps_per_warp: int | None = None, record: bool = False,
                  batch_lanes: int | None = None, block_limit: int | None = None,
                  block_ids=None, loop_cap: int | dict[int, int] | None = None):
+        require_units(program, cfg)  # (first: a kernel for another kind of GPU is refused for what it needs most)
         launch.validate(cfg, program.shared_bytes)
         self.program, self.launch, self.memory, self.cfg = program, launch, memory, cfg
         self.warp_size = int(cfg.sm.warp_size) if cfg is not None else WARP
@@ -309,7 +314,8 @@ class Executor:
         steps = since = 0
         stats = self.stats
         by_unit = stats.by_unit
-        global_access = [i.opcode in ("ld", "st", "atom", "red") and i.space == "global" for i in prog.instructions]
+        global_access = [(i.opcode in ("ld", "st", "atom", "red") and i.space == "global")
+                         or (i.opcode == "cp" and bool(set(i.quals) & {"ca", "cg"})) for i in prog.instructions]
         per_block = None  # loop-cap mode: warp instructions of each block of this batch
         if self.loop_cap is not None:
             per_block = self.block_warp_instructions[b.first_block: b.first_block + b.nblocks]
@@ -508,6 +514,12 @@ class Executor:
             body = self._memory(ins, b)
         elif op == "shfl":
             body = self._shfl(ins, b)
+        elif op == "mma":
+            body = self._mma(ins, b)
+        elif op == "ldmatrix":
+            body = self._ldmatrix(ins, b)
+        elif op == "cp":
+            body = self._cp_async(ins, b)
         elif op == "vote":
             body = self._vote(ins, b)
         elif op in ("membar", "fence"):  # memory here is sequentially consistent: nothing to order
@@ -746,6 +758,137 @@ class Executor:
             else:
                 res = ((p & on) * weights).sum(1, dtype=np.uint64).astype(dtype)
             write(lanes, np.repeat(res, WS)[local])
+
+        return body
+
+    # ---- tensor cores ---------------------------------------------------------------------------
+    def _whole_warps(self, ins: Instruction, b: _Batch, G: np.ndarray, lanes) -> np.ndarray:
+        """(len(G), 32) lane indices of warps G, which must execute the instruction on every lane
+        (`.sync.aligned`: the whole warp, converged)."""
+        if b.ws != tensor.LANES:
+            self.fault(b, ins, int(G[0]) * b.ws, f"{ins.opcode} needs 32-lane warps (sm.warp_size is {b.ws})")
+        if not isinstance(lanes, slice) and lanes.size != G.size * b.ws:
+            on = np.zeros(G.size * b.ws, bool)
+            on[_positions(G, lanes, b.ws)] = True
+            i = int(np.flatnonzero(~on)[0])
+            self.fault(b, ins, int(G[i // b.ws]) * b.ws + i % b.ws,
+                       f"{ins.opcode}.sync.aligned executed by a partial warp (every lane must execute it)")
+        return G[:, None] * b.ws + b.lane_ids
+
+    def _mma(self, ins: Instruction, b: _Batch) -> Callable:
+        shape = next(q for q in ins.quals if q in tensor.SHAPES)
+        at, bt = ins.types[1], ins.types[2]
+        acc = np.dtype(np.int32) if ins.types[0] == "s32" else np.dtype(np.float32)
+        a_regs = [b.R[o.reg].view(np.uint32) for o in ins.srcs[:4]]
+        b_regs = [b.R[o.reg].view(np.uint32) for o in ins.srcs[4:6]]
+        c_regs = [b.R[o.reg].view(acc) for o in ins.srcs[6:]]
+        d_regs = [b.R[o.reg].view(acc) for o in ins.dsts]
+        sat = "satfinite" in ins.quals
+
+        def body(G, lanes):
+            idx = self._whole_warps(ins, b, G, lanes)
+            d = tensor.mma(shape, at, bt, np.stack([r[idx] for r in a_regs], -1),
+                           np.stack([r[idx] for r in b_regs], -1), np.stack([r[idx] for r in c_regs], -1), sat)
+            for k, r in enumerate(d_regs):
+                r[idx] = d[..., k]
+
+        return body
+
+    def _ldmatrix(self, ins: Instruction, b: _Batch) -> Callable:
+        """Lanes 8i..8i+7 address the rows of matrix i (16 bytes each); the other lanes' addresses are
+        not read (nor recorded: the timing model sees the rows actually loaded)."""
+        count = len(ins.dsts)
+        trans = "trans" in ins.quals
+        addr_op = ins.srcs[0]
+        base = b.R[addr_op.reg] if addr_op.reg >= 0 else None
+        offset = np.int64(addr_op.value)
+        d_regs = [b.R[o.reg].view(np.uint32) for o in ins.dsts]
+        size, rows = b.smem_size, 8 * count
+        stats, rec = self.stats, b.rec
+
+        def body(G, lanes):
+            idx = self._whole_warps(ins, b, G, lanes)
+            a = (base[idx].astype(np.int64) if base is not None else np.zeros(idx.shape, np.int64)) + offset
+            used = a[:, :rows]
+            bad = (used < 0) | (used > size - 16) | (used % 16 != 0)
+            if bad.any():
+                i = np.argwhere(bad)[0]
+                v = int(used[tuple(i)])
+                what = "misaligned" if 0 <= v <= size - 16 else "out-of-bounds"
+                self.fault(b, ins, int(idx[i[0], i[1]]), f"{what} 16-byte ldmatrix row (the block has {size} bytes "
+                           "of shared memory)", v)
+            if rec is not None:
+                rec.memory(np.where(b.lane_ids < rows, a, -1).ravel())
+            start = (used + b.lane_smem[idx[:, :rows]])[..., None] + np.arange(16)
+            row_bytes = b.smem[start]  # (warps, rows, 16) bytes
+            out = tensor.ldmatrix(row_bytes.view(np.uint16), count, trans)
+            for k, r in enumerate(d_regs):
+                r[idx] = out[..., k]
+            stats.count_bytes("shared", read=G.size * rows * 16)
+
+        return body
+
+    # ---- asynchronous copies ---------------------------------------------------------------------
+    def _cp_async(self, ins: Instruction, b: _Batch) -> Callable:
+        """cp.async: the source bytes are read when the copy issues and land in shared memory when a
+        wait_group (or wait_all) of the issuing warp covers their group; until then the destination
+        holds its old bytes. Only the global source addresses are recorded (the LD/ST path's request)."""
+        kind = ins.quals[1]
+        if kind == "commit_group":
+            def body(G, lanes):
+                b.cp_groups[G] += 1
+            return body
+        if kind in ("wait_group", "wait_all"):
+            keep = int(ins.srcs[0].value) if kind == "wait_group" else 0
+
+            def body(G, lanes):
+                if kind == "wait_all":
+                    b.cp_groups[G] += 1
+                limit = np.full(b.W, -1, np.int64)  # per warp: groups below this one are complete
+                limit[G] = b.cp_groups[G] - keep
+                rest = []
+                for warp, group, dst, data in b.cp_pending:
+                    done = group < limit[warp]
+                    if done.any():
+                        b.smem[dst[done]] = data[done]
+                    if not done.all():
+                        rest.append((warp[~done], group[~done], dst[~done], data[~done]))
+                b.cp_pending = rest
+            return body
+        size = int(ins.srcs[1].value)
+        dst_op, src_op = ins.dsts[0], ins.srcs[0]
+        mem, rec = self.memory, b.rec
+        stats = self.stats
+        dbase = b.R[dst_op.reg] if dst_op.reg >= 0 else None
+        sbase = b.R[src_op.reg]
+        doff, soff = np.int64(dst_op.value), np.int64(src_op.value)
+        ssize = b.smem_size
+        span = np.arange(size)
+
+        def body(G, lanes):
+            n = _count(lanes, b)
+            src = sbase[lanes].astype(np.int64) + soff
+            dst = (dbase[lanes].astype(np.int64) if dbase is not None else np.zeros(n, np.int64)) + doff
+            if rec is not None:
+                rec.memory(src)
+            for what, a, ok in (("global", src, None), ("shared", dst, ssize)):
+                bad = a % size != 0
+                if ok is not None:
+                    bad |= (a < 0) | (a > ok - size)
+                elif mem.offsets(a, size) is None:
+                    bad |= ~mem.valid(a, size)
+                if bad.any():
+                    i = int(np.flatnonzero(bad)[0])
+                    why = "misaligned" if a[i] % size else "out-of-bounds"
+                    self.fault(b, ins, _lane_at(lanes, i), f"{why} {size}-byte cp.async {what} address", int(a[i]))
+            off = mem.offsets(src, size)
+            data = mem.buffer[off[:, None] + span]
+            lane_ids = np.arange(b.W * b.ws)[lanes] if not isinstance(lanes, slice) else np.arange(n)
+            warp = lane_ids // b.ws
+            smem_at = dst + b.lane_smem[lanes]
+            b.cp_pending.append((warp, b.cp_groups[warp], smem_at[:, None] + span, data))
+            stats.count_bytes("global", read=n * size)
+            stats.count_bytes("shared", written=n * size)
 
         return body
 

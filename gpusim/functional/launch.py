@@ -67,3 +67,14 @@ class Launch:
         if cfg is not None and shared_bytes > cfg.sm.max_shared_memory_per_block_optin_bytes:
             raise LaunchError(f"{shared_bytes} bytes of shared memory per block; the limit is "
                               f"{cfg.sm.max_shared_memory_per_block_optin_bytes}", field="shared_memory")
+
+
+def require_units(program, cfg) -> None:
+    """A kernel whose instructions need a unit the config lacks cannot run there: an `mma` on a GPU without
+    tensor cores (no `units.tensor`, the GTX 980) is a one-line LaunchError naming the config and the line."""
+    if cfg is None or "tensor" in cfg.units:
+        return
+    ins = next((i for i in program.instructions if i.opcode == "mma"), None)
+    if ins is not None:
+        raise LaunchError(f"{cfg.name} has no tensor cores (no units.tensor in its config): {ins.mnemonic} at "
+                          f"{program.source}:{ins.line} cannot run there", field="mma")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpusim.isa import floats
 from gpusim.isa.program import Instruction
 from gpusim.isa.types import TYPES, widened
 
@@ -94,11 +95,36 @@ def _sat01(x, dt: np.dtype):
     return np.where(np.isnan(x), 0, np.clip(x, 0, 1)).astype(dt)
 
 
+def _round_float(x: np.ndarray, td, mode: str) -> np.ndarray:
+    """Values `x` (float64, exact) rounded to float type `td` by PTX rounding mode rn/rz/rm/rp."""
+    if td.name == "bf16":  # (through f32: exact for the f32, f16 and 8/16-bit integer sources cvt reads)
+        return floats.to_bf16(x.astype(np.float32) if x.dtype != np.float32 else x, mode)
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = x.astype(td.dtype)  # round to nearest even
+        if mode == "rn":
+            return r
+        back = r.astype(np.float64)
+        if mode == "rz":
+            fix = np.abs(back) > np.abs(x)
+            toward = np.zeros_like(r)
+        elif mode == "rm":
+            fix = back > x
+            toward = np.full_like(r, -np.inf)
+        else:  # rp
+            fix = back < x
+            toward = np.full_like(r, np.inf)
+        return np.where(fix, np.nextafter(r, toward), r).astype(td.dtype)
+
+
 def _cvt(ins: Instruction, a):
     td, ts = TYPES[ins.types[0]], TYPES[ins.types[1]]
     a = np.asarray(a)
     if ts.is_int and a.dtype != ts.dtype:
         a = a.astype(ts.dtype)  # sub-word source: truncate the register first
+    if ts.name == "bf16":  # decode the pattern: every other case then reads f32 values
+        a, ts = floats.from_bf16(a), TYPES["f32"]
+    if td.name == "tf32":
+        return floats.to_tf32(a, "rna")
     if td.is_int and ts.is_float:
         mode = next((q for q in ins.quals if q.endswith("i")), "rzi")
         x = a.astype(np.float64)
@@ -115,6 +141,12 @@ def _cvt(ins: Instruction, a):
     mode = next((q for q in ins.quals if q.endswith("i")), "")
     if ts.is_float and td.is_float and mode:  # cvt.rni.f32.f32: round to an integral value
         a = {"rzi": np.trunc, "rni": np.rint, "rmi": np.floor, "rpi": np.ceil}[mode](a)
+    rnd = next((q for q in ins.quals if q in ("rn", "rz", "rm", "rp")), "rn")
+    if td.is_float and (td.name == "bf16" or (rnd != "rn" and (ts.is_int or td.bits < ts.bits))):
+        x = a.astype(np.float64) if not (td.name == "bf16" and a.dtype == np.float32) else a
+        if "sat" in ins.quals:
+            x = _sat01(x, x.dtype)
+        return _round_float(x, td, rnd)
     out = a.astype(td.dtype)
     if "sat" in ins.quals and td.is_float:
         out = _sat01(out, td.dtype)

@@ -36,7 +36,10 @@ _SHARED_RE = re.compile(rf"^({_IDENT})\s*\[\s*([0-9]+)\s*\]$")
 _MAX_LITERAL = 80  # characters of an integer literal: more than any 64-bit value needs, even in binary
 MAX_REGISTERS = 65536  # registers a kernel may declare (a `%r<N>` range is expanded name by name)
 _SIG_NAMES = {"d": "destination", "s": "source", "u": "u32 source", "P": "predicate destination",
-              "Q": "predicate source", "M": "[address]", "L": "label", "B": "barrier number"}
+              "Q": "predicate source", "M": "[address]", "L": "label", "B": "barrier number",
+              "N": "group count"}
+# registers of each mma fragment ({d}, {a}, {b}, {c}) by shape (PTX ISA 9.7.13.4.8-10)
+MMA_FRAGMENT_REGS = {"m16n8k16": (4, 4, 2, 4), "m16n8k8": (4, 4, 2, 4), "m16n8k32": (4, 4, 2, 4)}
 
 
 class _Stmt:
@@ -269,6 +272,12 @@ class _Assembler:
             sig = "dMss"
         if spec.name == "setp" and set(quals) & {"and", "or", "xor"}:
             sig = "PssQ"
+        if spec.name == "cp":  # cp.async.commit_group; cp.async.wait_group N; cp.async.wait_all
+            sig = {"commit_group": "", "wait_group": "N", "wait_all": ""}.get(quals[1] if len(quals) > 1 else "", sig)
+            if sig == "MMs" and not {"shared", "global"} <= set(quals):
+                self.error("cp.async copies need .shared.global (global to shared memory)", st, col, mnem)
+            if sig != "MMs" and set(quals) & {"shared", "global"}:
+                self.error(f"cp.async.{quals[1]} takes no state space", st, col, mnem)
         toks = _split_operands(ops_stripped, ops_col) if ops_stripped else []
         if spec.name == "shfl" and toks and "|" in toks[0][0]:  # `d|p`: also the source lane's validity
             d_tok, _, p_tok = toks[0][0].partition("|")
@@ -304,6 +313,11 @@ class _Assembler:
             v = _int_literal(tok)
             if v is None or not 0 <= v <= 15:
                 self.error("expected a barrier number 0..15", st, col, tok)
+            return Operand("imm", "u32", value=v)
+        if letter == "N":
+            v = _int_literal(tok)
+            if v is None or not 0 <= v <= 7:
+                self.error("expected a count of groups 0..7", st, col, tok)
             return Operand("imm", "u32", value=v)
         if letter == "M":
             return self.address(st, tok, col, ins)
@@ -375,8 +389,8 @@ class _Assembler:
             self.error(f"type mismatch: float immediate for .{itype.name}", st, col, tok)
         self.error(f"expected a register or a .{itype.name} immediate", st, col, tok)
 
-    def address(self, st, tok, col, ins) -> Operand:
-        space = next(q for q in ins["quals"] if q in ("global", "shared", "param"))
+    def address(self, st, tok, col, ins, space: str | None = None) -> Operand:
+        space = space or next(q for q in ins["quals"] if q in ("global", "shared", "param"))
         if not (tok.startswith("[") and tok.endswith("]")):
             self.error("expected a memory address like [%rd1+4]", st, col, tok)
         inner = tok[1:-1].replace(" ", "")
@@ -506,6 +520,19 @@ class _Assembler:
                        token=mnem)
         if spec.name in ("sin", "cos", "ex2", "lg2", "rsqrt") and "rn" in quals:
             self.error(f"{spec.name} is approximate: use .approx", st)
+        if spec.name == "mma":
+            return self._mma(pc, st, ins, mnem)
+        if spec.name == "ldmatrix":
+            return self._ldmatrix(pc, st, ins, mnem)
+        if spec.name == "cp" and sig == "MMs":
+            return self._cp_async(pc, st, ins, mnem)
+        if itype and itype.name in ("bf16", "tf32") and spec.name not in ("cvt", "mov", "ld", "st"):
+            self.error(f".{itype.name} is a storage format here: {spec.name} does not compute on it (cvt it to "
+                       ".f32)", st, token=mnem)
+        if spec.name == "cvt" and "tf32" in types and (types != ("tf32", "f32") or "rna" not in quals):
+            self.error("tf32 conversions are cvt.rna.tf32.f32 only", st, token=mnem)
+        if spec.name == "cvt" and "rna" in quals and "tf32" not in types:
+            self.error(".rna applies to cvt.rna.tf32.f32 only", st, token=mnem)
         nan_cmp = set(quals) & {"equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan"}
         if spec.name == "setp" and itype and not itype.is_float and nan_cmp:
             self.error(f"setp.{nan_cmp.pop()} tests for NaN and needs a float type", st, token=mnem)
@@ -545,8 +572,73 @@ class _Assembler:
             unit = Unit.SFU
         if spec.name == "cvt" and "f64" in types:
             unit = Unit.FP64
+        if spec.name == "cp":  # commit_group / wait_group: the warp's bookkeeping of its copy groups
+            unit = Unit.SYNC
         return Instruction(pc, spec.name, quals, types, tuple(dsts), tuple(srcs), unit, ins["guard"],
                            ins["guard_neg"], target, line=st.line, text=st.text)
+
+
+    # ---- tensor-core and asynchronous-copy instructions -----------------------------------------
+    def _regs_in_braces(self, st, tok: str, col: int, n: int, what: str, ok, want: str, ins) -> list[Operand]:
+        """`{%r0, %r1, ...}`: n registers, each of a type `ok` accepts (named `want` in the error)."""
+        inner = _split_operands(tok[1:-1], col + 1) if tok.startswith("{") and tok.endswith("}") else []
+        if len(inner) != n:
+            self.error(f"expected {{...}} with {n} registers for {what}", st, col, tok)
+        out = []
+        for t2, c2 in inner:
+            reg = self.regs.get(t2)
+            if reg is None:
+                self.error("undefined register", st, c2, t2)
+            if not ok(TYPES[reg.type]):
+                self.error(f"type mismatch: {t2} is .{reg.type}; {what} needs {want}", st, c2, t2)
+            out.append(Operand("reg", reg.type, reg.index))
+        return out
+
+    def _mma(self, pc: int, st: _Stmt, ins: dict, mnem: str) -> Instruction:
+        quals, types = ins["quals"], ins["types"]
+        shape = next(q for q in quals if q in MMA_FRAGMENT_REGS)
+        dt, at, bt, ct = types
+        ok_in = {"m16n8k16": ("f16", "bf16"), "m16n8k8": ("tf32",), "m16n8k32": ("s8", "u8")}[shape]
+        acc = "s32" if shape == "m16n8k32" else "f32"
+        if at not in ok_in or bt not in ok_in or (at != bt and shape != "m16n8k32") or dt != acc or ct != acc:
+            self.error(f"mma.{shape} takes .{acc}.AT.BT.{acc} with AT, BT among "
+                       + ", ".join("." + t for t in ok_in) + " (A and B alike for floats)", st, token=mnem)
+        if "satfinite" in quals and acc != "s32":
+            self.error(".satfinite applies to integer mma only", st, token=mnem)
+        if quals.index("row") > quals.index("col"):
+            self.error("mma takes .row.col (A row-major, B column-major)", st, token=mnem)
+        nd, na, nb, nc = MMA_FRAGMENT_REGS[shape]
+        toks = ins["toks"]
+        word = lambda t: t.bits == 32 and t.kind != "pred"  # noqa: E731
+        accum = lambda t: t.name == acc or (t.bits == 32 and t.kind == "b")  # noqa: E731
+        d = self._regs_in_braces(st, *toks[0], nd, "the D fragment", accum, f"a .{acc} register", ins)
+        a = self._regs_in_braces(st, *toks[1], na, "the A fragment", word, "a 32-bit register", ins)
+        b = self._regs_in_braces(st, *toks[2], nb, "the B fragment", word, "a 32-bit register", ins)
+        c = self._regs_in_braces(st, *toks[3], nc, "the C fragment", accum, f"a .{acc} register", ins)
+        return Instruction(pc, "mma", quals, types, tuple(d), tuple(a + b + c), Unit.TENSOR, ins["guard"],
+                           ins["guard_neg"], line=st.line, text=st.text)
+
+    def _ldmatrix(self, pc: int, st: _Stmt, ins: dict, mnem: str) -> Instruction:
+        quals = ins["quals"]
+        n = int(next(q for q in quals if q in ("x1", "x2", "x4"))[1])
+        (dtok, dcol), (atok, acol) = ins["toks"]
+        word = lambda t: t.bits == 32 and t.kind != "pred"  # noqa: E731
+        d = self._regs_in_braces(st, dtok if dtok.startswith("{") else "{" + dtok + "}", dcol, n,
+                                 f"ldmatrix .x{n}", word, "a 32-bit register", ins)
+        addr = self.address(st, atok, acol, ins)
+        return Instruction(pc, "ldmatrix", quals, ins["types"], tuple(d), (addr,), Unit.LDST, ins["guard"],
+                           ins["guard_neg"], line=st.line, text=st.text)
+
+    def _cp_async(self, pc: int, st: _Stmt, ins: dict, mnem: str) -> Instruction:
+        (dtok, dcol), (stok, scol), (ntok, ncol) = ins["toks"]
+        dst = self.address(st, dtok, dcol, ins, "shared")
+        src = self.address(st, stok, scol, ins, "global")
+        size = _int_literal(ntok)
+        allowed = (16,) if "cg" in ins["quals"] else (4, 8, 16)
+        if size not in allowed:
+            self.error(f"expected a copy size of {' or '.join(map(str, allowed))} bytes", st, ncol, ntok)
+        return Instruction(pc, "cp", ins["quals"], (), (dst,), (src, Operand("imm", "u32", value=size)), Unit.LDST,
+                           ins["guard"], ins["guard_neg"], line=st.line, text=st.text)
 
 
 def assemble(text: str, file: str = "<string>") -> Program:

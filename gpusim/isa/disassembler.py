@@ -51,6 +51,12 @@ def format_instruction(ins: Instruction, prog: Program) -> str:
     srcs = [_operand(o, prog) for o in ins.srcs]
     if ins.opcode == "shfl" and len(dsts) == 2:  # `d|p`: the value and whether its source lane was valid
         dsts = ["|".join(dsts)]
+    brace = lambda ops: "{" + ", ".join(ops) + "}"  # noqa: E731
+    if ins.opcode == "mma":  # {d}, {a}, {b}, {c}: the warp's fragments
+        na = 4
+        dsts, srcs = [brace(dsts)], [brace(srcs[:na]), brace(srcs[na:na + 2]), brace(srcs[na + 2:])]
+    elif ins.opcode == "ldmatrix":
+        dsts = [brace(dsts)]
     if ins.vector > 1:  # `{a, b, c, d}`: a vector load's destinations, a vector store's sources
         if ins.opcode == "ld":
             dsts = ["{" + ", ".join(dsts) + "}"]

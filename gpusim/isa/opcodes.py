@@ -32,6 +32,7 @@ class Unit(StrEnum):
     LDST = "LDST"
     BRANCH = "BRANCH"
     SYNC = "SYNC"
+    TENSOR = "TENSOR"
 
 
 # Arithmetic whose unit follows its type: integer ALU, FP32 pipe (also f16), FP64 pipe.
@@ -52,7 +53,12 @@ ATOM_OPS = frozenset({"add", "min", "max", "exch", "cas", "and", "or", "xor", "i
 BOOL_OPS = frozenset({"and", "or", "xor"})
 RND_F = frozenset({"rn"})
 VEC = frozenset({"v2", "v4"})
-RND_CVT = frozenset({"rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi"})
+RND_CVT = frozenset({"rn", "rna", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi"})
+CVT_T = (MEM_T - {"b8", "b16", "b32", "b64"}) | {"bf16", "tf32"}
+# mma.sync.aligned shapes and their (A/B type -> C/D type); PTX ISA 9.7.13.4 (mma) and 9.7.13.4.8-10
+# (fragment layouts of m16n8k8, m16n8k16 and m16n8k32)
+MMA_SHAPES = {"m16n8k16": ("f16", "bf16"), "m16n8k8": ("tf32",), "m16n8k32": ("s8", "u8")}
+MMA_T = frozenset({"f32", "f16", "bf16", "tf32", "s32", "s8", "u8"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,11 +94,13 @@ OPCODES: dict[str, OpSpec] = {
         # data movement
         _op("mov", Unit.INT, "ds", ALL_T | INT16_T | {"pred"}, doc="d = a (register, immediate, special register or "
             "shared-symbol address)"),
-        _op("cvt", Unit.INT, "ds", MEM_T - {"b8", "b16", "b32", "b64"}, [RND_CVT, {"sat"}], ntypes=2,
+        _op("cvt", Unit.INT, "ds", CVT_T, [RND_CVT, {"sat"}], ntypes=2,
             doc="d = convert(a) from the second type to the first; float->int rounds toward zero (default, "
-            ".rzi) or to nearest even (.rni) and saturates, NaN -> 0; int->float and narrowing float "
-            "conversions round to nearest even; between floats .rni/.rzi/.rmi/.rpi round to an integral value; "
-            ".sat to a float clamps to [0, 1], NaN -> +0.0"),
+            ".rzi), to nearest even (.rni), down (.rmi) or up (.rpi) and saturates, NaN -> 0; int->float and "
+            "narrowing float conversions (to .f16, .bf16) round to nearest even (.rn, the default), toward "
+            "zero (.rz), down (.rm) or up (.rp); .tf32 only from .f32 with .rna (nearest, ties away: "
+            "cvt.rna.tf32.f32); between floats .rni/.rzi/.rmi/.rpi round to an integral value; "
+            ".sat to a float clamps to [0, 1], NaN -> +0.0; .sat between integers clamps to the range"),
         # integer and float arithmetic
         _op("cvta", Unit.INT, "ds", {"u64"}, [{"to"}, {"global"}], required=(1,),
             doc="generic <-> global address: the identity (a gpusim global address is its generic address); "
@@ -150,6 +158,26 @@ OPCODES: dict[str, OpSpec] = {
             "address apply one after another in lane order"),
         _op("red", Unit.LDST, "Ms", SINT_T | {"b32", "b64", "f32"}, [SPACES - {"param"}, ATOM_OPS - {"cas", "exch"}],
             required=(0, 1), doc="memory[address] = memory[address] OP a, no result"),
+        # asynchronous copies (PTX ISA 9.7.9.25): global -> shared without registers
+        _op("cp", Unit.LDST, "MMs", (), [{"async"}, {"ca", "cg", "commit_group", "wait_group", "wait_all"},
+                                         {"shared"}, {"global"}], required=(0, 1), ntypes=0,
+            doc="cp.async.ca/.cg.shared.global [dst], [src], N: copy N (4, 8 or 16; .cg: 16) bytes from global "
+            "to shared memory in the background, no register written; the copy joins the warp's open group. "
+            "cp.async.commit_group closes the open group; cp.async.wait_group N waits until at most the N newest "
+            "committed groups are still in flight (the others' bytes are then in shared memory); cp.async.wait_all "
+            "commits and waits for all. Until its wait, a copy's destination still holds the old bytes"),
+        # tensor cores (PTX ISA 9.7.13)
+        _op("mma", Unit.TENSOR, "dsss", MMA_T, [{"sync"}, {"aligned"}, set(MMA_SHAPES), {"row"}, {"col"},
+                                                {"satfinite"}], required=(0, 1, 2, 3, 4), ntypes=4,
+            doc="mma.sync.aligned.SHAPE.row.col.DT.AT.BT.CT {d}, {a}, {b}, {c}: D = A x B + C for the warp's "
+            "16xN A (row-major) and B (column-major) fragments, PTX's fragment layouts; m16n8k16 .f32.f16.f16.f32 "
+            "and .f32.bf16.bf16.f32, m16n8k8 .f32.tf32.tf32.f32, m16n8k32 .s32.s8.s8.s32 (.u8); products exact, "
+            "summed and rounded once to f32 (integers: exact, wrapping in s32; .satfinite clamps)"),
+        _op("ldmatrix", Unit.LDST, "dM", {"b16"}, [{"sync"}, {"aligned"}, {"m8n8"}, {"x1", "x2", "x4"}, {"trans"},
+                                                   {"shared"}], required=(0, 1, 2, 3, 5),
+            doc="ldmatrix.sync.aligned.m8n8.xN[.trans].shared.b16 {d0[, d1, d2, d3]}, [a]: N 8x8 matrices of 16-bit "
+            "elements from shared memory, lanes 8i..8i+7 giving the row addresses of matrix i; lane l receives "
+            "row l/4, elements 2(l%4) and 2(l%4)+1 of matrix i in d_i (.trans: column l/4)"),
         # warp-level
         _op("shfl", Unit.LDST, "dsuuu", {"b32", "u32", "s32", "f32"}, [{"up", "down", "bfly", "idx"}, {"sync"}],
             required=(0,), optional=2,

@@ -2,7 +2,11 @@
 
 A type has a kind (`b` untyped bits, `u` unsigned, `s` signed, `f` float, `pred`), a width in
 bits and the numpy dtype that holds it. Registers are declared with one of `REGISTER_TYPES`;
-sub-word types (8/16-bit integers) only appear as memory widths of `ld`/`st`/`cvt`."""
+sub-word types (8/16-bit integers) only appear as memory widths of `ld`/`st`/`cvt`.
+
+`bf16` (bfloat16: f32's sign and 8-bit exponent, 7 mantissa bits) and `tf32` (TensorFloat-32: f32's
+layout, of which the tensor cores read the upper 19 bits) have no numpy type: their registers hold the
+bit pattern (a uint16 / uint32 array) and `cvt` and `mma` encode and decode it."""
 
 from __future__ import annotations
 
@@ -41,15 +45,17 @@ TYPES: dict[str, ScalarType] = {
         _t("pred", "pred", 1, np.bool_),
         _t("b8", "b", 8, np.uint8), _t("u8", "u", 8, np.uint8), _t("s8", "s", 8, np.int8),
         _t("b16", "b", 16, np.uint16), _t("u16", "u", 16, np.uint16), _t("s16", "s", 16, np.int16),
-        _t("f16", "f", 16, np.float16),
+        _t("f16", "f", 16, np.float16), _t("bf16", "f", 16, np.uint16),
         _t("b32", "b", 32, np.uint32), _t("u32", "u", 32, np.uint32), _t("s32", "s", 32, np.int32),
-        _t("f32", "f", 32, np.float32),
+        _t("f32", "f", 32, np.float32), _t("tf32", "f", 32, np.uint32),
         _t("b64", "b", 64, np.uint64), _t("u64", "u", 64, np.uint64), _t("s64", "s", 64, np.int64),
         _t("f64", "f", 64, np.float64),
     )
 }
 
-REGISTER_TYPES = ("pred", "b16", "u16", "s16", "b32", "u32", "s32", "f16", "f32", "b64", "u64", "s64", "f64")
+REGISTER_TYPES = ("pred", "b16", "u16", "s16", "b32", "u32", "s32", "f16", "bf16", "f32", "b64", "u64", "s64",
+                  "f64")
+BITS_ONLY = frozenset({"bf16", "tf32"})  # float types held as bit patterns (no numpy arithmetic)
 
 
 def compatible(instr_type: ScalarType, reg_type: ScalarType) -> bool:

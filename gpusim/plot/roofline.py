@@ -47,9 +47,21 @@ def kernel_intensity(point: KernelPoint, intensity: str = "dram") -> float | Non
     return arithmetic_intensity(k.get("flops"), nbytes)
 
 
+def tensor_peaks_gflops(cfg: Config) -> dict[str, float]:
+    """The tensor-core roofs per input precision (GFLOP/s; s8: GOP/s) from `units.tensor`: FMA per cycle
+    per sub-partition x sub-partitions x SMs x 2 x clock (a100 f16: 256 x 4 x 108 x 2 x 1.41 GHz = 312
+    TFLOP/s, the whitepaper's); none without a tensor unit."""
+    t = cfg.units.get("tensor")
+    if t is None:
+        return {}
+    per_cycle = cfg.sm.subpartitions * cfg.chip.sm_count * 2 * cfg.chip.clock_mhz / 1000
+    return {p: t.fma_per_cycle(p) * per_cycle for p in ("f16", "bf16", "tf32", "s8")}
+
+
 def roofline_figure(cfg: Config, points: Sequence[KernelPoint], *, intensity: str = "dram",
                     notes: Sequence[str] = ()) -> Figure:
-    """Roofs of `cfg` (lines with gids `fp32_roof`, `dram_roof`, `l2_roof`, and `l1_roof` when
+    """Roofs of `cfg` (lines with gids `fp32_roof`, `dram_roof`, `l2_roof`, `tensor_<precision>_roof` where
+    the config has tensor cores (from the DRAM roof to the right edge), and `l1_roof` when
     hierarchical; ridge markers `dram_ridge`, `l2_ridge`) and one marker per kernel (gid `kernel`,
     labelled), or with `intensity="hierarchical"` three per kernel (gids `kernel_L1`, `kernel_L2`,
     `kernel_DRAM`) joined by a thin line. Kernels without flops or bytes are left out and named in a note,
@@ -88,6 +100,11 @@ def roofline_figure(cfg: Config, points: Sequence[KernelPoint], *, intensity: st
                 label=f"L1 {l1:,.0f} GB/s")
     ax.plot([min(ridges), hi], [peak, peak], color="tab:red", lw=2, gid="fp32_roof",
             label=f"FP32 peak {peak:,.0f} GFLOP/s")
+    tensor = tensor_peaks_gflops(cfg)
+    for (prec, top), colour in zip(tensor.items(), ("tab:orange", "tab:brown", "tab:olive", "tab:cyan"),
+                                   strict=False):
+        ax.plot([top / dram, hi], [top, top], color=colour, lw=1.2, ls="-.", gid=f"tensor_{prec}_roof",
+                label=f"tensor {prec} peak {top:,.0f} G{'OP' if prec == 's8' else 'FLOP'}/s")
     # the left ridge labelled to its left, the right one to its right, so the two labels never overlap
     marks = sorted([("l2_ridge", roof.l2_ridge, "tab:green"), ("dram_ridge", roof.dram_ridge, "tab:blue")],
                    key=lambda r: r[1])
@@ -117,7 +134,7 @@ def roofline_figure(cfg: Config, points: Sequence[KernelPoint], *, intensity: st
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
     ys = [gflops for _, _, gflops in placed] + [dram * lo]
-    ax.set_ylim(min(ys) / 3, peak * 3)
+    ax.set_ylim(min(ys) / 3, max([peak, *tensor.values()]) * 3)
     ax.set_xlabel(f"arithmetic intensity (FLOP/byte: {INTENSITIES[intensity]})")
     ax.set_ylabel("performance (GFLOP/s)")
     ax.grid(which="both", alpha=0.25)

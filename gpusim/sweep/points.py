@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from gpusim.config.schema import OPTIONAL_UNIT_CLASSES, UNIT_CLASSES, all_field_paths
+from gpusim.config.schema import OPTIONAL_UNIT_CLASSES, TENSOR_FIELDS, UNIT_CLASSES, all_field_paths
 from gpusim.errors import ConfigError, GpusimError, WorkloadError
 from gpusim.workloads import Workload
 
@@ -34,7 +34,9 @@ def field_paths() -> list[str]:
     `units.fp32.latency_cycles`)."""
     out = []
     for path in all_field_paths():
-        if "<class>" in path:
+        if "<class>" in path and path.rpartition(".")[2] in TENSOR_FIELDS:  # the tensor unit's own fields
+            out.append(path.replace("<class>", "tensor"))
+        elif "<class>" in path:
             out += [path.replace("<class>", unit) for unit in UNIT_CLASSES + OPTIONAL_UNIT_CLASSES]
         else:
             out.append(path)

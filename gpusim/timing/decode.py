@@ -6,6 +6,7 @@ and writes, and which Nsight Compute stall reason a warp waiting on it (or on it
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -13,13 +14,15 @@ import numpy as np
 
 from gpusim.config import Config
 from gpusim.config.vocab import KIND, PORT, PORTS, STATE, WARP_STATES  # noqa: F401 (re-exported)
+from gpusim.functional.launch import require_units
 from gpusim.isa import Program
 from gpusim.isa.opcodes import Unit
 from gpusim.isa.types import TYPES
 from gpusim.timing.jit import struct_type
 
-ALU, GLOBAL_LD, GLOBAL_ST, GLOBAL_ATOM, SHARED, SHFL, BRANCH, BARRIER, EXIT = (
-    KIND[k] for k in ("alu", "global_ld", "global_st", "global_atom", "shared", "shfl", "branch", "barrier", "exit"))
+ALU, GLOBAL_LD, GLOBAL_ST, GLOBAL_ATOM, SHARED, SHFL, BRANCH, BARRIER, EXIT, CP_COMMIT, CP_WAIT = (
+    KIND[k] for k in ("alu", "global_ld", "global_st", "global_atom", "shared", "shfl", "branch", "barrier", "exit",
+                      "cp_commit", "cp_wait"))
 S = STATE
 
 
@@ -39,16 +42,19 @@ class TimingInfo:
     deps: tuple[int, ...]  # registers whose pending writes it waits for: sources (RAW), destinations (WAW)
     pc: int
     write1: int = -1  # the register it writes, if it writes exactly one (the common case on the issue path)
+    groups: int = 0  # cp.async.wait_group N: N (the copy groups that may stay in flight); wait_all: -1
 
 
 def decode(program: Program, cfg: Config) -> list[TimingInfo]:
     """One TimingInfo per pc."""
     warp = cfg.sm.warp_size
+    require_units(program, cfg)
     out = []
     for ins in program.instructions:
         unit = ins.unit
         name = unit.value.lower()
         kind, dep, thr = ALU, S["wait"], S["math_pipe_throttle"]
+        held = 0  # cycles an mma holds the tensor core (other units: from their lanes)
         # The config's `opcodes:` table where it lists the opcode, else the unit's figures.
         latency, lanes = cfg.opcode_timing(ins.opcode, name)
         width = (TYPES[ins.types[0]].bytes if ins.types else 4) * ins.vector  # .v2/.v4: all of a lane's bytes
@@ -65,6 +71,23 @@ def decode(program: Program, cfg: Config) -> list[TimingInfo]:
             else:
                 kind = {"ld": GLOBAL_LD, "st": GLOBAL_ST}.get(ins.opcode, GLOBAL_ATOM)
                 dep, thr = S["long_scoreboard"], S["lg_throttle"]
+        elif ins.opcode == "mma":
+            tensor = cfg.units["tensor"]
+            m, n, k = (int(x) for x in re.findall(r"\d+", next(q for q in ins.quals if q.startswith("m16"))))
+            latency = tensor.latency_cycles
+            # the tensor core is held until it has done the M*N*K multiply-adds at its rate for the inputs
+            held = math.ceil(m * n * k / tensor.fma_per_cycle(ins.types[1]))
+        elif ins.opcode == "ldmatrix":  # 8 rows of 16 bytes a matrix, through the shared-memory pipe
+            kind, dep, thr = SHARED, S["short_scoreboard"], S["mio_throttle"]
+            width = 16
+        elif ins.opcode == "cp" and set(ins.quals) & {"ca", "cg"}:
+            # cp.async: a global load through the L1 whose data goes to shared memory, no register
+            kind, dep, thr = GLOBAL_LD, S["long_scoreboard"], S["lg_throttle"]
+            width = int(ins.srcs[1].value)
+        elif ins.opcode == "cp":
+            # commit_group / wait_group: a wait for copies is a wait on the L1TEX (LSU) path: long scoreboard
+            kind = CP_COMMIT if "commit_group" in ins.quals else CP_WAIT
+            dep = S["long_scoreboard"]
         elif ins.opcode == "shfl":
             kind, dep, thr = SHFL, S["short_scoreboard"], S["mio_throttle"]
         elif unit == Unit.SFU:
@@ -75,13 +98,14 @@ def decode(program: Program, cfg: Config) -> list[TimingInfo]:
             kind = EXIT
         elif ins.opcode == "bar":
             kind, dep = BARRIER, S["barrier"]
-        interval = max(1, math.ceil(warp / lanes))
+        interval = held or max(1, math.ceil(warp / lanes))
         writes = ins.regs_written()
         # A store's or reduction's register operands are all reads; so are a branch's guard.
         reads = tuple(dict.fromkeys(ins.regs_read()))
         out.append(TimingInfo(kind, PORT[name], interval, latency, reads, writes, dep, thr, width, returns,
                               ins.opcode in ("atom", "red"), tuple(dict.fromkeys(reads + writes)), ins.pc,
-                              writes[0] if len(writes) == 1 else -1))
+                              writes[0] if len(writes) == 1 else -1,
+                              int(ins.srcs[0].value) if kind == CP_WAIT and ins.srcs else -1 if kind == CP_WAIT else 0))
     return out
 
 
@@ -99,6 +123,7 @@ class Code(NamedTuple):
     deps: np.ndarray
     wr_off: np.ndarray
     writes: np.ndarray
+    groups: np.ndarray
 
 
 struct_type(Code)
@@ -117,4 +142,4 @@ def code_arrays(info: list[TimingInfo]) -> Code:
     dep_off, deps = csr([ti.deps for ti in info])
     wr_off, writes = csr([ti.writes for ti in info])
     return Code(col("kind"), col("port"), col("interval"), col("latency"), col("dep_reason"),
-                col("throttle_reason"), dep_off, deps, wr_off, writes)
+                col("throttle_reason"), dep_off, deps, wr_off, writes, col("groups"))

@@ -35,13 +35,27 @@ from gpusim.timing import dispatcher as _gte
 from gpusim.timing import l1 as _l1
 from gpusim.timing import shared_memory as _smem
 from gpusim.timing import subpartition as _sp
-from gpusim.timing.decode import ALU, BARRIER, BRANCH, EXIT, GLOBAL_ATOM, GLOBAL_LD, GLOBAL_ST, PORT, SHARED, SHFL, S
+from gpusim.timing.decode import (
+    ALU,
+    BARRIER,
+    BRANCH,
+    CP_COMMIT,
+    CP_WAIT,
+    EXIT,
+    GLOBAL_ATOM,
+    GLOBAL_LD,
+    GLOBAL_ST,
+    PORT,
+    SHARED,
+    SHFL,
+    S,
+)
 from gpusim.timing.jit import NEVER, njit, njit_inline, struct_type
 from gpusim.timing.policies import scheduler
 from gpusim.timing.stream import advance, check_hunger
-from gpusim.timing.warp import HELD, OFF, deps_ready, write_regs
+from gpusim.timing.warp import HELD, OFF, cp_commit, cp_wait, deps_ready, write_regs
 
-BARRIER_STATE, DRAIN = S["barrier"], S["drain"]
+BARRIER_STATE, DRAIN, LONG_SB = S["barrier"], S["drain"], S["long_scoreboard"]
 LDST = PORT["ldst"]
 
 # Where an SM's loop resumes (`stage`): at the top of a cycle; after waiting for the chip's clock to
@@ -180,6 +194,8 @@ def launch(M, s, t, block, h0, nw):
         W.ready[w] = t
         W.sb_ready[w, :] = 0
         W.sb_reason[w, :] = 0
+        W.cp_open[w] = 0
+        W.cp_n[w] = 0
         pc = st.pc[st.pos[h]]
         W.pc[w] = pc
         W.port[w] = M.code.port[pc]
@@ -315,6 +331,14 @@ def _issue_other(M, w, t, pc, g, kind):
     elif kind == SHFL:
         ready = _smem.access(M.smem, s, t, 1, 1)
         write_regs(W, code, w, pc, ready, code.dep_reason[pc])
+    elif kind == CP_COMMIT:
+        cp_commit(W, w)
+    elif kind == CP_WAIT:
+        # the warp waits (long scoreboard, charged to the wait) until the older groups' copies have landed
+        at = cp_wait(W, w, code.groups[pc])
+        advance(st, W.h[w])
+        next_instr(M, w, t, at if at > t + 1 else t + 1, LONG_SB)
+        return
     elif kind == BARRIER:
         h = W.h[w]
         advance(st, h)
@@ -341,8 +365,14 @@ def global_access(M, w, t):
     lo, hi = st.a_lo[a], st.a_hi[a]
     if kind == GLOBAL_LD:
         ready, accepted = _l1.load(M.l1, M.noc, M.l2, M.dram, s, t, st.lines, st.masks, lo, hi)
-        write_regs(W, code, w, pc, ready, code.dep_reason[pc])
-        scheduler.on_long_latency(P, g, w)
+        if code.wr_off[pc + 1] > code.wr_off[pc]:
+            write_regs(W, code, w, pc, ready, code.dep_reason[pc])
+            scheduler.on_long_latency(P, g, w)
+        else:  # cp.async: the data goes to shared memory; the warp's open copy group waits for it
+            if ready > W.cp_open[w]:
+                W.cp_open[w] = ready
+            if ready > W.drain[w]:
+                W.drain[w] = ready
     elif kind == GLOBAL_ST:
         ack, accepted = _l1.store(M.l1, M.noc, M.l2, M.dram, s, t, st.lines, st.masks, lo, hi)
         if ack > W.drain[w]:

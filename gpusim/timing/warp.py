@@ -34,15 +34,60 @@ class Warps(NamedTuple):
     mark: np.ndarray  # the cycle after it arrived at a barrier
     sb_ready: np.ndarray  # (slots, registers): cycle the register's pending write lands
     sb_reason: np.ndarray  # (slots, registers): the warp state of a warp waiting for it
+    # cp.async: the cycle the copies of its open (uncommitted) group are in shared memory; its committed
+    # groups still in flight (oldest first; past CP_GROUPS, the oldest two merge) and their count
+    cp_open: np.ndarray
+    cp_groups: np.ndarray  # (slots, CP_GROUPS)
+    cp_n: np.ndarray
 
 
 struct_type(Warps)
+
+CP_GROUPS = 8  # committed copy groups tracked one by one per warp (wait_group takes N <= 7)
 
 
 def make_warps(slots: int, nregs: int) -> Warps:
     z = lambda: np.zeros(slots, dtype=np.int64)  # noqa: E731
     return Warps(z(), z(), z(), z(), z(), z(), z(), z(), z(), z(), z(), z(), z(), z(),
-                 np.zeros((slots, nregs), np.int64), np.zeros((slots, nregs), np.int64))
+                 np.zeros((slots, nregs), np.int64), np.zeros((slots, nregs), np.int64),
+                 z(), np.zeros((slots, CP_GROUPS), np.int64), z())
+
+
+@njit_inline
+def cp_commit(W, w):
+    """cp.async.commit_group: the open group of copies becomes the newest committed one."""
+    n = W.cp_n[w]
+    g = W.cp_groups
+    if n == g.shape[1]:  # full: the two oldest merge (a wait for either waits for both)
+        if g[w, 1] > g[w, 0]:
+            g[w, 0] = g[w, 1]
+        for k in range(1, n - 1):
+            g[w, k] = g[w, k + 1]
+        n -= 1
+    g[w, n] = W.cp_open[w]
+    W.cp_n[w] = n + 1
+    W.cp_open[w] = 0
+
+
+@njit_inline
+def cp_wait(W, w, keep):
+    """cp.async.wait_group `keep` (-1: wait_all, which commits first): the cycle the copies of all but
+    the `keep` newest committed groups are in shared memory (0: already); those groups are forgotten."""
+    if keep < 0:
+        cp_commit(W, w)
+        keep = 0
+    n = W.cp_n[w]
+    if n <= keep:
+        return 0
+    g = W.cp_groups
+    at = 0
+    for k in range(n - keep):
+        if g[w, k] > at:
+            at = g[w, k]
+    for k in range(keep):
+        g[w, k] = g[w, n - keep + k]
+    W.cp_n[w] = keep
+    return at
 
 
 @njit_inline

@@ -60,7 +60,7 @@ def test_unknown_section(tmp_path):
 
 
 def test_unknown_unit_class(tmp_path):
-    path, line = variant(tmp_path, "tensor:", "tensr: {latency_cycles: 32, lanes_per_subpartition: 4}")
+    path, line = variant(tmp_path, "tensor:", "tensr:")
     assert str(error(path)) == (f"{path}:{line}: units.tensr: unknown unit class "
                                 f"(known: fp32, int, fp64, sfu, ldst, branch, sync, tensor)")
 
@@ -216,3 +216,12 @@ def test_empty_file(tmp_path):
     path = tmp_path / "empty.yaml"
     path.write_text("# nothing\n")
     assert str(error(str(path))) == f"{path}:1: empty file: expected a mapping of sections"
+
+
+def test_tensor_unit_needs_its_fma_rates_and_only_it_has_them(tmp_path):
+    path, _ = variant(tmp_path, "tf32_fma_per_cycle:", "")
+    assert str(error(path)).endswith("units.tensor.tf32_fma_per_cycle: missing key")
+    path, line = variant(tmp_path, "fp32:", "fp32:   {latency_cycles: 4, lanes_per_subpartition: 16, "
+                                            "f16_fma_per_cycle: 64}")
+    assert str(error(path)) == (f"{path}:{line}: units.fp32.f16_fma_per_cycle: only the tensor unit has "
+                                "per-precision FMA throughputs")

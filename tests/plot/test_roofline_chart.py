@@ -86,3 +86,14 @@ def test_hierarchical_roofline_places_each_kernel_at_l1_l2_and_dram(a100, saxpy,
     # more bytes nearer the SM: intensity grows from L1 out to DRAM for a tiled matmul
     assert got["L1"][0] < got["L2"][0] <= got["DRAM"][0]
     assert ax.get_title().startswith("Hierarchical roofline of a100")
+
+
+def test_tensor_core_roofs_per_precision(a100, saxpy):
+    """The A100 whitepaper's tensor peaks: 312 TFLOP/s f16 and bf16, 156 tf32, 624 TOPS int8; none on the
+    GTX 980 (no tensor cores)."""
+    ax = roofline_figure(a100, result_points([saxpy])).axes[0]
+    tops = {p: lines(ax, f"tensor_{p}_roof")[0].get_ydata()[0] for p in ("f16", "bf16", "tf32", "s8")}
+    assert tops == pytest.approx({"f16": 311869.44, "bf16": 311869.44, "tf32": 155934.72, "s8": 623738.88})
+    assert ax.get_ylim()[1] >= tops["s8"]
+    gtx = roofline_figure(load_config("gtx980"), result_points([saxpy])).axes[0]
+    assert not [line for line in gtx.lines if (line.get_gid() or "").startswith("tensor_")]
