@@ -124,6 +124,7 @@ class _Builder:
 
 def _float(graph: Graph, low: str, keep: frozenset[str]) -> Converted:
     b = _Builder(graph)
+    users, outputs = graph.users(), set(graph.outputs.values())
     for node in graph.topo_order():
         inputs = tuple(b.alias[i] for i in node.inputs)
         if node.op == "parameter":
@@ -135,14 +136,18 @@ def _float(graph: Graph, low: str, keep: frozenset[str]) -> Converted:
             b.alias[node.name] = (b.constant(value, low) if node.dtype == "f32"
                                   else b.add("constant", (), node.attrs, node.name, node.type))
             continue
-        target = "f32" if node.op in keep else low
         if node.op == "cast":  # an explicit cast keeps its type
             b.alias[node.name] = b.add(node.op, inputs, node.attrs, node.name)
             continue
+        # a kept operator whose every user is a matmul reads the lower type (exactly widened by its
+        # kernel's loads), computes in f32 and rounds once as it stores: the type its matmuls read
+        to_matmuls = node.name not in outputs and all(graph[u].op == "matmul" for u in users[node.name])
+        target = "f32" if node.op in keep and not to_matmuls else low
         moved = tuple(b.cast(i, target) if b.new[i].dtype in FLOAT_DTYPES else i for i in inputs)
         b.alias[node.name] = b.add(node.op, moved, node.attrs, node.name)
-        if target == "f32":
-            b.changes.append(Change("kept", f"%{node.name} ({node.op}) kept in f32"))
+        if node.op in keep:
+            b.changes.append(Change("kept", f"%{node.name} ({node.op}) computed in f32, stored in {target}"
+                                            + " (read by matmuls)" * (target == low)))
     converted = b.finish(graph, "f32")
     b.changes.insert(0, Change("converted", f"{sum(p.dtype == low for p in converted.parameters())} "
                                             f"parameter(s) and the matmuls and element-wise chains to {low}"))
