@@ -157,3 +157,19 @@ def test_compile_precision_flag_errors(capsys):
                           (["--precision", "f16", "--dtype", "f16"], "--precision converts an f32 model")):
         assert main(["compile", "mlp2", *argv]) != 0
         assert message in capsys.readouterr().err
+
+
+def test_the_precision_section_of_the_docs_shows_current_output(a100):
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "compiler.md").read_text()
+    for model, precision in (("mlp2", "f16"), ("mlp2", "bf16"), ("mlp2", "int8"), ("transformer", "f16"),
+                             ("transformer", "bf16"), ("transformer", "int8")):
+        r = validate(models.build(model), precision, a100, AnalyticalCost())
+        if (model, precision) == ("mlp2", "bf16"):
+            assert str(r) in doc
+        (e,) = r.errors
+        row = (f"| {model} | {precision} | {e.max_abs:.3e} | {e.relative:.3e} | {e.cosine:.6f} | PASS | "
+               f"{len(r.reference.kernels)} / {len(r.lowered.kernels)} | {r.reference.cycles:,.0f} | "
+               f"{r.lowered.cycles:,.0f} | {r.speedup:.2f}x |")
+        assert row in doc, row
