@@ -97,7 +97,8 @@ def test_canonical_text_ignores_names_and_insertion_order():
     (lambda g, x, v: g.relu(x, name="x"), "node %x (relu): duplicate node name"),
     (lambda g, x, v: g.parameter("p", (2, -1)), "node %p (parameter): a shape is a tuple of non-negative ints, "
                                                 "not (2, -1)"),
-    (lambda g, x, v: g.parameter("p", (2,), "f64"), "node %p (parameter): unknown dtype 'f64' (known: f32, f16, bf16, i32, i8)"),
+    (lambda g, x, v: g.parameter("p", (2,), "f64"),
+     "node %p (parameter): unknown dtype 'f64' (known: f32, f16, bf16, i32, i8)"),
     (lambda g, x, v: g.constant([True]), "(constant): no IR dtype for numpy bool (known: f32, f16, bf16, i32, i8)"),
     (lambda g, x, v: g.output(x, "y") or g.output(v, "y"), "node %v: duplicate output name 'y'"),
 ])

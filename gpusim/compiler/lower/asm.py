@@ -173,7 +173,8 @@ class Asm:
 
     def store(self, address: str, value: str, dtype: str, guard: str | None = None, offset: int = 0,
               sectors: int | None = None) -> None:
-        """Store f32 register `value` as `dtype` (rounded to nearest even; to i8 saturated) at `address` (+ `offset` elements)."""
+        """Store f32 register `value` as `dtype` (rounded to nearest even; to i8 saturated) at `address`
+        (+ `offset` elements)."""
         at = f"[{address}+{offset * WIDTH[dtype]}]" if offset else f"[{address}]"
         width = "f32"
         if dtype != "f32":
