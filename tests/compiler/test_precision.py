@@ -182,3 +182,16 @@ def test_simulated_cycles_of_both_lowerings(a100, sim):
     # a latency-bound kernel costs more than the halved bytes save (docs/compiler.md, "Precision")
     assert r.reference.cycles < r.lowered.cycles < 1.5 * r.reference.cycles
     assert r.speedup == pytest.approx(r.reference.cycles / r.lowered.cycles)
+
+
+def test_converted_inputs_quantise_only_the_weights():
+    g = Graph("g")
+    x, w, n = g.parameter("x", (2, 4)), g.parameter("w", (4, 3)), g.parameter("n", (3,), "i32")
+    g.output(g.matmul(x, w), "y")
+    g.output(g.add(n, 1), "m")
+    inputs = {"x": np.ones((2, 4)), "w": np.arange(12.0).reshape(4, 3) - 6, "n": np.array([1, 2, 3])}
+    c = convert(g, "int8", calibration=inputs)
+    got = c.inputs(inputs)
+    assert got["n"] is inputs["n"] and got["x"] is inputs["x"]
+    np.testing.assert_array_equal(got["w"], quantise(inputs["w"], np.array([6, 5, 5]) / 127))
+    np.testing.assert_allclose(evaluate(c.graph, got)["y"], inputs["x"] @ inputs["w"], rtol=1e-2)

@@ -52,12 +52,8 @@ class Converted:
     def inputs(self, inputs: Mapping[str, ArrayLike]) -> dict[str, np.ndarray]:
         """The new graph's inputs from the original's f32 ones: weights quantised with their scales,
         the rest as given (the kernels' loads round them to the parameters' types)."""
-        out = {}
-        for name, value in inputs.items():
-            scale = self.weight_scales.get(name)
-            value = np.asarray(value, dtype=np.float64)
-            out[name] = value if scale is None else quantise(value, scale)
-        return out
+        return {name: value if name not in self.weight_scales else quantise(value, self.weight_scales[name])
+                for name, value in inputs.items()}
 
 
 def quantise(value: np.ndarray, scale: np.ndarray | float) -> np.ndarray:
