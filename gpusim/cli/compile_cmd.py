@@ -10,12 +10,14 @@ import gpusim
 from gpusim.analysis.sampling import SAMPLE_MODES
 from gpusim.cli.args import add_config, add_config_set, add_json, add_output, add_params, add_quiet, integer
 from gpusim.cli.common import add_executor_args, emit_json, make_executor, parse_sets
+from gpusim.compiler.accuracy import TOLERANCES, random_inputs, validate
 from gpusim.compiler.cost import MODELS, cost_based_fusion, make_cost_model
 from gpusim.compiler.driver import compile_graph, load_model
 from gpusim.compiler.errors import CompilerError
 from gpusim.compiler.memplan import plan_memory
 from gpusim.compiler.models import BUILTIN
 from gpusim.compiler.passes.manager import run_pipeline
+from gpusim.compiler.passes.precision import PRECISIONS, convert
 from gpusim.compiler.placement import place
 from gpusim.compiler.shard import STRATEGIES as PARALLEL
 from gpusim.compiler.shard import compiler_cost, run_sharded
@@ -73,6 +75,7 @@ def register(subparsers) -> None:
     add_output(p, "--report", nargs="?", const="-", metavar="FILE",
                help="per kernel: fused operators, tile, simulated cycles and bottleneck (text table to FILE, "
                     "default stdout; in the JSON as 'report')")
+    _add_precision(p)
     p.add_argument("--onnx-suite", action="store_true",
                    help="instead of MODEL: walk the onnx package's backend-test models (real, simple, pytorch-*), "
                         "compile each, run it on the functional executor and compare with its shipped outputs")
@@ -117,12 +120,17 @@ def run(args: argparse.Namespace) -> int:
     if args.dtype is not None and args.model not in BUILTIN:
         raise CompilerError(f"--dtype applies to the built-in models ({', '.join(BUILTIN)})")
     _check_issue26_flags(args)
+    _check_precision(args)
     cfg = gpusim.load_config(args.config, overrides=_node_overrides(args) or None)
     graph = load_model(args.model, sizes=parse_sets(args.sets), dtype=args.dtype or "f32",
                        shapes=_shapes(args.shapes))
     executor = make_executor(args)
     sampling = {"sample": args.sample, "sample_budget": args.sample_budget}
     cost = make_cost_model(args.cost, args.cache_dir, **sampling)
+    if args.verify:
+        return _verify(args, graph, cfg, cost)
+    if args.precision:
+        graph = convert(graph, args.precision, calibration=random_inputs(graph, 1)).graph
     if args.train:
         return _train(args, cfg, graph, cost)
     if args.optimizer or args.lr is not None or args.steps:
@@ -182,6 +190,42 @@ def _outputs(args: argparse.Namespace, report, cfg, tuner, out: dict, sim) -> No
         elif args.json != "-":
             print()
             print(format_rows(rows))
+
+
+# --- --precision and --verify (docs/compiler.md, "Precision") ----------------------------------------
+
+def _add_precision(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--precision", choices=PRECISIONS,
+                   help="convert the f32 model first: f16 or bf16 (reductions kept in f32), or int8 linear layers "
+                        "(scales calibrated on random inputs)")
+    p.add_argument("--verify", action="store_true",
+                   help="with --precision: run the converted kernels on the functional executor and print each "
+                        "output's error against the f32 reference, and the cycles of both")
+    p.add_argument("--tolerance", type=float, metavar="REL",
+                   help="--verify: largest relative error (max |error| / max |reference|) that passes (default "
+                        f"{', '.join(f'{k} {v[0]:g}' for k, v in TOLERANCES.items())})")
+    p.add_argument("--min-cosine", type=float, metavar="C",
+                   help="--verify: smallest cosine similarity that passes (default "
+                        f"{', '.join(f'{k} {v[1]:g}' for k, v in TOLERANCES.items())})")
+
+
+def _check_precision(args: argparse.Namespace) -> None:
+    if args.verify and not args.precision:
+        raise CompilerError("--verify needs --precision f16, bf16 or int8")
+    if (args.tolerance is not None or args.min_cosine is not None) and not args.verify:
+        raise CompilerError("--tolerance and --min-cosine need --verify")
+    if args.precision and args.dtype not in (None, "f32"):
+        raise CompilerError("--precision converts an f32 model; drop --dtype")
+    if args.precision and args.tune:
+        raise CompilerError("--precision compiles with template defaults; drop --tune")
+
+
+def _verify(args: argparse.Namespace, graph, cfg, cost) -> int:
+    report = validate(graph, args.precision, cfg, cost, tolerance=args.tolerance, min_cosine=args.min_cosine)
+    if args.json != "-":
+        print(report)
+    emit_json(report.to_dict(), args.json)
+    return 0 if report.passed else 1
 
 
 def _onnx_suite(args: argparse.Namespace) -> int:

@@ -1,5 +1,5 @@
 """The numpy reference evaluator: the ground truth every later stage is checked against. Each operator
-computes in float64 (int64 for i32) and rounds its result to its node's dtype."""
+computes in float64 (int64 for i32 and i8) and rounds its result to its node's dtype."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from numpy.typing import ArrayLike
 from gpusim.compiler.errors import CompilerError
 from gpusim.compiler.ir import Graph, Node
 from gpusim.compiler.ops import OPS
+from gpusim.compiler.tensor import is_float
 from gpusim.compiler.verify import verify
 
 
@@ -27,7 +28,7 @@ def evaluate_node(node: Node, args: list[np.ndarray]) -> np.ndarray:
         body = node.attrs["body"]
         (value,) = _run(body, {p.name: a for p, a in zip(body.parameters(), args, strict=True)}).values()
         return value
-    wide = [a.astype(np.float64 if a.dtype.kind == "f" else np.int64) for a in args]
+    wide = [a.astype(np.float64 if is_float(a.dtype) else np.int64) for a in args]
     with np.errstate(all="ignore"):
         return np.asarray(OPS[node.op].compute(wide, node.attrs)).astype(node.type.numpy_dtype)
 
@@ -54,7 +55,8 @@ def bind_inputs(graph: Graph, inputs: Mapping[str, ArrayLike]) -> dict[str, np.n
         value = np.asarray(inputs[p.name])
         if value.shape != p.shape:
             raise CompilerError(f"input '{p.name}' has shape {list(value.shape)}; the parameter is {p.type}")
-        if (value.dtype.kind == "f") != (p.type.numpy_dtype.kind == "f") or value.dtype.kind not in "fiu":
+        if is_float(value.dtype) != is_float(p.type.numpy_dtype) or not (is_float(value.dtype)
+                                                                         or value.dtype.kind in "iu"):
             raise CompilerError(f"input '{p.name}' is {value.dtype}; the parameter is {p.type}")
         values[p.name] = value.astype(p.type.numpy_dtype)
     return values

@@ -69,7 +69,7 @@ def _same_dtype(types: tuple[TensorType, ...]) -> str:
 
 def _need_float(t: TensorType) -> None:
     if t.dtype not in FLOAT_DTYPES:
-        raise GraphError(f"needs a float operand (f32 or f16), got {t}")
+        raise GraphError(f"needs a float operand ({', '.join(FLOAT_DTYPES)}), got {t}")
 
 
 def _axis(axis: Any, rank: int) -> int:
@@ -141,7 +141,8 @@ def _infer_matmul(types, attrs):
         batch = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
     except ValueError:
         raise GraphError(f"batch dimensions do not broadcast: {a} @ {b}") from None
-    return TensorType(batch + sa[-2:-1] * (a.rank > 1) + sb[-1:] * (b.rank > 1), dtype)
+    # i8 @ i8 accumulates exactly in i32, as the tensor cores' s8 mma does
+    return TensorType(batch + sa[-2:-1] * (a.rank > 1) + sb[-1:] * (b.rank > 1), "i32" if dtype == "i8" else dtype)
 
 
 def _infer_softmax(types, attrs):
@@ -252,6 +253,12 @@ def _scalar_attrs(*names: str) -> Infer:
 def _infer_clip(types, attrs):
     _number(attrs, "min", "max")
     return types[0]
+
+
+def _cast(x: np.ndarray, to: str) -> np.ndarray:
+    """To i8 (a quantiser's cast): rounded to nearest even and saturated, as cvt.rni.sat.s8.f32 does;
+    to any other type the evaluator's rounding to the node's dtype is the cast."""
+    return np.clip(np.rint(x), -128, 127) if to == "i8" else x
 
 
 def _infer_cast(types, attrs):
@@ -423,7 +430,8 @@ OPS: dict[str, OpDef] = {d.name: d for d in (
     OpDef("selu", E, ONE, ("alpha", "gamma"), _scalar_attrs("alpha", "gamma"), _selu,
         "gamma (x if x > 0 else alpha (e ** x - 1))"),
     OpDef("softplus", E, ONE, (), _unary(True), lambda a, at: np.logaddexp(a[0], 0), "ln(1 + e ** x)"),
-    OpDef("cast", E, ONE, ("to",), _infer_cast, lambda a, at: a[0], "the value in dtype `to` (rounded to it)"),
+    OpDef("cast", E, ONE, ("to",), _infer_cast, lambda a, at: _cast(a[0], at["to"]),
+          "the value in dtype `to` (rounded to it; to i8: to nearest even, saturated to -128..127)"),
     OpDef("maximum", B, TWO, (), _binary(False), lambda a, at: np.maximum(a[0], a[1]), "max(a, b)"),
     OpDef("minimum", B, TWO, (), _binary(False), lambda a, at: np.minimum(a[0], a[1]), "min(a, b)"),
     OpDef("where", B, (3, 3), (), _infer_where, lambda a, at: np.where(a[0] != 0, a[1], a[2]),

@@ -1,22 +1,31 @@
-"""Tensor types: a shape and one of three dtypes, and their numpy equivalents."""
+"""Tensor types: a shape and one of five dtypes, and their numpy equivalents. bf16 is ml_dtypes'
+bfloat16 (a numpy scalar type: f32's sign and exponent, 7 mantissa bits, round to nearest even on
+`astype`); i8 is numpy's int8, the storage type of quantised tensors (docs/compiler.md, "Precision")."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
+import ml_dtypes
 import numpy as np
 
 from gpusim.compiler.errors import GraphError
 
-NUMPY_DTYPES: dict[str, type[np.generic]] = {"f32": np.float32, "f16": np.float16, "i32": np.int32}
+NUMPY_DTYPES: dict[str, type[np.generic]] = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16,
+                                             "i32": np.int32, "i8": np.int8}
 DTYPES = tuple(NUMPY_DTYPES)
-FLOAT_DTYPES = ("f32", "f16")
+FLOAT_DTYPES = ("f32", "f16", "bf16")
+
+
+def is_float(dtype: np.dtype) -> bool:
+    """Whether a numpy dtype is a float type, bfloat16 included (numpy sees it as kind 'V')."""
+    return dtype.kind == "f" or dtype == np.dtype(ml_dtypes.bfloat16)
 
 
 @dataclass(frozen=True, slots=True)
 class TensorType:
-    """A tensor's shape (a tuple of non-negative ints; `()` is a scalar) and dtype ("f32", "f16", "i32")."""
+    """A tensor's shape (a tuple of non-negative ints; `()` is a scalar) and dtype (DTYPES)."""
 
     shape: tuple[int, ...]
     dtype: str = "f32"
@@ -50,9 +59,14 @@ class TensorType:
 
 
 def dtype_of(array: np.ndarray) -> str:
-    """The IR dtype of a numpy array: float arrays are f32 unless f16, integer arrays i32."""
+    """The IR dtype of a numpy array: float arrays are f32 unless f16 or bf16, integer arrays i32 unless
+    int8."""
     if array.dtype == np.float16:
         return "f16"
+    if array.dtype == np.dtype(ml_dtypes.bfloat16):
+        return "bf16"
+    if array.dtype == np.int8:
+        return "i8"
     if np.issubdtype(array.dtype, np.floating):
         return "f32"
     if np.issubdtype(array.dtype, np.integer):

@@ -80,7 +80,7 @@ def test_canonical_text_ignores_names_and_insertion_order():
     (lambda g, x, v: g.matmul(x, x), "node %0 (matmul): inner dimensions differ: f32[2,3] @ f32[2,3]"),
     (lambda g, x, v: g.add(x, g.constant(np.ones(3, np.int32))),
      "node %1 (add): operand dtypes differ: f32[2,3], i32[3]"),
-    (lambda g, x, v: g.exp(g.constant(1)), "node %1 (exp): needs a float operand (f32 or f16), got i32[]"),
+    (lambda g, x, v: g.exp(g.constant(1)), "node %1 (exp): needs a float operand (f32, f16, bf16), got i32[]"),
     (lambda g, x, v: g.softmax(x, axis=2), "node %0 (softmax): axis 2 is out of range for rank 2"),
     (lambda g, x, v: g.transpose(x, (0, 0)), "node %0 (transpose): perm (0, 0) is not a permutation of the 2 axes "
                                              "of f32[2,3]"),
@@ -97,8 +97,9 @@ def test_canonical_text_ignores_names_and_insertion_order():
     (lambda g, x, v: g.relu(x, name="x"), "node %x (relu): duplicate node name"),
     (lambda g, x, v: g.parameter("p", (2, -1)), "node %p (parameter): a shape is a tuple of non-negative ints, "
                                                 "not (2, -1)"),
-    (lambda g, x, v: g.parameter("p", (2,), "f64"), "node %p (parameter): unknown dtype 'f64' (known: f32, f16, i32)"),
-    (lambda g, x, v: g.constant([True]), "(constant): no IR dtype for numpy bool (known: f32, f16, i32)"),
+    (lambda g, x, v: g.parameter("p", (2,), "f64"),
+     "node %p (parameter): unknown dtype 'f64' (known: f32, f16, bf16, i32, i8)"),
+    (lambda g, x, v: g.constant([True]), "(constant): no IR dtype for numpy bool (known: f32, f16, bf16, i32, i8)"),
     (lambda g, x, v: g.output(x, "y") or g.output(v, "y"), "node %v: duplicate output name 'y'"),
 ])
 def test_builder_errors_name_node_and_operator(build, message):

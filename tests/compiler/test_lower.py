@@ -161,5 +161,6 @@ def test_lowering_errors():
         lower(g)
     g = Graph("bad")
     g.output(g.add(g.parameter("a", (2,), "i32"), 1), "y")
-    with pytest.raises(CompilerError, match="lowering supports f32 and f16 tensors, not i32"):
+    with pytest.raises(CompilerError,
+                       match=r"lowering supports f32, f16, bf16 and i8 tensors \(and an i32 matmul result\), not i32"):
         lower(g)

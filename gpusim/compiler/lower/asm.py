@@ -1,5 +1,6 @@
 """The emitter every template writes its kernel with: declarations, instructions one a line, fresh
-registers and labels, global loads and stores of f32 or f16 tensors (computing in f32), and, as it
+registers and labels, global loads and stores of f32, f16, bf16, i8 or i32 tensors (computing in f32:
+every conversion a `cvt`, narrowing ones to nearest even, to i8 saturated), and, as it
 goes, the kernel's dynamic work per thread for the cost models: each instruction is weighted by how
 many times a thread runs it (loops have trip counts known when the kernel is generated); a *round
 trip* is counted whenever an instruction needs a value an earlier global (or shared) load has not yet
@@ -17,8 +18,11 @@ from contextlib import contextmanager
 
 from gpusim.isa import Program, assemble
 
-REG_PREFIX = {"f32": "f", "f16": "h", "u32": "r", "u64": "rd", "pred": "p"}
-WIDTH = {"f32": 4, "f16": 2, "u32": 4, "u64": 8}
+REG_PREFIX = {"f32": "f", "f16": "h", "bf16": "bh", "u32": "r", "s32": "q", "u64": "rd", "pred": "p"}
+WIDTH = {"f32": 4, "f16": 2, "bf16": 2, "i8": 1, "i32": 4, "u32": 4, "u64": 8, "b16": 2, "s8": 1, "s32": 4}
+# a tensor dtype's memory width in ld/st, the register that holds it, and its cvt type
+_HELD = {"f16": ("f16", "f16", "f16"), "bf16": ("b16", "bf16", "bf16"), "i8": ("s8", "s32", "s8"),
+         "i32": ("s32", "s32", "s32")}
 SECTOR = 32  # bytes
 WARP = 32
 _REG = re.compile(r"%[A-Za-z_]\w*(?![\w.])")  # registers, not %tid.x
@@ -152,19 +156,39 @@ class Asm:
         """Load an element of `dtype` at `address` (+ `offset` elements) as an f32 register; where
         `guard` is false nothing is read and the value is `fill` (None: undefined)."""
         at = f"[{address}+{offset * WIDTH[dtype]}]" if offset else f"[{address}]"
-        held = self.reg(dtype)
-        if guard is not None and fill is not None:  # a guarded load leaves the register as it was
-            self(f"mov.{dtype}", held, str(float(fill)))
-        self(f"ld.global.{dtype}", held, at, guard=guard, sectors=sectors)
-        return held if dtype == "f32" else self.value("cvt.f32.f16", "f32", held)
+        if dtype == "f32":
+            held = self.reg("f32")
+            if guard is not None and fill is not None:  # a guarded load leaves the register as it was
+                self("mov.f32", held, str(float(fill)))
+            self("ld.global.f32", held, at, guard=guard, sectors=sectors)
+            return held
+        width, reg, cvt = _HELD[dtype]
+        held = self.reg(reg)
+        if guard is not None and fill is not None and reg == "s32":
+            self("mov.s32", held, str(int(fill)))
+        elif guard is not None and fill is not None:
+            self(f"cvt.rn.{cvt}.f32", held, fimm(fill))
+        self(f"ld.global.{width}", held, at, guard=guard, sectors=sectors)
+        return self.value(f"cvt.{'rn.' if reg == 's32' else ''}f32.{cvt}", "f32", held)
 
     def store(self, address: str, value: str, dtype: str, guard: str | None = None, offset: int = 0,
               sectors: int | None = None) -> None:
-        """Store f32 register `value` as `dtype` (rounded to nearest) at `address` (+ `offset` elements)."""
+        """Store f32 register `value` as `dtype` (rounded to nearest even; to i8 saturated) at `address`
+        (+ `offset` elements)."""
         at = f"[{address}+{offset * WIDTH[dtype]}]" if offset else f"[{address}]"
-        if dtype == "f16":
-            value = self.value("cvt.rn.f16.f32", "f16", value)
-        self(f"st.global.{dtype}", at, value, guard=guard, sectors=sectors)
+        width = "f32"
+        if dtype != "f32":
+            width, reg, cvt = _HELD[dtype]
+            rounding = "rni.sat" if dtype == "i8" else "rni" if dtype == "i32" else "rn"
+            value = self.value(f"cvt.{rounding}.{cvt}.f32", reg, value)
+        self(f"st.global.{width}", at, value, guard=guard, sectors=sectors)
+
+    def rounded(self, value: str, dtype: str) -> str:
+        """f32 register `value` rounded to `dtype` (f16, bf16: nearest even; i8: nearest even, saturated)
+        and held in f32 again: a cast inside a fused chain."""
+        width, reg, cvt = _HELD[dtype]
+        narrow = self.value(f"cvt.{'rni.sat' if dtype == 'i8' else 'rn'}.{cvt}.f32", reg, value)
+        return self.value(f"cvt.{'rn.' if dtype == 'i8' else ''}f32.{cvt}", "f32", narrow)
 
     # --- the result -----------------------------------------------------------------------------
 

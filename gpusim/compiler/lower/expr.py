@@ -233,10 +233,10 @@ UNARY: dict[str, Callable[[Asm, str, Mapping], str]] = {
 
 
 def _cast(e: Asm, x: str, to: str) -> str:
-    """x rounded to `to` (to nearest even for f16) and held in f32 again, so that a fused chain rounds
-    where the graph does."""
-    if to == "f16":
-        return e.value("cvt.f32.f16", "f32", e.value("cvt.rn.f16.f32", "f16", x))
+    """x rounded to `to` (to nearest even for f16 and bf16; i8 also saturated) and held in f32 again, so
+    that a fused chain rounds where the graph does."""
+    if to in ("f16", "bf16", "i8"):
+        return e.rounded(x, to)
     return x
 
 

@@ -134,6 +134,7 @@ def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
     mm = find_matmul(region)
     trans = transposed(mm)
     dt = region.root.dtype
+    ab = next(i.type.dtype for i in region.inputs if i.name == mm.inputs[0])  # A's and B's (i8 -> f32 result)
     e = Asm(name)
     names = declare(e, region)
     region = _rebatched(e, region, names, batch, mm)
@@ -148,9 +149,9 @@ def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
     before = e.load_bytes
     shape = (bm, bn, bk, tm, tn, tx_n, threads)
     if shared:
-        _shared_loop(e, shape, (m, k, n), dt, a_param, b_param, acc, trans)
+        _shared_loop(e, shape, (m, k, n), ab, a_param, b_param, acc, trans)
     else:
-        _direct_loop(e, shape, (m, k, n), dt, a_param, b_param, acc, rows, cols, row_ok, col_ok, trans)
+        _direct_loop(e, shape, (m, k, n), ab, a_param, b_param, acc, rows, cols, row_ok, col_ok, trans)
     main_bytes = e.load_bytes - before
     outputs = []
     for i in range(tm):
@@ -165,7 +166,7 @@ def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
         e.store(e.address("out", flat, dt), values[region.root.name], dt, guard=ok)
     launch = Launch.make((-(-n // bn), -(-m // bm), batches), (tx_n, ty_n))
     blocks = launch.num_blocks
-    panels = blocks * (min(bm, m) + min(bn, n)) * k * WIDTH[dt]
+    panels = blocks * (min(bm, m) + min(bn, n)) * k * WIDTH[ab]
     unique = (e.load_bytes - main_bytes) * blocks * launch.warps_per_block() + panels
     return finish(e, region, "matmul", params, launch,
                   flops=batches * (2 * m * n * k + m * n * (len(region.ops) - 1)),
