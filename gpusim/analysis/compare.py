@@ -234,10 +234,9 @@ class _Design:
             # a larger problem takes at least as long as the largest one simulated, and at least as long as
             # its DRAM traffic (on the same line) takes at the DRAM's sustained bandwidth: anchors of one and
             # two waves still include the fill, whose slope can promise more than the bus delivers
-            d = self.cfg.dram
-            bus = d.bandwidth_gbps * d.efficiency * 1e3 / self.cfg.chip.clock_mhz  # bytes a cycle
             traffic = max(0.0, extrapolate(blocks, lo[1], lo[6], hi[1], hi[6]))
-            return max(hi[0], extrapolate(blocks, lo[1], lo[0], hi[1], hi[0]), traffic / bus), waves, True, hi[4]
+            line = extrapolate(blocks, lo[1], lo[0], hi[1], hi[0])
+            return max(hi[0], line, traffic / self.cfg.dram_bytes_per_cycle()), waves, True, hi[4]
         return self._cpu_line(blocks, lo, hi), waves, True, hi[4]
 
     def _cpu_line(self, blocks: int, lo: tuple, hi: tuple) -> float:

@@ -525,6 +525,11 @@ class Config:
         text = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
+    def dram_bytes_per_cycle(self) -> float:
+        """What the DRAM's data buses sustain together, in bytes a core cycle: dram.bandwidth_gbps x
+        dram.efficiency (what the bank model leaves aside), the roof of any kernel's DRAM traffic."""
+        return self.dram.bandwidth_gbps * self.dram.efficiency / (self.chip.clock_mhz / 1000.0)
+
     def derived(self) -> dict[str, Any]:
         """Figures that follow from the fields: peak throughputs, totals, machine balance."""
         chip, sm, units = self.chip, self.sm, self.units

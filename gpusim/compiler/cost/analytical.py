@@ -76,7 +76,7 @@ def terms(kernel: Kernel, cfg: Config) -> Terms:
     chain = (sum(held.values()) + work.global_trips * (cfg.l2.hit_latency_cycles + cfg.dram.latency_cycles)
              + work.shared_trips * shared + work.barriers * (cfg.units["sync"].latency_cycles + shared))
     throughput = warps * max(sum(work.instructions.values()) / cfg.scheduler.issue_width, max(held.values()))
-    dram_per_cycle = cfg.dram.bandwidth_gbps * cfg.dram.efficiency / (cfg.chip.clock_mhz / 1000.0)
+    dram_per_cycle = cfg.dram_bytes_per_cycle()
     to_l2 = (work.unique_load_bytes if cfg.l1.caches_global_loads else work.load_bytes) + work.store_bytes
     memory = max(work.dram_bytes / dram_per_cycle, to_l2 / (cfg.l2.slices * cfg.l2.slice_bandwidth_bytes_per_cycle))
     return Terms(chain, throughput, math.ceil(per_sm / occ.active_blocks_per_sm), memory,
