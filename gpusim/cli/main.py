@@ -41,7 +41,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     with _signals():
-        command = "gpusim"
+        # named from the command line before parsing, so that a Ctrl-C while the subcommands load
+        # reports the command the user typed
+        words = sys.argv[1:] if argv is None else argv
+        command = f"gpusim {words[0]}" if words and words[0] in SUBCOMMANDS else "gpusim"
         try:
             args = build_parser().parse_args(argv)
             command = f"gpusim {args.command}"

@@ -265,3 +265,18 @@ def test_sweep_stopped_by_sigterm_keeps_the_finished_points(tmp_path):
     kept = finished()
     assert 1 <= len(kept) < 6 and sorted(p.name for p in (cache / "sweep").iterdir()) == sorted(p.name for p in kept)
     assert [p.name for p in tmp_path.iterdir()] == ["cache"]  # no s.csv
+
+
+def test_a_signal_while_the_subcommands_load_names_the_command_typed(monkeypatch, capsys):
+    """Ctrl-C before argument parsing has finished (the subcommands' modules still importing) reports the
+    command on the command line, not bare "gpusim"."""
+    from gpusim.cli import main as cli_main
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_main, "build_parser", interrupted)
+    assert cli_main.main(["run", "saxpy"]) == 130
+    assert capsys.readouterr().err == "gpusim run: interrupted\n"
+    assert cli_main.main(["--version"]) == 130
+    assert capsys.readouterr().err == "gpusim: interrupted\n"
