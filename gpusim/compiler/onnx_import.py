@@ -612,7 +612,7 @@ class _Importer:
         else:
             w = self._tensor(node.input[1], node)
             bias = self._tensor(node.input[2], node) if len(node.input) > 2 and node.input[2] else None
-        c, (m, cg, *kernel) = self._shape(x)[1], self._shape(w)
+        c, (_, cg, *kernel) = self._shape(x)[1], self._shape(w)
         groups = attrs.get("group", 1)
         if c != cg * groups:
             raise self._error(node, f"{c} input channels do not match weights {list(self._shape(w))} x {groups} groups")
@@ -634,7 +634,6 @@ class _Importer:
         """ConvTranspose as the convolution of the input with u - 1 zeros stuffed between its elements
         (input_dilation = the strides), the weights' channels swapped per group and their taps flipped,
         padded by dilation (k - 1) - pad (the output padding at the end)."""
-        g = self.graph
         x, w = self._tensor(node.input[0], node), self._tensor(node.input[1], node)
         bias = self._tensor(node.input[2], node) if len(node.input) > 2 and node.input[2] else None
         (_, c, *size), (cw, mg, *kernel) = self._shape(x), self._shape(w)

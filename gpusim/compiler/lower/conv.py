@@ -38,7 +38,7 @@ from gpusim.compiler.lower import matmul
 from gpusim.compiler.lower.asm import Asm
 from gpusim.compiler.lower.expr import divide, modulo
 from gpusim.compiler.lower.kernel import Kernel, Template
-from gpusim.compiler.lower.region import Input, Region
+from gpusim.compiler.lower.region import Region
 from gpusim.compiler.tensor import TensorType
 from gpusim.config import Config
 
