@@ -174,3 +174,14 @@ def test_an_operand_broadcasting_over_some_spatial_axes_is_refused():
     with pytest.raises(CompilerError, match=r"node %y: operand %row: f32\[4,1\] broadcasts over some of the "
                                             r"output's spatial axes \[4, 4\] but not all"):
         lower(optimised)
+
+
+def test_the_input_also_read_by_the_epilogue():
+    """y = relu(conv(x) + x): x is the windows' source and, in another shape, the residual."""
+    g = Graph("conv")
+    x, w = g.parameter("x", (2, 4, 5, 5)), g.parameter("w", (4, 4, 3, 3))
+    c = g.emit("conv", (x, w), {"strides": (1, 1), "dilations": (1, 1), "pads": (1, 1, 1, 1), "group": 1,
+                                "input_dilation": (1, 1)}, name="c")
+    g.output(g.relu(g.add(c, x), name="y"), "y")
+    (kernel,) = kernels_match_evaluator(g)
+    assert sorted(kernel.args) == ["in0", "in1", "in2", "out"] and list(kernel.args.values()).count("x") == 2

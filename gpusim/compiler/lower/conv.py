@@ -54,7 +54,7 @@ def is_pointwise(conv: Node, x: TensorType, w: TensorType) -> bool:
             and all(u == 1 for u in a["input_dilation"]))
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class _Shape:
     """The GEMM a convolution is: batches n x group, Mg x K @ K x P."""
 
@@ -192,15 +192,14 @@ def gemm(region: Region, bk: int) -> tuple[Region, _Windows | None]:
     """The region as the matmul template sees it: the convolution a matmul node (Mg x K weights @ K x P
     windows, batched n x group), every epilogue node and operand viewed as N x M x P, and the hook
     (None for a 1x1 convolution of a single group: the input itself is the B matrix)."""
+    region = _aliased(region)
     conv = find_conv(region)
     s = _shape(region)
     types = {i.name: i.type for i in region.inputs}
     x, w = conv.inputs
-    dt = conv.dtype
     pointwise = is_pointwise(conv, types[x], types[w]) and s.group == 1
     views = {i.name: _view(i.type, s, f"node %{region.node.name}: operand %{i.name}")
              for i in region.inputs if i.name not in conv.inputs and i.scalar is None}
-    batch = s.n * s.group
     inputs = []
     for i in region.inputs:
         if i.name == x:
@@ -213,10 +212,24 @@ def gemm(region: Region, bk: int) -> tuple[Region, _Windows | None]:
         else:
             t = i.type
         inputs.append(replace(i, type=t))
-    result = TensorType((batch, s.mg, s.p), dt)
+    result = TensorType((s.n * s.group, s.mg, s.p), conv.dtype)
     ops = [Node(conv.name, "matmul", (w, x), result) if n is conv else replace(n, type=result) for n in region.ops]
     hook = None if pointwise else _Windows(region, s, views, bk)
     return Region(region.node, tuple(inputs), tuple(ops)), hook
+
+
+def _aliased(region: Region) -> Region:
+    """The region with a convolution operand that an epilogue node also reads (y = conv(x) + x) given a
+    second name for the epilogue (the same buffer through a second pointer): the two are read in
+    different shapes."""
+    conv = find_conv(region)
+    shared = {i for n in region.ops if n is not conv for i in n.inputs} & set(conv.inputs)
+    if not shared:
+        return region
+    alias = {name: f"{name}#epilogue" for name in shared}
+    extra = tuple(replace(i, name=alias[i.name]) for i in region.inputs if i.name in shared)
+    ops = tuple(n if n is conv else n.with_inputs(alias.get(i, i) for i in n.inputs) for n in region.ops)
+    return Region(region.node, region.inputs + extra, ops)
 
 
 def default(region: Region) -> dict[str, Any]:

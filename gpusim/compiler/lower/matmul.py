@@ -219,9 +219,9 @@ def _shared_loop(e: Asm, shape: tuple, dims: tuple, dt: str, a_param: str, b_par
     else:
         a_slots = _slots(e, tid, threads, (bm, bk), stride, a_sh, (a_param, k, dt), row_base=row_base, limit=a_limit)
     operands, names = hook
-    if operands is not None:  # B's addresses and guards come from the hook, panel by panel
-        b_slots = [("", None, kk, at) for kk, at in operands.b_slots(e, tid, threads, (bk, bn), b_sh, col_base,
-                                                                      b_limit)]
+    b_places = []  # with a hook: B's elements (row in the panel, shared address); addresses come per panel
+    if operands is not None:
+        b_places, b_slots = operands.b_slots(e, tid, threads, (bk, bn), b_sh, col_base, b_limit), []
     elif trans[1]:  # B^T: a bn x bk panel of the N x K matrix, stored transposed
         b_slots = _slots(e, tid, threads, (bn, bk), bn, b_sh, (b_param, k, dt), row_base=col_base,
                          limit=b_limit, swap=True)
@@ -232,9 +232,8 @@ def _shared_loop(e: Asm, shape: tuple, dims: tuple, dt: str, a_param: str, b_par
     b_read = e.value("mad.lo.u32", "u32", "%tid.x", "4", b_sh)
 
     def panel(steps: int, last: bool) -> None:
-        slots = a_slots + (b_slots if operands is None else
-                           [(*where, kk, at) for where, (_, _, kk, at) in zip(operands.b_panel(e, names), b_slots,
-                                                                               strict=True)])
+        hooked = [] if operands is None else operands.b_panel(e, names)
+        slots = a_slots + b_slots + [(*where, *place) for where, place in zip(hooked, b_places, strict=True)]
         loaded = []  # every load first, so that they overlap, then the stores to shared memory
         for address, ok, kk, at in slots:
             guard = e.both(ok, e.value("setp.lt.u32", "pred", kk, str(steps))) if last else ok
@@ -250,8 +249,8 @@ def _shared_loop(e: Asm, shape: tuple, dims: tuple, dt: str, a_param: str, b_par
                     e("fma.rn.f32", acc[i][j], av[i], bv[j], acc[i][j])
         e("bar.sync", "0")
         if not last:
-            for moved, step in ((a_slots, a_step), (b_slots if operands is None else [], b_step)):
-                for address, *_ in moved:
+            for slots, step in ((a_slots, a_step), (b_slots, b_step)):
+                for address, *_ in slots:
                     e("add.u64", address, address, str(step * WIDTH[dt]))
             if operands is not None:
                 operands.b_advance(e)
