@@ -162,7 +162,9 @@ class _Windows:
             for ax, start in enumerate(starts):
                 t = divide(e, tap, math.prod(s.kernel[ax + 1:]))
                 t = t if ax == 0 else modulo(e, t, s.kernel[ax])
-                j = e.value("mad.lo.u32", "u32", t, str(a["dilations"][ax]), start) if s.kernel[ax] > 1 else start
+                d = a["dilations"][ax]
+                j = (start if s.kernel[ax] == 1 else e.value("add.u32", "u32", t, start) if d == 1
+                     else e.value("mad.lo.u32", "u32", t, str(d), start))
                 u = a["input_dilation"][ax]
                 if u > 1:  # a stuffed zero unless j is a multiple of u; the element is j / u (less the bias)
                     ok = e.both(ok, e.value("setp.eq.u32", "pred", modulo(e, j, u), "0"))
