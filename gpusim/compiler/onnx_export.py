@@ -11,6 +11,7 @@ runtime could run it.
 | IR operator | ONNX |
 |---|---|
 | matmul, matmul_t | MatMul (matmul_t: Transpose of the flagged operand's last two axes first) |
+| conv | Conv (strides, pads, dilations, group; not a stuffed input or negative pads: a CompilerError) |
 | add, sub, mul, div, pow, maximum, minimum | Add, Sub, Mul, Div, Pow, Max, Min |
 | relu, exp, tanh, sigmoid, erf, sqrt, log, neg, abs, sign | the operator of that name |
 | clip, leaky_relu, elu, selu, softplus, cast | Clip, LeakyRelu, Elu, Selu, Softplus, Cast |
@@ -115,6 +116,13 @@ class _Writer:
                                   perm=[*range(rank - 2), rank - 1, rank - 2])
                 swapped.append(x)
             return self.emit("MatMul", swapped, out, kernel)
+        if op == "conv":
+            if any(u != 1 for u in a["input_dilation"]) or min(a["pads"]) < 0:
+                raise CompilerError(f"node %{node.name}: no ONNX Conv for a convolution with input_dilation "
+                                    f"{list(a['input_dilation'])} or pads {list(a['pads'])} (a transposed "
+                                    "convolution's stuffed input, a crop)")
+            return self.emit("Conv", inputs, out, kernel, strides=list(a["strides"]), pads=list(a["pads"]),
+                             dilations=list(a["dilations"]), group=a["group"])
         if op == "gelu":
             x = inputs[0]
             dt = node.dtype

@@ -576,7 +576,7 @@ class _Importer:
         return x
 
     def _window(self, node, attrs, x: str, kernel: tuple[int, ...]) -> tuple[list, list, list, list]:
-        """Strides, dilations, begin pads and output sizes of a convolution or pooling window."""
+        """Strides, dilations, pads (begin.., end..) and output sizes of a convolution or pooling window."""
         shape = self._shape(x)
         spatial = shape[2:]
         r = len(spatial)
@@ -600,7 +600,7 @@ class _Importer:
             if ceil and (o - 1) * strides[i] >= spatial[i] + pads[i]:
                 o -= 1  # the last window must start inside the input or its begin padding
             sizes.append(o)
-        return strides, dilations, pads[:r], sizes
+        return strides, dilations, pads, sizes
 
     def conv(self, node, attrs, out):
         g = self.graph
@@ -612,33 +612,74 @@ class _Importer:
         else:
             w = self._tensor(node.input[1], node)
             bias = self._tensor(node.input[2], node) if len(node.input) > 2 and node.input[2] else None
-        n, c, *spatial = self._shape(x)
-        m, cg, *kernel = self._shape(w)
+        c, (_, cg, *kernel) = self._shape(x)[1], self._shape(w)
         groups = attrs.get("group", 1)
         if c != cg * groups:
             raise self._error(node, f"{c} input channels do not match weights {list(self._shape(w))} x {groups} groups")
-        strides, dilations, begin, sizes = self._window(node, attrs, x, tuple(kernel))
-        r = len(spatial)
-        # im2col: cols[n, o1..or, c, k1..kr] = x[n, c, s_i o_i + d_i k_i - p_i] (0 in the padding)
-        rank = 2 + 2 * r
-        coef = [[int(j == 0) for j in range(rank)], [int(j == 1 + r) for j in range(rank)]]
-        coef += [[strides[i] * (j == 1 + i) + dilations[i] * (j == 2 + r + i) for j in range(rank)] for i in range(r)]
-        cols = self._remap(x, (n, *sizes, c, *kernel), coef, [0, 0, *[-p for p in begin]], name=f"{out}.im2col")
-        rows, k = n * math.prod(sizes), cg * math.prod(kernel)
-        mg = m // groups
+        strides, dilations, pads, _ = self._window(node, attrs, x, tuple(kernel))
+        r = len(kernel)
+        return self._conv(x, w, bias, {"strides": tuple(strides), "dilations": tuple(dilations), "pads": tuple(pads),
+                                       "group": groups, "input_dilation": (1,) * r}, out)
+
+    def _conv(self, x: str, w: str, bias: str | None, attrs: dict, out: str) -> Node:
+        """One conv node (an implicit GEMM when lowered) and the bias add after it, per output channel."""
+        g = self.graph
+        y = g.emit("conv", (x, w), attrs, name=out if bias is None else f"{out}.conv")
+        if bias is None:
+            return y
+        per_channel = (self._shape(w)[0], *[1] * (len(self._shape(w)) - 2))
+        return g.add(y, g.reshape(bias, per_channel, name=f"{out}.bias"), name=out)
+
+    def conv_transpose(self, node, attrs, out):
+        """ConvTranspose as the convolution of the input with u - 1 zeros stuffed between its elements
+        (input_dilation = the strides), the weights' channels swapped per group and their taps flipped,
+        padded by dilation (k - 1) - pad (the output padding at the end)."""
+        x, w = self._tensor(node.input[0], node), self._tensor(node.input[1], node)
+        bias = self._tensor(node.input[2], node) if len(node.input) > 2 and node.input[2] else None
+        (_, c, *size), (cw, mg, *kernel) = self._shape(x), self._shape(w)
+        r, groups = len(size), attrs.get("group", 1)
+        if c != cw or c % groups:
+            raise self._error(node, f"{c} input channels do not match weights {list(self._shape(w))} "
+                                    f"in {groups} groups")
+        strides = list(attrs.get("strides", [1] * r))
+        dilations = list(attrs.get("dilations", [1] * r))
+        extra = list(attrs.get("output_padding", [0] * r))
+        pads = list(attrs.get("pads", [0] * 2 * r))
+        auto = attrs.get("auto_pad", b"NOTSET").decode()
+        full = [s * (n - 1) + e + (k - 1) * d + 1 for s, n, e, k, d in zip(strides, size, extra, kernel, dilations,
+                                                                             strict=True)]
+        target = list(attrs["output_shape"])[-r:] if "output_shape" in attrs else None
+        if target is None and auto in ("SAME_UPPER", "SAME_LOWER"):
+            target = [n * s for n, s in zip(size, strides, strict=True)]
+        if target is not None:  # the pads that give the requested output size
+            for i in range(r):
+                total = full[i] - target[i]
+                low = total // 2 if auto == "SAME_UPPER" else total - total // 2
+                pads[i], pads[i + r] = low, total - low
+        elif auto == "VALID":
+            pads = [0] * 2 * r
+        cg = c // groups
+        span = [d * (k - 1) for d, k in zip(dilations, kernel, strict=True)]
+        conv_pads = [span[i] - pads[i] for i in range(r)] + [span[i] - pads[i + r] + extra[i] for i in range(r)]
+        weights = self._transposed_weights(w, groups, cg, mg, kernel, out)
+        return self._conv(x, weights, bias, {"strides": (1,) * r, "dilations": tuple(dilations),
+                                             "pads": tuple(conv_pads), "group": groups,
+                                             "input_dilation": tuple(strides)}, out)
+
+    def _transposed_weights(self, w: str, groups: int, cg: int, mg: int, kernel: list[int], out: str) -> str:
+        """A ConvTranspose's C x M/group x kernel weights as a convolution's M x C/group x kernel:
+        w'[g Mg + m, c, t] = w[g Cg + c, m, kernel - 1 - t] (a remap per group, joined along the channels)."""
+        r = len(kernel)
+        rank = 2 + r
+        parts = []
+        for grp in range(groups):
+            coef = [[int(j == 1) for j in range(rank)], [int(j == 0) for j in range(rank)]]
+            coef += [[-int(j == 2 + a) for j in range(rank)] for a in range(r)]
+            parts.append(self._remap(w, (mg, cg, *kernel), coef, [grp * cg, 0, *[k - 1 for k in kernel]],
+                                     name=f"{out}.w{grp}" if groups > 1 else f"{out}.w"))
         if groups == 1:
-            a = g.reshape(cols, (rows, k), name=f"{out}.cols")
-            wt = g.transpose(g.reshape(w, (m, k), name=f"{out}.wflat"), name=f"{out}.wt")
-            y = g.matmul(a, wt, name=f"{out}.gemm")
-        else:  # one batch per group: (G, rows, k) @ (G, k, M/G)
-            a = g.transpose(g.reshape(cols, (rows, groups, k), name=f"{out}.cols"), (1, 0, 2), name=f"{out}.grouped")
-            wt = g.transpose(g.reshape(w, (groups, mg, k), name=f"{out}.wflat"), (0, 2, 1), name=f"{out}.wt")
-            y = g.matmul(a, wt, name=f"{out}.bgemm")
-            y = g.reshape(g.transpose(y, (1, 0, 2), name=f"{out}.ungrouped"), (rows, m), name=f"{out}.gemm")
-        if bias is not None:
-            y = g.add(y, bias, name=f"{out}.bias")
-        y = g.reshape(y, (n, *sizes, m), name=f"{out}.nhwc")
-        return g.transpose(y, (0, r + 1, *range(1, r + 1)), name=out)
+            return parts[0].name
+        return self.graph.emit("concat", [p.name for p in parts], {"axis": 0}, name=f"{out}.w").name
 
     def pool(self, node, attrs, out):
         g = self.graph
@@ -651,7 +692,8 @@ class _Importer:
             reduce = g.reduce_max if node.op_type == "GlobalMaxPool" else g.reduce_mean
             return reduce(x, tuple(range(2, 2 + r)), True, name=out)
         kernel = tuple(attrs["kernel_shape"])
-        strides, dilations, begin, sizes = self._window(node, attrs, x, kernel)
+        strides, dilations, pads, sizes = self._window(node, attrs, x, kernel)
+        begin = pads[:r]
         rank = 2 + 2 * r
         coef = [[int(j == 0) for j in range(rank)], [int(j == 1) for j in range(rank)]]
         coef += [[strides[i] * (j == 2 + i) + dilations[i] * (j == 2 + r + i) for j in range(rank)] for i in range(r)]
@@ -695,6 +737,7 @@ CONVERTERS: dict[str, Callable[..., Any]] = {
     "Squeeze": _Importer.squeeze, "Unsqueeze": _Importer.unsqueeze, "Concat": _Importer.concat,
     "Slice": _Importer.slice, "Split": _Importer.split, "Gather": _Importer.gather, "Expand": _Importer.expand,
     "Tile": _Importer.tile, "Pad": _Importer.pad, "Conv": _Importer.conv,
+    "ConvTranspose": _Importer.conv_transpose,
     "If": lambda *a: _control_flow().import_if(*a), "Loop": lambda *a: _control_flow().import_loop(*a),
     **dict.fromkeys(("MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"), _Importer.pool),
 }

@@ -12,7 +12,7 @@ Kinds (after TVM's operator patterns) drive fusion (passes/fuse.py):
 | reduction | output elements combine many input elements along axes | reduce_sum, reduce_mean, reduce_max, |
 | | | softmax, log_softmax, layernorm |
 | out-fusable | opaque itself, but element-wise consumers fuse into its epilogue (TVM's OutEWiseFusable) | matmul, |
-| | | matmul_t |
+| | | matmul_t, conv |
 | opaque | never fused | parameter, constant, fused, if, loop (control flow), all_reduce, all_gather, embedding_bag |
 
 `compute` functions receive float64 (float dtypes) or int64 (i32) arrays; the evaluator rounds each
@@ -317,6 +317,78 @@ def _remap(args, attrs):
     return np.where(inside, values, attrs["fill"]).reshape(attrs["shape"])
 
 
+def conv_sizes(size: tuple[int, ...], kernel: tuple[int, ...], attrs: Mapping[str, Any]) -> tuple[int, ...]:
+    """A convolution's output spatial sizes: along axis a the input (its elements input_dilation apart,
+    the zeros between them a transposed convolution's), padded by pads[a] before and pads[r + a] after
+    (negative: cropped), holds (extent - span) // stride + 1 windows of span dilation (k - 1) + 1."""
+    r = len(size)
+    out = []
+    for a in range(r):
+        extent = attrs["input_dilation"][a] * (size[a] - 1) + 1 + attrs["pads"][a] + attrs["pads"][r + a]
+        out.append((extent - attrs["dilations"][a] * (kernel[a] - 1) - 1) // attrs["strides"][a] + 1)
+    return tuple(out)
+
+
+def _ints(attrs, name: str, count: int, least: int) -> None:
+    v = attrs[name]
+    if (not isinstance(v, tuple) or len(v) != count
+            or not all(isinstance(i, int) and not isinstance(i, bool) and i >= least for i in v)):
+        raise GraphError(f"{name} is a tuple of {count} ints{f' >= {least}' if least > -2**31 else ''}, not {v!r}")
+
+
+def _infer_conv(types, attrs):
+    x, w = types
+    dtype = _same_dtype(types)
+    if x.rank < 3 or w.rank != x.rank:
+        raise GraphError(f"conv needs x as N x C x spatial.. and w as M x C/group x kernel.. of the same rank, "
+                         f"not {x} and {w}")
+    r, group = x.rank - 2, attrs["group"]
+    if isinstance(group, bool) or not isinstance(group, int) or group < 1:
+        raise GraphError(f"group is a positive int, not {group!r}")
+    for name, count, least in (("strides", r, 1), ("dilations", r, 1), ("input_dilation", r, 1),
+                               ("pads", 2 * r, -2**31)):
+        _ints(attrs, name, count, least)
+    if x.shape[1] != w.shape[1] * group or w.shape[0] % group:
+        raise GraphError(f"{x.shape[1]} input channels and {w.shape[0]} output channels do not match weights "
+                         f"{w} in {group} group(s)")
+    out = conv_sizes(x.shape[2:], w.shape[2:], attrs)
+    if min(out) < 1:
+        raise GraphError(f"the window ({list(w.shape[2:])}) does not fit the padded input {x}: output {list(out)}")
+    return TensorType((x.shape[0], w.shape[0], *out), dtype)
+
+
+def conv_taps(size: tuple[int, ...], out: tuple[int, ...], tap: tuple[int, ...],
+              attrs: Mapping[str, Any]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Per spatial axis, for kernel tap `tap`: the input index each output position reads, and whether it
+    reads one (False: the padding, or a zero a transposed convolution stuffed between the elements)."""
+    index, inside = [], []
+    for a, n in enumerate(size):
+        u = attrs["input_dilation"][a]
+        j = attrs["strides"][a] * np.arange(out[a]) + attrs["dilations"][a] * tap[a] - attrs["pads"][a]
+        i = np.floor_divide(j, u)
+        index.append(np.clip(i, 0, n - 1))
+        inside.append((np.mod(j, u) == 0) & (i >= 0) & (i < n))
+    return index, inside
+
+
+def _conv(args, attrs):
+    x, w = args
+    n, c, *size = x.shape
+    m, cg, *kernel = w.shape
+    g = attrs["group"]
+    out = conv_sizes(tuple(size), tuple(kernel), attrs)
+    xg, wg = x.reshape(n, g, cg, *size), w.reshape(g, m // g, cg, *kernel)
+    y = np.zeros((n, g, m // g, *out), x.dtype)
+    for tap in np.ndindex(*kernel):
+        index, inside = conv_taps(tuple(size), out, tap, attrs)
+        mask = np.ones(out, bool)
+        for a, ok in enumerate(inside):
+            mask &= ok.reshape([-1 if b == a else 1 for b in range(len(out))])
+        patch = xg[(slice(None),) * 3 + np.ix_(*index)] * mask
+        y += np.einsum("ngc...,gmc->ngm...", patch, wg[(...,) + tap])
+    return y.reshape(n, m, *out)
+
+
 def _log_softmax(args, attrs):
     x, axis = args[0], attrs["axis"]
     shifted = x - np.max(x, axis=axis, keepdims=True)
@@ -404,6 +476,9 @@ OPS: dict[str, OpDef] = {d.name: d for d in (
     OpDef("matmul", M, TWO, (), _infer_matmul, lambda a, at: np.matmul(a[0], a[1]), "numpy matmul (batched)"),
     OpDef("matmul_t", M, TWO, ("trans_a", "trans_b"), _infer_matmul_t, _matmul_t,
         "matmul reading a (trans_a) or b (trans_b) with its last two axes swapped"),
+    OpDef("conv", M, TWO, ("strides", "dilations", "pads", "group", "input_dilation"), _infer_conv, _conv,
+        "N x C x spatial.. convolved with M x C/group x kernel.. (cross-correlation, NCHW); pads before.., "
+        "after..; input_dilation > 1: zeros between the input's elements (a transposed convolution)"),
     OpDef("add", B, TWO, (), _binary(False), lambda a, at: a[0] + a[1], "a + b"),
     OpDef("sub", B, TWO, (), _binary(False), lambda a, at: a[0] - a[1], "a - b"),
     OpDef("mul", B, TWO, (), _binary(False), lambda a, at: a[0] * a[1], "a * b"),

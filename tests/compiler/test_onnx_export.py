@@ -92,3 +92,18 @@ def test_tuning_flags_need_tune(capsys):
     assert main(["compile", "mlp2", "--refit"]) != 0
     assert "gpusim compile: error: --search, --search-cost, --tie-break and --refit need --tune" in \
         capsys.readouterr().err
+
+
+def test_a_fused_convolution_is_written_back_as_conv_and_a_transposed_one_is_refused():
+    from .test_conv import conv_graph
+
+    graph = conv_graph((2, 4, 7, 6), (6, 2, 3, 2), strides=(2, 1), pads=(1, 0, 2, 1), dilations=(1, 2), group=2,
+                       bias=True, relu=True)
+    optimised, _ = run_pipeline(graph)
+    model = to_onnx(optimised)
+    assert "Conv" in {n.op_type for n in model.graph.node}
+    inputs = random_inputs(graph)
+    np.testing.assert_allclose(reference_values(model, inputs)["y"], evaluate(graph, inputs)["y"], rtol=1e-4,
+                               atol=1e-5)
+    with pytest.raises(CompilerError, match=r"node %c: no ONNX Conv for a convolution with input_dilation \[2, 2\]"):
+        to_onnx(conv_graph((1, 2, 3, 3), (2, 2, 2, 2), input_dilation=(2, 2)))

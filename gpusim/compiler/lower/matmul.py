@@ -26,14 +26,18 @@ sectors).
 Out-of-range rows, columns and a last partial K step are guarded (loads fill 0); at most 512 FMAs are
 unrolled per K step (TM x TN x BK), which keeps a kernel under ~2,000 instructions. After the loop, the
 epilogue computes the rest of the region at each output element (side operands broadcast by
-expr.Indexer) and stores it. Parameters: BM, BN, BK, TM, TN, use_shared."""
+expr.Indexer) and stores it. Parameters: BM, BN, BK, TM, TN, use_shared.
+
+`generate(..., operands=Operands)` is the seam for a B operand that is not a matrix in memory (an
+implicit GEMM's input windows, lower/conv.py): the hook moves pointers to the block's batch itself and
+computes, per K panel, each copied element's address and guard (the shared-memory loop only)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from gpusim.compiler.errors import CompilerError
 from gpusim.compiler.lower.asm import SECTOR, WARP, WIDTH, Asm, fimm
@@ -47,6 +51,26 @@ from gpusim.functional import Launch
 DEFAULT = {"BM": 16, "BN": 16, "BK": 16, "TM": 1, "TN": 1, "use_shared": True}
 TILES = (8, 16, 32, 64, 128)
 MAX_UNROLL = 512  # FMAs per K step: keeps kernels under ~2,000 instructions
+
+
+class Operands(Protocol):
+    """How a kernel reads operands the template does not address as matrices: `rebase` moves pointers to
+    the block's batch (the z index) before anything is loaded (the operands it moves are declared
+    without batch dimensions in the region); `b_slots` is called once before the K loop with what
+    `_slots` takes for B's bk x bn panel (thread index, threads, panel rows and columns, its first
+    column, the column limit or None) and returns, for each element a thread copies, its row within the
+    panel and its shared-memory address (elements tid, tid + threads, ...); `b_panel` is called at the
+    start of every K panel and returns per element its global address and guard (None: always inside);
+    `b_advance` after every panel but the last (the panel moves BK rows down B)."""
+
+    def rebase(self, e: Asm, names: Mapping[str, str]) -> None: ...
+
+    def b_slots(self, e: Asm, tid: str, threads: int, panel: tuple[int, int], shared: str, col_base: str,
+                limit: int | None) -> list[tuple[str, str]]: ...
+
+    def b_panel(self, e: Asm, names: Mapping[str, str]) -> list[tuple[str, str | None]]: ...
+
+    def b_advance(self, e: Asm) -> None: ...
 
 
 def space(region: Region, cfg: Config) -> dict[str, tuple]:
@@ -113,7 +137,7 @@ def _rebatched(e: Asm, region: Region, names: Mapping[str, str], batch: tuple[in
     return replace(region, inputs=tuple(inputs))
 
 
-def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
+def generate(region: Region, params: Mapping[str, Any], name: str, operands: Operands | None = None) -> Kernel:
     batch, m, k, n = _dims(region)
     batches = math.prod(batch)
     bm, bn, bk, tm, tn = (int(params[p]) for p in ("BM", "BN", "BK", "TM", "TN"))
@@ -126,6 +150,8 @@ def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
         raise CompilerError(f"matmul: (BN/TN) x (BM/TM) = {threads} threads per block; must be 32..1024")
     if tm * tn * bk > MAX_UNROLL:
         raise CompilerError(f"matmul: TM x TN x BK = {tm * tn * bk} FMAs unrolled per K step; at most {MAX_UNROLL}")
+    if operands is not None and not shared:
+        raise CompilerError("matmul: an operand read through a hook needs use_shared (the shared-memory loop)")
     if shared and (bm * bk % threads or bk * bn % threads):
         raise CompilerError(f"matmul: the {bm}x{bk} and {bk}x{bn} panels must split evenly over {threads} threads")
     if region.root.shape != (*batch, m, n):
@@ -137,6 +163,8 @@ def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
     ab = next(i.type.dtype for i in region.inputs if i.name == mm.inputs[0])  # A's and B's (i8 -> f32 result)
     e = Asm(name)
     names = declare(e, region)
+    if operands is not None:
+        operands.rebase(e, names)
     region = _rebatched(e, region, names, batch, mm)
     a_param, b_param = (names[i] for i in mm.inputs)
     row0 = e.value("mad.lo.u32", "u32", "%ctaid.y", str(bm), "%tid.y")
@@ -149,7 +177,7 @@ def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
     before = e.load_bytes
     shape = (bm, bn, bk, tm, tn, tx_n, threads)
     if shared:
-        _shared_loop(e, shape, (m, k, n), ab, a_param, b_param, acc, trans)
+        _shared_loop(e, shape, (m, k, n), ab, a_param, b_param, acc, trans, (operands, names))
     else:
         _direct_loop(e, shape, (m, k, n), ab, a_param, b_param, acc, rows, cols, row_ok, col_ok, trans)
     main_bytes = e.load_bytes - before
@@ -174,7 +202,7 @@ def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
 
 
 def _shared_loop(e: Asm, shape: tuple, dims: tuple, dt: str, a_param: str, b_param: str,
-                 acc: list[list[str]], trans: tuple[bool, bool]) -> None:
+                 acc: list[list[str]], trans: tuple[bool, bool], hook: tuple = (None, {})) -> None:
     """The K loop through shared-memory panels (A^T, B^T copied along their stored rows)."""
     bm, bn, bk, tm, tn, tx_n, threads = shape
     m, k, n = dims
@@ -190,7 +218,11 @@ def _shared_loop(e: Asm, shape: tuple, dims: tuple, dt: str, a_param: str, b_par
                          limit=a_limit, swap=True)
     else:
         a_slots = _slots(e, tid, threads, (bm, bk), stride, a_sh, (a_param, k, dt), row_base=row_base, limit=a_limit)
-    if trans[1]:  # B^T: a bn x bk panel of the N x K matrix, stored transposed
+    operands, names = hook
+    b_places = []  # with a hook: B's elements (row in the panel, shared address); addresses come per panel
+    if operands is not None:
+        b_places, b_slots = operands.b_slots(e, tid, threads, (bk, bn), b_sh, col_base, b_limit), []
+    elif trans[1]:  # B^T: a bn x bk panel of the N x K matrix, stored transposed
         b_slots = _slots(e, tid, threads, (bn, bk), bn, b_sh, (b_param, k, dt), row_base=col_base,
                          limit=b_limit, swap=True)
     else:
@@ -200,8 +232,10 @@ def _shared_loop(e: Asm, shape: tuple, dims: tuple, dt: str, a_param: str, b_par
     b_read = e.value("mad.lo.u32", "u32", "%tid.x", "4", b_sh)
 
     def panel(steps: int, last: bool) -> None:
+        hooked = [] if operands is None else operands.b_panel(e, names)
+        slots = a_slots + b_slots + [(*where, *place) for where, place in zip(hooked, b_places, strict=True)]
         loaded = []  # every load first, so that they overlap, then the stores to shared memory
-        for address, ok, kk, at in a_slots + b_slots:
+        for address, ok, kk, at in slots:
             guard = e.both(ok, e.value("setp.lt.u32", "pred", kk, str(steps))) if last else ok
             loaded.append((at, e.load(address, dt, guard=guard, fill=0.0)))
         for at, value in loaded:
@@ -218,6 +252,8 @@ def _shared_loop(e: Asm, shape: tuple, dims: tuple, dt: str, a_param: str, b_par
             for slots, step in ((a_slots, a_step), (b_slots, b_step)):
                 for address, *_ in slots:
                     e("add.u64", address, address, str(step * WIDTH[dt]))
+            if operands is not None:
+                operands.b_advance(e)
 
     if k // bk:
         with e.loop(k // bk):
