@@ -13,7 +13,7 @@ import numpy as np
 
 from gpusim.errors import AssemblyError
 from gpusim.isa.cfg import peak_live_registers, reconvergence_points
-from gpusim.isa.opcodes import OPCODES, Unit
+from gpusim.isa.opcodes import OPCODES, PACKED_CVT, Unit
 from gpusim.isa.program import (
     SPECIAL_REGISTERS,
     Instruction,
@@ -272,6 +272,8 @@ class _Assembler:
             sig = "dMss"
         if spec.name == "setp" and set(quals) & {"and", "or", "xor"}:
             sig = "PssQ"
+        if spec.name == "cvt" and types[0] in PACKED_CVT:  # cvt.rn.f16x2.f32 d, a, b
+            sig = "dss"
         if spec.name == "cp":  # cp.async.commit_group; cp.async.wait_group N; cp.async.wait_all
             sig = {"commit_group": "", "wait_group": "N", "wait_all": ""}.get(quals[1] if len(quals) > 1 else "", sig)
             if sig == "MMs":  # a copy: [dst], [src], cp-size[, src-size]
@@ -528,6 +530,8 @@ class _Assembler:
             return self._ldmatrix(pc, st, ins, mnem)
         if spec.name == "cp" and sig == "MMsu":
             return self._cp_async(pc, st, ins, mnem)
+        if spec.name == "cvt" and types[0] in PACKED_CVT:
+            return self._cvt_packed(pc, st, ins, mnem)
         if spec.name == "mov" and any(tok.startswith("{") for tok, _ in ins["toks"]):
             return self._mov_halves(pc, st, ins, mnem)
         if itype and itype.name in ("bf16", "tf32") and spec.name not in ("cvt", "mov", "ld", "st"):
@@ -649,6 +653,20 @@ class _Assembler:
                 self.error(f"src-size must be 0..{size} (the copy's size)", st, zcol, ztok)
         return Instruction(pc, "cp", ins["quals"], (), (dst,), tuple(srcs), Unit.LDST,
                            ins["guard"], ins["guard_neg"], line=st.line, text=st.text)
+
+    def _cvt_packed(self, pc: int, st: _Stmt, ins: dict, mnem: str) -> Instruction:
+        """`cvt.rn.f16x2.f32 d, a, b` (or .rz, .bf16x2): a and b rounded to f16 (bf16) and packed in the
+        32-bit d, a's in the upper half and b's in the lower (PTX's order; sm_80's one F2FP instruction)."""
+        quals, types = ins["quals"], ins["types"]
+        if types[1] != "f32" or not set(quals) & {"rn", "rz"} or not set(quals) <= {"rn", "rz"}:
+            self.error(f"cvt.{types[0]} is cvt.rn.{types[0]}.f32 or cvt.rz.{types[0]}.f32 (.rn or .rz required)",
+                       st, token=mnem)
+        (dtok, dcol), (atok, acol), (btok, bcol) = ins["toks"]
+        d = self.operand(st, "d", dtok, dcol, TYPES["b32"], ins)
+        a = self.operand(st, "s", atok, acol, TYPES["f32"], ins)
+        b = self.operand(st, "s", btok, bcol, TYPES["f32"], ins)
+        return Instruction(pc, "cvt", quals, types, (d,), (a, b), Unit.INT, ins["guard"], ins["guard_neg"],
+                           line=st.line, text=st.text)
 
     def _mov_halves(self, pc: int, st: _Stmt, ins: dict, mnem: str) -> Instruction:
         """`mov.b32 d, {lo, hi}` packs two 16-bit registers into one (`mov.b64`: two 32-bit ones), the
