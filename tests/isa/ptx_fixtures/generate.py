@@ -1,5 +1,6 @@
 """Rewrite the checked-in PTX of kernels.py: `python tests/isa/ptx_fixtures/generate.py` from the repository
-root, in an environment with numba-cuda (numba_*.ptx) and/or triton (triton_*.ptx, num_warps 4, sm_80; the matmul num_stages 3)."""
+root, in an environment with numba-cuda (numba_*.ptx) and/or triton (triton_*.ptx, num_warps 4, sm_80; the
+matmul with num_stages 3 and its arguments 16-divisible, as kernels.MATMUL_OPTIONS says)."""
 
 import sys
 from pathlib import Path
