@@ -16,6 +16,7 @@ import gpusim
 from gpusim.data import data_dir
 from gpusim.errors import AssemblyError, GpusimError
 from gpusim.isa import Unit, cuda, read_ptx, read_ptx_file
+from gpusim.isa.ptx import with_dynamic_shared
 from gpusim.kernel_launch import TritonKernel
 
 FIX = Path(__file__).parent / "ptx_fixtures"
@@ -50,6 +51,7 @@ def test_mov_of_halves_and_bfe_against_numpy():
     assert ops[6:16] == ["mov.b32", "mov.b32", "shr.u32", "and.b32", "shl.b32", "shr.s32", "shr.s32",
                          "mov.b32", "mul.wide.u32", "add.s64"]
     assert gpusim.disassemble(prog).count("{%rs") == 2
+    assert gpusim.assemble(gpusim.disassemble(prog)).instructions == prog.instructions
     x = RNG.integers(0, 2**32, 64, dtype=np.uint32)
     x[:4] = [0x12345678, 0x80000ff0, 0xF00000F0, 0x7fffffff]
     out = np.zeros((64, 5), np.uint32)
@@ -76,6 +78,7 @@ def test_packing_conversions_against_numpy():
     prog = read_ptx(kernel(".param .u64 k_param_0, .param .u64 k_param_1", body, "\t.reg .f32 %f<4>;\n"), "c.ptx")
     assert [i.mnemonic for i in prog.instructions][6:10] == [
         "cvt.rn.f16x2.f32", "cvt.rz.f16x2.f32", "cvt.rn.bf16x2.f32", "cvt.rna.tf32.f32"]
+    assert gpusim.assemble(gpusim.disassemble(prog)).instructions == prog.instructions
     x = (RNG.standard_normal((64, 2)) * 1000).astype(np.float32)
     x[0] = [70000.0, 1.00146484375]  # past f16's range: rn +inf, rz 65504; a tie of f16 (1 + 3 * 2^-11)
     out = np.zeros((64, 4), np.uint32)
@@ -135,6 +138,9 @@ def test_mma_ldmatrix_and_cp_async_map_one_to_one():
     instr = [k for k, ln in enumerate(lines) if ln.startswith("\t") and ln.strip()
              and not ln.strip().startswith(("//", ".", "$", "{", "}")) and not ln.strip().endswith(":")]
     assert len(prog.instructions) == len(instr) + count("bfe.")
+    # the program disassembles to .sasm that assembles back to it (fragments, src-size, halves included)
+    prog = with_dynamic_shared(prog, 16384)
+    assert gpusim.assemble(gpusim.disassemble(prog)).instructions == prog.instructions
 
 
 # ---- the Triton tl.dot matmul and the CUDA inline-asm workload -----------------------------------------
@@ -170,6 +176,7 @@ def test_gemm_mma_cu_verifies_in_both_modes_and_against_the_sasm_kernel():
     assert wl.reference_path == gpusim.load_workload("gemm_mma").reference_path
     ops = [i.opcode for i in wl.program.instructions]
     assert ops.count("mma") == 128 and ops.count("ldmatrix") == 32  # 2 k-steps x (32 mma, 8 ldmatrix.x4), x2
+    assert gpusim.assemble(gpusim.disassemble(wl.program)).instructions == wl.program.instructions
     for stages in (1, 3):
         assert gpusim.run_workload("gemm_mma_cu", "a100", n=256, stages=stages).ok
     cu = gpusim.simulate("gemm_mma_cu", "a100", n=256, stages=3)
@@ -253,10 +260,10 @@ def test_fuzzed_tensor_core_ptx_gives_only_gpusim_errors(path):
     from tests.isa.test_ptx import _mutants
 
     errors = 0
-    for k, mutant in enumerate(_mutants(path.read_text(), seed=22, count=60)):
+    for k, mutant in enumerate(_mutants(path.read_text(), seed=22, count=30)):
         try:
             read_ptx(mutant, "m.ptx")
         except GpusimError as exc:
             assert "\n" not in str(exc) and str(exc).startswith("m.ptx:"), (k, str(exc))
             errors += 1
-    assert errors > 10
+    assert errors > 5
