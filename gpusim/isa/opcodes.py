@@ -163,8 +163,9 @@ OPCODES: dict[str, OpSpec] = {
         # asynchronous copies (PTX ISA 9.7.9.25): global -> shared without registers
         _op("cp", Unit.LDST, "MMs", (), [{"async"}, {"ca", "cg", "commit_group", "wait_group", "wait_all"},
                                          {"shared"}, {"global"}], required=(0, 1), ntypes=0,
-            doc="cp.async.ca/.cg.shared.global [dst], [src], N: copy N (4, 8 or 16; .cg: 16) bytes from global "
-            "to shared memory in the background, no register written; the copy joins the warp's open group. "
+            doc="cp.async.ca/.cg.shared.global [dst], [src], N[, src-size]: copy N (4, 8 or 16; .cg: 16) bytes from "
+            "global to shared memory in the background, no register written (with src-size, an immediate or .u32 "
+            "register 0..N: only that many bytes read, the rest zeros); the copy joins the warp's open group. "
             "cp.async.commit_group closes the open group; cp.async.wait_group N waits until at most the N newest "
             "committed groups are still in flight (the others' bytes are then in shared memory); cp.async.wait_all "
             "commits and waits for all. Until its wait, a copy's destination still holds the old bytes"),
