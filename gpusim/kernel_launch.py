@@ -198,18 +198,32 @@ def from_numba(kernel, signature, *, cc: tuple[int, int] = (8, 0), lineinfo: boo
     return NumbaKernel(ptx, getattr(fn, "__name__", "kernel"))
 
 
+def triton_attrs(signature: dict[str, str], aligned: Sequence[str]) -> dict:
+    """Triton's `attrs` for ASTSource: the arguments in `aligned` are divisible by 16 (pointers: 16-byte
+    aligned), the hint Triton's own launcher derives from the values at run time and which its compiler
+    needs to vectorise loads into 16-byte cp.async copies (without it a tl.dot's tiles load element by
+    element)."""
+    names = list(signature)
+    return {(names.index(a),): [["tt.divisibility", 16]] for a in aligned}
+
+
 def from_triton(kernel, signature: dict[str, str], constexprs: dict[str, Any] | None = None, *,
-                num_warps: int = 4, cc: int = 80) -> TritonKernel:
+                num_warps: int = 4, cc: int = 80, num_stages: int | None = None,
+                aligned: Sequence[str] = ()) -> TritonKernel:
     """A `@triton.jit` kernel compiled to PTX for `signature` (Triton's: {"x_ptr": "*fp32", "n": "i32",
     "BLOCK": "constexpr"}) and `constexprs` ({"BLOCK": 1024}) on a GPUTarget("cuda", cc, 32), which needs
-    no GPU, ready to launch on gpusim: `from_triton(add, sig, {"BLOCK": 1024})[grid](x, y, out, n)`."""
+    no GPU, ready to launch on gpusim: `from_triton(add, sig, {"BLOCK": 1024})[grid](x, y, out, n)`.
+    `num_stages`: the software pipeline's depth of a loop (Triton's option; its default when None);
+    `aligned`: the arguments divisible by 16 (see triton_attrs)."""
     triton = _needs("triton", "triton", "from_triton")
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
+    options = {"num_warps": num_warps} | ({"num_stages": num_stages} if num_stages is not None else {})
     try:
-        src = ASTSource(fn=kernel, signature=signature, constexprs=constexprs or {})
-        compiled = triton.compile(src, target=GPUTarget("cuda", cc, 32), options={"num_warps": num_warps})
+        src = ASTSource(fn=kernel, signature=signature, constexprs=constexprs or {},
+                        attrs=triton_attrs(signature, aligned))
+        compiled = triton.compile(src, target=GPUTarget("cuda", cc, 32), options=options)
     except Exception as exc:
         first = str(exc).strip().split("\n")[0]
         raise LaunchError(f"triton could not compile {getattr(kernel, '__name__', kernel)}: {first}",

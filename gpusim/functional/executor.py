@@ -520,6 +520,8 @@ class Executor:
             body = self._ldmatrix(ins, b)
         elif op == "cp":
             body = self._cp_async(ins, b)
+        elif op == "mov" and len(ins.dsts) + len(ins.srcs) == 3:
+            body = self._mov_halves(ins, b)
         elif op == "vote":
             body = self._vote(ins, b)
         elif op in ("membar", "fence"):  # memory here is sequentially consistent: nothing to order
@@ -761,6 +763,28 @@ class Executor:
 
         return body
 
+    def _mov_halves(self, ins: Instruction, b: _Batch) -> Callable:
+        """`mov.b32 d, {lo, hi}` / `mov.b32 {lo, hi}, a` (and .b64 with 32-bit halves): the lower-indexed
+        half in the low bits."""
+        bits = TYPES[ins.types[0]].bits
+        whole, half = np.dtype(f"u{bits // 8}"), np.dtype(f"u{bits // 16}")
+        shift, mask = whole.type(bits // 2), whole.type((1 << (bits // 2)) - 1)
+        if len(ins.srcs) == 2:
+            lo, hi = (b.R[o.reg].view(half) for o in ins.srcs)
+            d = b.R[ins.dsts[0].reg].view(whole)
+
+            def body(G, lanes):
+                d[lanes] = lo[lanes].astype(whole) | (hi[lanes].astype(whole) << shift)
+        else:
+            a = b.R[ins.srcs[0].reg].view(whole)
+            lo, hi = (b.R[o.reg].view(half) for o in ins.dsts)
+
+            def body(G, lanes):
+                v = a[lanes]
+                lo[lanes], hi[lanes] = (v & mask).astype(half), (v >> shift).astype(half)
+
+        return body
+
     # ---- tensor cores ---------------------------------------------------------------------------
     def _whole_warps(self, ins: Instruction, b: _Batch, G: np.ndarray, lanes) -> np.ndarray:
         """(len(G), 32) lane indices of warps G, which must execute the instruction on every lane
@@ -864,14 +888,25 @@ class Executor:
         doff, soff = np.int64(dst_op.value), np.int64(src_op.value)
         ssize = b.smem_size
         span = np.arange(size)
+        # src-size (PTX's optional 4th operand): only that many bytes are read, the rest of the copy is zeros;
+        # a lane that reads none (src-size 0, a masked-off load) touches no global memory
+        src_size = self._reader(ins.srcs[2], b) if len(ins.srcs) > 2 else None
 
         def body(G, lanes):
             n = _count(lanes, b)
             src = sbase[lanes].astype(np.int64) + soff
             dst = (dbase[lanes].astype(np.int64) if dbase is not None else np.zeros(n, np.int64)) + doff
+            reads = np.ones(n, bool)
+            if src_size is not None:
+                nread = np.broadcast_to(np.asarray(src_size(lanes), np.int64), (n,))
+                if (nread > size).any():
+                    i = int(np.flatnonzero(nread > size)[0])
+                    self.fault(b, ins, _lane_at(lanes, i), f"cp.async src-size above its {size}-byte copy",
+                               int(nread[i]))
+                reads = nread > 0
             if rec is not None:
-                rec.memory(src)
-            for what, a, ok in (("global", src, None), ("shared", dst, ssize)):
+                rec.memory(np.where(reads, src, -1) if src_size is not None else src)
+            for what, a, ok in (("global", src[reads], None), ("shared", dst, ssize)):
                 bad = a % size != 0
                 if ok is not None:
                     bad |= (a < 0) | (a > ok - size)
@@ -880,14 +915,20 @@ class Executor:
                 if bad.any():
                     i = int(np.flatnonzero(bad)[0])
                     why = "misaligned" if a[i] % size else "out-of-bounds"
-                    self.fault(b, ins, _lane_at(lanes, i), f"{why} {size}-byte cp.async {what} address", int(a[i]))
-            off = mem.offsets(src, size)
-            data = mem.buffer[off[:, None] + span]
+                    lane = int(np.flatnonzero(reads)[i]) if what == "global" else i
+                    self.fault(b, ins, _lane_at(lanes, lane), f"{why} {size}-byte cp.async {what} address", int(a[i]))
+            if src_size is None:
+                data = mem.buffer[mem.offsets(src, size)[:, None] + span]
+            else:
+                data = np.zeros((n, size), mem.buffer.dtype)
+                if reads.any():
+                    data[reads] = mem.buffer[mem.offsets(src[reads], size)[:, None] + span]
+                data[span[None, :] >= nread[:, None]] = 0
             lane_ids = np.arange(b.W * b.ws)[lanes] if not isinstance(lanes, slice) else np.arange(n)
             warp = lane_ids // b.ws
             smem_at = dst + b.lane_smem[lanes]
             b.cp_pending.append((warp, b.cp_groups[warp], smem_at[:, None] + span, data))
-            stats.count_bytes("global", read=n * size)
+            stats.count_bytes("global", read=n * size if src_size is None else int(np.minimum(nread, size).sum()))
             stats.count_bytes("shared", written=n * size)
 
         return body

@@ -116,6 +116,19 @@ def _round_float(x: np.ndarray, td, mode: str) -> np.ndarray:
         return np.where(fix, np.nextafter(r, toward), r).astype(td.dtype)
 
 
+def _cvt_packed(ins: Instruction, a, b):
+    """cvt.rn/.rz.f16x2/.bf16x2.f32 d, a, b: d = {b rounded (low half), a rounded (high half)}."""
+    half = TYPES["f16" if ins.types[0] == "f16x2" else "bf16"]
+    mode = "rz" if "rz" in ins.quals else "rn"
+
+    def bits(x):
+        x = np.asarray(x, np.float32)
+        r = _round_float(x if half.name == "bf16" else x.astype(np.float64), half, mode)
+        return np.asarray(r).view(np.uint16).astype(np.uint32)
+
+    return bits(b) | (bits(a) << np.uint32(16))
+
+
 def _cvt(ins: Instruction, a):
     td, ts = TYPES[ins.types[0]], TYPES[ins.types[1]]
     a = np.asarray(a)
@@ -159,6 +172,8 @@ def alu(ins: Instruction):
     dt = t.dtype if t else None
     if op in ("mov", "cvta"):  # cvta: a global address is its own generic address
         return lambda a: a
+    if op == "cvt" and len(ins.srcs) == 2:
+        return lambda a, b: _cvt_packed(ins, a, b)
     if op == "cvt":
         return lambda a: _cvt(ins, a)
     if op in ("add", "fadd", "sub"):

@@ -13,7 +13,7 @@ import numpy as np
 
 from gpusim.errors import AssemblyError
 from gpusim.isa.cfg import peak_live_registers, reconvergence_points
-from gpusim.isa.opcodes import OPCODES, Unit
+from gpusim.isa.opcodes import OPCODES, PACKED_CVT, Unit
 from gpusim.isa.program import (
     SPECIAL_REGISTERS,
     Instruction,
@@ -272,18 +272,22 @@ class _Assembler:
             sig = "dMss"
         if spec.name == "setp" and set(quals) & {"and", "or", "xor"}:
             sig = "PssQ"
+        if spec.name == "cvt" and types[0] in PACKED_CVT:  # cvt.rn.f16x2.f32 d, a, b
+            sig = "dss"
         if spec.name == "cp":  # cp.async.commit_group; cp.async.wait_group N; cp.async.wait_all
             sig = {"commit_group": "", "wait_group": "N", "wait_all": ""}.get(quals[1] if len(quals) > 1 else "", sig)
-            if sig == "MMs" and not {"shared", "global"} <= set(quals):
+            if sig == "MMs":  # a copy: [dst], [src], cp-size[, src-size]
+                sig = "MMsu"
+            if sig == "MMsu" and not {"shared", "global"} <= set(quals):
                 self.error("cp.async copies need .shared.global (global to shared memory)", st, col, mnem)
-            if sig != "MMs" and set(quals) & {"shared", "global"}:
+            if sig != "MMsu" and set(quals) & {"shared", "global"}:
                 self.error(f"cp.async.{quals[1]} takes no state space", st, col, mnem)
         toks = _split_operands(ops_stripped, ops_col) if ops_stripped else []
         if spec.name == "shfl" and toks and "|" in toks[0][0]:  # `d|p`: also the source lane's validity
             d_tok, _, p_tok = toks[0][0].partition("|")
             toks[0:1] = [(d_tok.strip(), toks[0][1]), (p_tok.strip(), toks[0][1] + len(d_tok) + 1)]
             sig = "dP" + sig[1:]
-        optional = spec.optional or (1 if sig.endswith("B") else 0)
+        optional = spec.optional or (1 if sig.endswith("B") or sig == "MMsu" else 0)
         if not len(sig) - optional <= len(toks) <= len(sig):
             want = ", ".join(_SIG_NAMES[c] for c in sig) or "no operands"
             self.error(f"{mnem} expects {len(sig) - optional if optional else len(sig)} operand(s) ({want}), "
@@ -524,8 +528,12 @@ class _Assembler:
             return self._mma(pc, st, ins, mnem)
         if spec.name == "ldmatrix":
             return self._ldmatrix(pc, st, ins, mnem)
-        if spec.name == "cp" and sig == "MMs":
+        if spec.name == "cp" and sig == "MMsu":
             return self._cp_async(pc, st, ins, mnem)
+        if spec.name == "cvt" and types[0] in PACKED_CVT:
+            return self._cvt_packed(pc, st, ins, mnem)
+        if spec.name == "mov" and any(tok.startswith("{") for tok, _ in ins["toks"]):
+            return self._mov_halves(pc, st, ins, mnem)
         if itype and itype.name in ("bf16", "tf32") and spec.name not in ("cvt", "mov", "ld", "st"):
             self.error(f".{itype.name} is a storage format here: {spec.name} does not compute on it (cvt it to "
                        ".f32)", st, token=mnem)
@@ -630,15 +638,58 @@ class _Assembler:
                            ins["guard_neg"], line=st.line, text=st.text)
 
     def _cp_async(self, pc: int, st: _Stmt, ins: dict, mnem: str) -> Instruction:
-        (dtok, dcol), (stok, scol), (ntok, ncol) = ins["toks"]
+        (dtok, dcol), (stok, scol), (ntok, ncol) = ins["toks"][:3]
         dst = self.address(st, dtok, dcol, ins, "shared")
         src = self.address(st, stok, scol, ins, "global")
         size = _int_literal(ntok)
         allowed = (16,) if "cg" in ins["quals"] else (4, 8, 16)
         if size not in allowed:
             self.error(f"expected a copy size of {' or '.join(map(str, allowed))} bytes", st, ncol, ntok)
-        return Instruction(pc, "cp", ins["quals"], (), (dst,), (src, Operand("imm", "u32", value=size)), Unit.LDST,
+        srcs = [src, Operand("imm", "u32", value=size)]
+        if len(ins["toks"]) == 4:  # src-size: the bytes read from global memory, the rest of the copy zeroed
+            (ztok, zcol) = ins["toks"][3]
+            srcs.append(self.operand(st, "u", ztok, zcol, TYPES["u32"], ins))
+            if srcs[-1].kind == "imm" and not 0 <= srcs[-1].value <= size:
+                self.error(f"src-size must be 0..{size} (the copy's size)", st, zcol, ztok)
+        return Instruction(pc, "cp", ins["quals"], (), (dst,), tuple(srcs), Unit.LDST,
                            ins["guard"], ins["guard_neg"], line=st.line, text=st.text)
+
+    def _cvt_packed(self, pc: int, st: _Stmt, ins: dict, mnem: str) -> Instruction:
+        """`cvt.rn.f16x2.f32 d, a, b` (or .rz, .bf16x2): a and b rounded to f16 (bf16) and packed in the
+        32-bit d, a's in the upper half and b's in the lower (PTX's order; sm_80's one F2FP instruction)."""
+        quals, types = ins["quals"], ins["types"]
+        if types[1] != "f32" or not set(quals) & {"rn", "rz"} or not set(quals) <= {"rn", "rz"}:
+            self.error(f"cvt.{types[0]} is cvt.rn.{types[0]}.f32 or cvt.rz.{types[0]}.f32 (.rn or .rz required)",
+                       st, token=mnem)
+        (dtok, dcol), (atok, acol), (btok, bcol) = ins["toks"]
+        d = self.operand(st, "d", dtok, dcol, TYPES["b32"], ins)
+        a = self.operand(st, "s", atok, acol, TYPES["f32"], ins)
+        b = self.operand(st, "s", btok, bcol, TYPES["f32"], ins)
+        return Instruction(pc, "cvt", quals, types, (d,), (a, b), Unit.INT, ins["guard"], ins["guard_neg"],
+                           line=st.line, text=st.text)
+
+    def _mov_halves(self, pc: int, st: _Stmt, ins: dict, mnem: str) -> Instruction:
+        """`mov.b32 d, {lo, hi}` packs two 16-bit registers into one (`mov.b64`: two 32-bit ones), the
+        first in the low half; `mov.b32 {lo, hi}, a` unpacks one. PTX's vector move of a register's halves."""
+        types = ins["types"]
+        whole = TYPES[types[0]]
+        if whole.name not in ("b32", "b64"):
+            self.error("a move of {halves} is mov.b32 or mov.b64", st, token=mnem)
+        half = lambda t: t.bits == whole.bits // 2 and t.kind != "pred"  # noqa: E731
+        want = f"a {whole.bits // 2}-bit register"
+        (dtok, dcol), (stok, scol) = ins["toks"]
+        if dtok.startswith("{") == stok.startswith("{"):
+            self.error("expected one {lo, hi} pair and one register", st, dcol, dtok)
+        if dtok.startswith("{"):  # unpack
+            dsts = self._regs_in_braces(st, dtok, dcol, 2, f"the halves of a .{whole.name}", half, want, ins)
+            srcs = [self.operand(st, "s", stok, scol, whole, ins)]
+        else:  # pack
+            dsts = [self.operand(st, "d", dtok, dcol, whole, ins)]
+            srcs = self._regs_in_braces(st, stok, scol, 2, f"the halves of a .{whole.name}", half, want, ins)
+        if srcs[0].kind != "reg":
+            self.error("expected a register", st, scol, stok)
+        return Instruction(pc, "mov", ins["quals"], types, tuple(dsts), tuple(srcs), Unit.INT, ins["guard"],
+                           ins["guard_neg"], line=st.line, text=st.text)
 
 
 def assemble(text: str, file: str = "<string>") -> Program:

@@ -55,8 +55,10 @@ def format_instruction(ins: Instruction, prog: Program) -> str:
     if ins.opcode == "mma":  # {d}, {a}, {b}, {c}: the warp's fragments
         na = 4
         dsts, srcs = [brace(dsts)], [brace(srcs[:na]), brace(srcs[na:na + 2]), brace(srcs[na + 2:])]
-    elif ins.opcode == "ldmatrix":
+    elif ins.opcode == "ldmatrix" or (ins.opcode == "mov" and len(dsts) == 2):  # mov.b32 {lo, hi}, a
         dsts = [brace(dsts)]
+    elif ins.opcode == "mov" and len(srcs) == 2:  # mov.b32 d, {lo, hi}
+        srcs = [brace(srcs)]
     if ins.vector > 1:  # `{a, b, c, d}`: a vector load's destinations, a vector store's sources
         if ins.opcode == "ld":
             dsts = ["{" + ", ".join(dsts) + "}"]

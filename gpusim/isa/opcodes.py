@@ -54,7 +54,8 @@ BOOL_OPS = frozenset({"and", "or", "xor"})
 RND_F = frozenset({"rn"})
 VEC = frozenset({"v2", "v4"})
 RND_CVT = frozenset({"rn", "rna", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi"})
-CVT_T = (MEM_T - {"b8", "b16", "b32", "b64"}) | {"bf16", "tf32"}
+CVT_T = (MEM_T - {"b8", "b16", "b32", "b64"}) | {"bf16", "tf32", "f16x2", "bf16x2"}
+PACKED_CVT = ("f16x2", "bf16x2")  # cvt.rn/.rz.f16x2.f32 d, a, b: two f32 rounded and packed in one .b32
 # mma.sync.aligned shapes and their (A/B type -> C/D type); PTX ISA 9.7.13.4 (mma) and 9.7.13.4.8-10
 # (fragment layouts of m16n8k8, m16n8k16 and m16n8k32)
 MMA_SHAPES = {"m16n8k16": ("f16", "bf16"), "m16n8k8": ("tf32",), "m16n8k32": ("s8", "u8")}
@@ -100,7 +101,8 @@ OPCODES: dict[str, OpSpec] = {
             "narrowing float conversions (to .f16, .bf16) round to nearest even (.rn, the default), toward "
             "zero (.rz), down (.rm) or up (.rp); .tf32 only from .f32 with .rna (nearest, ties away: "
             "cvt.rna.tf32.f32); between floats .rni/.rzi/.rmi/.rpi round to an integral value; "
-            ".sat to a float clamps to [0, 1], NaN -> +0.0; .sat between integers clamps to the range"),
+            ".sat to a float clamps to [0, 1], NaN -> +0.0; .sat between integers clamps to the range; "
+            "cvt.rn/.rz.f16x2.f32 (and .bf16x2) d, a, b rounds a and b and packs them, a in the upper half"),
         # integer and float arithmetic
         _op("cvta", Unit.INT, "ds", {"u64"}, [{"to"}, {"global"}], required=(1,),
             doc="generic <-> global address: the identity (a gpusim global address is its generic address); "
@@ -161,8 +163,9 @@ OPCODES: dict[str, OpSpec] = {
         # asynchronous copies (PTX ISA 9.7.9.25): global -> shared without registers
         _op("cp", Unit.LDST, "MMs", (), [{"async"}, {"ca", "cg", "commit_group", "wait_group", "wait_all"},
                                          {"shared"}, {"global"}], required=(0, 1), ntypes=0,
-            doc="cp.async.ca/.cg.shared.global [dst], [src], N: copy N (4, 8 or 16; .cg: 16) bytes from global "
-            "to shared memory in the background, no register written; the copy joins the warp's open group. "
+            doc="cp.async.ca/.cg.shared.global [dst], [src], N[, src-size]: copy N (4, 8 or 16; .cg: 16) bytes from "
+            "global to shared memory in the background, no register written (with src-size, an immediate or .u32 "
+            "register 0..N: only that many bytes read, the rest zeros); the copy joins the warp's open group. "
             "cp.async.commit_group closes the open group; cp.async.wait_group N waits until at most the N newest "
             "committed groups are still in flight (the others' bytes are then in shared memory); cp.async.wait_all "
             "commits and waits for all. Until its wait, a copy's destination still holds the old bytes"),

@@ -32,8 +32,14 @@ SUPPORTED = frozenset({
     "mov", "cvt", "cvta", "add", "sub", "mul", "mad", "fma", "div", "rem", "min", "max", "abs", "neg",
     "and", "or", "xor", "not", "shl", "shr", "popc", "setp", "selp", "rcp", "sqrt", "rsqrt", "sin", "cos",
     "ex2", "lg2", "ld", "st", "atom", "red", "shfl", "vote", "bra", "ret", "exit", "bar", "barrier",
-    "membar", "fence",
+    "membar", "fence", "mma", "ldmatrix", "cp", "bfe",
 })
+# tensor-core and asynchronous-copy opcodes: their `.aligned`, `.ca`/`.cg` are part of the instruction
+# (the opcode table requires them), and their `{...}` operands are fragments, not vectors
+_TENSOR_OPS = frozenset({"mma", "ldmatrix", "cp"})
+# `.L2::128B` (and 64B, 256B) on cp.async / ld: a prefetch of the rest of the L2 sector group, a hint the
+# config's caches do not take; `.shared::cta` is `.shared` (the block's own shared memory)
+_SPACE_ALIASES = {"shared::cta": "shared"}
 # Qualifiers that change nothing gpusim models: flush-to-zero (gpusim keeps subnormals), cache
 # operators and eviction hints (the timing model's caches follow the config, not per-access hints),
 # memory order and scope of atomics, loads and stores (the functional memory is sequentially
@@ -410,6 +416,29 @@ class _Reader:
             imm = repr(float(v)) if t.is_float else str(int(v))
         return f"{guard}{'mov.' + typ} {m.group(1)}, {imm}"
 
+    def bit_field_extract(self, line: int, col: int, guard: str, mnem: str, quals: list[str], ops: str) -> str:
+        """`bfe.u32/.s32/.u64/.s64 d, a, pos, len` with constant pos and len -> two gpusim instructions,
+        as sm_70+ hardware has no bit-field-extract instruction either (ptxas emits a funnel shift and a
+        LOP3 or SGXT): unsigned `shr` then `and` with the field's mask; signed `shl` the field to the top,
+        then an arithmetic `shr` (sign-extending it from its top bit)."""
+        t = TYPES.get(quals[0]) if len(quals) == 1 else None
+        toks = [x.strip() for x in ops.split(",")]
+        if t is None or t.bits not in (32, 64) or t.kind not in "us" or len(toks) != 4:
+            self.unsupported("instruction", mnem, line, col)
+        d, a, pos, ln = toks
+        try:
+            pos, ln = int(pos, 0) & 0xFF, int(ln, 0) & 0xFF  # PTX reads pos and len modulo 256
+        except ValueError:
+            self.unsupported("instruction", f"{mnem} with a register position or length", line, col)
+        w, ln = t.bits, min(int(ln), t.bits)
+        if ln == 0 or (pos >= w and t.kind == "u"):
+            return f"{guard}mov.b{w} {d}, 0"
+        if t.kind == "u":
+            return f"{guard}shr.u{w} {d}, {a}, {pos}; {guard}and.b{w} {d}, {d}, {(1 << ln) - 1:#x}"
+        if pos + ln >= w:  # the field reaches the top bit: an arithmetic shift alone
+            return f"{guard}shr.s{w} {d}, {a}, {min(pos, w - 1)}"
+        return f"{guard}shl.b{w} {d}, {a}, {w - pos - ln}; {guard}shr.s{w} {d}, {d}, {w - ln}"
+
     def shared_pointers(self, body: int, end: int) -> None:
         """Which registers hold shared-memory addresses: those computed (by moves, integer arithmetic and
         conversions) from a `.shared` variable's address or from `cvta(.to).shared`. A generic `ld`/`st`
@@ -533,7 +562,17 @@ class _Reader:
         op = parts[0]
         if op not in SUPPORTED:
             self.unsupported("instruction", mnem, line, mcol)
-        quals = [q for q in parts[1:] if "::" not in q and (op in _KEEP_SCOPE or q not in _DROP)]
+        for q in parts[1:]:
+            if q in ("shared::cluster", "L2::cache_hint"):  # another block's shared memory; a policy operand
+                self.unsupported("instruction", mnem, line, mcol)
+        parts = [_SPACE_ALIASES.get(q, q) for q in parts]
+        keep = _KEEP_SCOPE | _TENSOR_OPS
+        quals = [q for q in parts[1:] if "::" not in q and (op in keep or q not in _DROP)]
+        if op == "bfe":
+            self.emit(line, col, self.bit_field_extract(line, mcol, guard, mnem, quals, ops))
+            self.original[line] = " ".join(s.split())
+            self.mnemonic[line] = mnem
+            return
         if op == "ld" and "const" in quals:
             text = self.const_load(line, mcol, guard, mnem, quals, ops)
             if text is None:
@@ -572,10 +611,13 @@ class _Reader:
             if g.group(0) in self.globals:
                 self.unsupported("use of a module-scope .global variable", g.group(0), line,
                                  mcol + len(mnem) + 1 + g.start())
+        if "b32" in quals or "b64" in quals:  # a float's bits for an untyped value: `mov.b32 %r, 0f3F800000`
+            ops = re.sub(r"(?<![\w$])0[fFdD]([0-9a-fA-F]{8}|[0-9a-fA-F]{16})(?![\w$])", r"0x\1", ops)
         if op == "cvta" and ("shared" in quals or ("local" in quals and self.locals)):
             # a shared address (and a local one: frames live in shared memory) as generic: the same number
             op, quals = "mov", [q for q in quals if q not in ("to", "shared", "local")]
-        if "v8" in quals or ("{" in ops and op not in ("ld", "st")) or ("_" in re.findall(r"[{,]\s*(_)\s*[,}]", ops)):
+        if "v8" in quals or ("{" in ops and op not in ("ld", "st", "mov", "mma", "ldmatrix")) or (
+                "_" in re.findall(r"[{,]\s*(_)\s*[,}]", ops)):
             self.unsupported("instruction", mnem, line, mcol)
         if op == "cvta" and "global" not in quals:  # .local, .const
             self.unsupported("instruction", mnem, line, mcol)

@@ -6,7 +6,9 @@ sub-word types (8/16-bit integers) only appear as memory widths of `ld`/`st`/`cv
 
 `bf16` (bfloat16: f32's sign and 8-bit exponent, 7 mantissa bits) and `tf32` (TensorFloat-32: f32's
 layout, of which the tensor cores read the upper 19 bits) have no numpy type: their registers hold the
-bit pattern (a uint16 / uint32 array) and `cvt` and `mma` encode and decode it."""
+bit pattern (a uint16 / uint32 array) and `cvt` and `mma` encode and decode it. `f16x2` and `bf16x2`
+(two halves in 32 bits) are only ever a destination type of `cvt` (`cvt.rn.f16x2.f32 d, a, b`), written into
+a 32-bit register."""
 
 from __future__ import annotations
 
@@ -50,12 +52,14 @@ TYPES: dict[str, ScalarType] = {
         _t("f32", "f", 32, np.float32), _t("tf32", "f", 32, np.uint32),
         _t("b64", "b", 64, np.uint64), _t("u64", "u", 64, np.uint64), _t("s64", "s", 64, np.int64),
         _t("f64", "f", 64, np.float64),
+        # two f16 / bf16 packed in 32 bits, the lower-indexed in the low half: only cvt writes them
+        _t("f16x2", "f", 32, np.uint32), _t("bf16x2", "f", 32, np.uint32),
     )
 }
 
 REGISTER_TYPES = ("pred", "b16", "u16", "s16", "b32", "u32", "s32", "f16", "bf16", "f32", "b64", "u64", "s64",
                   "f64")
-BITS_ONLY = frozenset({"bf16", "tf32"})  # float types held as bit patterns (no numpy arithmetic)
+BITS_ONLY = frozenset({"bf16", "tf32", "f16x2", "bf16x2"})  # float types held as bit patterns (no numpy arithmetic)
 
 
 def compatible(instr_type: ScalarType, reg_type: ScalarType) -> bool:

@@ -138,7 +138,7 @@ def test_a_32_lane_ballot_of_a_64_lane_warp_holds_lanes_0_to_31():
 
 
 SHIPPED = sorted(gpusim.list_workloads())
-TENSOR_CORE = ("gemm_mma", "gemm_mma_tf32", "gemm_mma_int8")
+TENSOR_CORE = ("gemm_mma", "gemm_mma_tf32", "gemm_mma_int8", "gemm_mma_cu")
 
 
 @pytest.mark.parametrize("ws", WARP_SIZES)

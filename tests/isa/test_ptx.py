@@ -132,7 +132,7 @@ def test_unsupported_instruction_is_located():
 
 @pytest.mark.parametrize("line, what", [
     ("\tld.global.v8.f32 {%f1, %f2, %f3, %f4, %f5, %f6, %f7, %f0}, [%rd1];\n", "instruction 'ld.global.v8.f32'"),
-    ("\tmov.b64 {%r1, %r2}, %rd1;\n", "instruction 'mov.b64'"),
+    ("\tprmt.b32 %r1, %r2, %r3, 0x5410;\n", "instruction 'prmt.b32'"),  # (mov.b64 {%r1, %r2}: now read)
     ("\tld.local.u32 %r1, [%rd1];\n", "local-memory access 'ld.local.u32 %r1, [%rd1]'"),
     ("\tcvta.to.local.u64 %rd1, %rd2;\n", "instruction 'cvta.to.local.u64'"),
     ("\tcall.uni f, (%r1);\n", "instruction 'call.uni'"),

@@ -54,9 +54,35 @@ try:
         e = tl.exp(x)
         tl.store(out_ptr + row * n_cols + cols, e / tl.sum(e, axis=0), mask=mask)
 
+    @triton.jit
+    def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
+                      BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+        """C = A @ B, f16 in, f32 accumulate (tl.dot: mma.sync on sm_80), one BM x BN tile of C a program;
+        A, B, C row-major, M, N, K multiples of the tiles."""
+        pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+        rm = pid_m * BM + tl.arange(0, BM)
+        rn = pid_n * BN + tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :]
+        b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :]
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for _ in range(0, K, BK):
+            acc += tl.dot(tl.load(a_ptrs), tl.load(b_ptrs))
+            a_ptrs += BK
+            b_ptrs += BK * stride_bk
+        tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc)
+
+    MATMUL_SIG = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32",
+                  "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32", "BM": "constexpr", "BN": "constexpr",
+                  "BK": "constexpr"}
+    # every argument but the constexprs divisible by 16 (what Triton's launcher finds for 16-aligned arrays
+    # and sizes that are multiples of 16): the loads vectorise into 16-byte cp.async copies
+    MATMUL_OPTIONS = {"num_stages": 3, "aligned": [a for a, t in MATMUL_SIG.items() if t != "constexpr"]}
+
     TRITON = {"add": (add_kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32",
                                    "BLOCK": "constexpr"}, {"BLOCK": 1024}),
               "softmax": (softmax_kernel, {"out_ptr": "*fp32", "in_ptr": "*fp32", "n_cols": "i32",
-                                           "BLOCK": "constexpr"}, {"BLOCK": 256})}
+                                           "BLOCK": "constexpr"}, {"BLOCK": 256}),
+              "matmul": (matmul_kernel, MATMUL_SIG, {"BM": 64, "BN": 64, "BK": 32}, MATMUL_OPTIONS)}
 except ImportError:
     TRITON = {}
