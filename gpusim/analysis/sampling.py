@@ -18,6 +18,8 @@ kernel is affordable in full. A sampled run's values are not the kernel's: nothi
 
 from __future__ import annotations
 
+import math
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +32,7 @@ from gpusim.analysis.sampling_model import (
     extrapolate,
     fill_waves,
     first_wave_end,
+    floor_estimate,
     in_step_bound,
     l2_dirty_fraction,
     two_phase,
@@ -40,6 +43,7 @@ from gpusim.config import Config
 from gpusim.config.occupancy import occupancy
 from gpusim.errors import GpusimError, KernelFault, LaunchError
 from gpusim.functional.executor import Executor
+from gpusim.isa.opcodes import MMA_SHAPES, Unit
 from gpusim.stats.report import LABEL, SimResult
 from gpusim.stats.simulate import configure, simulate, timed_execute
 from gpusim.workloads import load_workload
@@ -122,6 +126,7 @@ class SampledResult:
     representative: list[dict[str, int]] = field(default_factory=list)
     loop_trips: dict[int, int] = field(default_factory=dict)
     warp_instructions_estimated: int = 0
+    roofs: dict[str, float] = field(default_factory=dict)  # least cycles of the kernel's work per unit at its peak
     detail: SimResult | None = None
     full: SimResult | None = None
 
@@ -163,6 +168,9 @@ class SampledResult:
                        "cold_per_wave_cycles": e.cold_per_wave, "l2_fill_waves": e.fill_waves}
                       if e else None),
             "bounds_cycles": dict(e.bounds) if e else {},
+            "roofs_cycles": dict(self.roofs),
+            "floor_cycles": e.floor if e else None, "floor_roof": e.floor_roof if e else None,
+            "floored_from": e.floored_from if e else None,
             "wall_seconds": self.wall_seconds,
         }
 
@@ -226,6 +234,10 @@ class SampledResult:
                                   f"and drain; {e.waves_extrapolated:,.2f} waves extrapolated"))
         else:
             rows.append(("model", f"loops: {e.beta:.4g} cycles per further warp instruction"))
+        if e.floor:
+            said = f"; the extrapolation said {e.floored_from:,}: raised to it" if e.floored_from is not None else ""
+            rows.append(("hardware floor", f"{e.floor:,.0f} cycles ({e.floor_roof}; "
+                                           + ", ".join(f"{k} {v:,.0f}" for k, v in self.roofs.items()) + f"){said}"))
         if e.bounds:
             rows.append(("error bound", ", ".join(f"{k} {v / self.cycles:.2%}" for k, v in e.bounds.items())
                          + f" (at least {CONFIDENCE_FLOOR:.0%} in all)"))
@@ -343,7 +355,8 @@ def simulate_sampled(workload, cfg: Config | str = "a100", *, sample: str = "aut
         if plan.kind == "loops":
             limit = min(max_cost, full_y / MIN_GAIN)  # a sample worth taking: at most a quarter of the kernel
             _settle_loops(pl, cfg, plan, runs, timings, kernel.trips, longest, limit,
-                          lambda c: G * min(full_y / G, w0 + c * max(w1 - w0, 0.0)), max_steps_per_warp, max_cycles)
+                          lambda c: plan.blocks * min(full_y / G, w0 + c * max(w1 - w0, 0.0)), max_steps_per_warp,
+                          max_cycles)
         # The L2: a kernel whose data overflows it and that writes runs in two phases, the second with
         # every allocation evicting a line (written back when dirty). A sample within the L2 sees only
         # the first; where the write-backs it misses could matter (the "L2 write-backs" term, at least
@@ -404,6 +417,13 @@ def simulate_sampled(workload, cfg: Config | str = "a100", *, sample: str = "aut
         if wb:  # the L2 fills later than the sample shows: bounded by the write-backs it misses
             extra["L2 write-backs"] = wb
         est = extrapolate(runs=obs, wave_deltas=deltas, extra_bounds=extra, **fit)
+    # no estimate below what the units' peaks allow: the DRAM's share, the bytes the kernel must read
+    # at least once (its distinct data less what it writes)
+    roofs = hardware_roofs(cfg, wl.program, grid=G, warp_instructions=full_y,
+                           tensor_warp_instructions=kernel.tensor_warp_instructions,
+                           dram_bytes=max(0.0, min(kernel.bytes_read, footprint - kernel.bytes_written)))
+    more["roofs"] = roofs
+    est = floor_estimate(est, roofs)
     if sample == "auto" and est.confidence > AUTO_MAX_CONFIDENCE and full_y <= FULL_AFFORDABLE_WARP_INSTRUCTIONS:
         worst = max(est.bounds, key=est.bounds.get)
         timings.clear()
@@ -423,6 +443,10 @@ def simulate_sampled(workload, cfg: Config | str = "a100", *, sample: str = "aut
         notes.append(f"the kernel's data ({footprint / 2**20:,.0f} MiB) is more than the L2 holds "
                      f"({cfg.l2.size_bytes / 2**20:,.0f} MiB), and the sample less: the write-backs of its dirty "
                      "lines once the L2 is full are outside the sample (bounded in the confidence)")
+    if est.floored_from is not None:
+        notes.append(f"the extrapolation, {est.floored_from:,} cycles, fell below the {est.floor_roof} roof "
+                     f"({est.floor:,.0f} cycles: the kernel's work at the units' peak): raised to it, the "
+                     "shortfall added to the bound ('roof floor')")
     if dependent:
         notes.append(dependent)
     worst = max(est.bounds, key=est.bounds.get, default=None)
@@ -518,7 +542,22 @@ def make_plan(grid: int, blocks_per_wave: int, w_full: float, w0: float, w1: flo
         if not plans:
             return None, f"no levels (s/2, s, 2s) with s = {only_step} fit loops of {longest_loop} iterations"
         within = [pl for pl in plans if pl.cost <= budget]
-        return (within[0] if within else min(plans, key=lambda pl: pl.cost)), ""
+        chosen = within[0] if within else min(plans, key=lambda pl: pl.cost)
+        if long and chosen.levels[1] < MIN_CAP_STEP and grid < MANY_WAVES * B:
+            # Spanning three waves, the runs can afford only the loop's first iterations, whose cost per
+            # iteration is its prologue's (the first copies' latency, a pipeline filling), not the
+            # steady loop's; taken tens of times further it mispredicts (gemm_mma at n = 4096: a ramp and
+            # drain of -79,186 cycles, an estimate below the tensor roof). With few waves, the first
+            # wave's loops run to the steady state instead (the loop model, levels settled), the later
+            # waves extrapolated from it (a whole wave: the slope is a full wave's; the grid's partial
+            # last wave is then a fraction of one, with up to a whole wave in the bound).
+            deep = [Plan("loops", B, levels, r == 0, B * sum(wc(c) for c in levels))
+                    for levels in triples if levels[1] >= MIN_CAP_STEP]
+            steady = ([pl for pl in deep if pl.cost <= budget][:1]
+                      or sorted((pl for pl in deep if pl.cost <= max_cost), key=lambda pl: pl.cost)[:1])
+            if steady:
+                return steady[0], ""
+        return chosen, ""
     if not triples:
         return None, (f"nothing to extrapolate: {grid:,} blocks fill {grid / B:.2f} waves of {B:,} (too few to "
                       f"sample {WAVE_SPAN + 1} and extrapolate), and no loop has {MIN_LOOP_TRIPS} iterations or more")
@@ -541,6 +580,26 @@ def level_caps(trips: dict[int, int], level: int) -> dict[int, int]:
             for h, t in trips.items() if t >= MIN_LOOP_TRIPS}
 
 
+def hardware_roofs(cfg: Config, program, *, grid: int, warp_instructions: float, tensor_warp_instructions: float,
+                   dram_bytes: float) -> dict[str, float]:
+    """The least cycles the kernel's work takes at each unit's peak, on the SMs its grid can occupy (at
+    most one a block): "issue", its warp instructions at `scheduler.issue_width` a cycle per sub-partition;
+    "tensor", its mma holding each sub-partition's tensor core ceil(M N K / FMA a cycle of the inputs'
+    precision) cycles (the shortest of the kernel's mma, for all of them); "DRAM", `dram_bytes` at
+    `Config.dram_bytes_per_cycle()`. `sampling_model.floor_estimate` holds an estimate to the largest."""
+    parts = min(cfg.chip.sm_count, grid) * cfg.sm.subpartitions
+    roofs = {"issue": warp_instructions / (parts * cfg.scheduler.issue_width)}
+    if tensor_warp_instructions > 0:
+        tensor = cfg.units["tensor"]
+        held = min(math.ceil(math.prod(int(x) for x in re.findall(r"\d+", next(q for q in i.quals if q in MMA_SHAPES)))
+                             / tensor.fma_per_cycle(i.types[1]))
+                   for i in program.instructions if i.opcode == "mma")
+        roofs["tensor"] = tensor_warp_instructions * held / parts
+    if dram_bytes > 0:
+        roofs["DRAM"] = dram_bytes / cfg.dram_bytes_per_cycle()
+    return roofs
+
+
 def _block_instructions(pl, cfg, block: int, cap: dict[int, int], max_steps: int | None) -> float:
     pl.restore()
     ex = Executor(pl.program, pl.launch, dict(pl.args), pl.memory, cfg=cfg, block_ids=[block], loop_cap=cap,
@@ -558,6 +617,7 @@ class _Kernel:
     spread: float  # relative uncertainty of warp_instructions
     bytes_read: float
     bytes_written: float
+    tensor_warp_instructions: float  # the kernel's mma warp instructions
 
 
 def _representative(pl, cfg, max_steps: int | None) -> _Kernel:
@@ -585,7 +645,8 @@ def _representative(pl, cfg, max_steps: int | None) -> _Kernel:
         spread = (max(typical) - min(typical)) / mean / 2 if mean else 0.0
     per_block = G / len(ids)
     return _Kernel(rows, dict(sorted(ex.loop_trips.items())), total, spread,
-                   st.global_bytes_read * per_block, st.global_bytes_written * per_block)
+                   st.global_bytes_read * per_block, st.global_bytes_written * per_block,
+                   st.by_unit[Unit.TENSOR] * total / max(1, st.warp_instructions))
 
 
 __all__ = ["SAMPLE_MODES", "Plan", "SampleRun", "SampledResult", "level_caps", "make_plan", "simulate_sampled"]
