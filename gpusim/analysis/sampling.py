@@ -24,6 +24,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from gpusim.analysis.sampling_model import (
     CONFIDENCE_FLOOR,
     Estimate,
@@ -41,12 +43,13 @@ from gpusim.analysis.sampling_model import (
 )
 from gpusim.config import Config
 from gpusim.config.occupancy import occupancy
-from gpusim.errors import GpusimError, KernelFault, LaunchError
+from gpusim.errors import GpusimError, KernelFault, LaunchError, VerificationError
 from gpusim.functional.executor import Executor
 from gpusim.isa.opcodes import MMA_SHAPES, Unit
 from gpusim.stats.report import LABEL, SimResult
 from gpusim.stats.simulate import configure, simulate, timed_execute
 from gpusim.workloads import load_workload
+from gpusim.workloads.verify import compare
 
 SAMPLE_MODES = ("auto", "on", "off")
 AUTO_MIN_WARP_INSTRUCTIONS = 2_000_000  # "auto" simulates smaller kernels in full (~10 s or less)
@@ -126,6 +129,7 @@ class SampledResult:
     representative: list[dict[str, int]] = field(default_factory=list)
     loop_trips: dict[int, int] = field(default_factory=dict)
     warp_instructions_estimated: int = 0
+    verification: dict[str, Any] = field(default_factory=dict)  # `_check_blocks`: the whole blocks' outputs
     roofs: dict[str, float] = field(default_factory=dict)  # least cycles of the kernel's work per unit at its peak
     detail: SimResult | None = None
     full: SimResult | None = None
@@ -190,7 +194,8 @@ class SampledResult:
         d = {
             "mode": "sampled", "workload": self.workload, "params": dict(self.params),
             "launch": {"grid": list(self.launch.grid), "block": list(self.launch.block)},
-            "seed": self.seed, "verified": None, "gpusim_version": __version__, "config": cfg.name,
+            "seed": self.seed, "verified": self.verification.get("verified"),
+            "verification": dict(self.verification), "gpusim_version": __version__, "config": cfg.name,
             "config_hash": cfg.hash(), "scheduler": cfg.scheduler.policy,
             "cycles": self.cycles, "confidence": self.confidence,
             "cycles_low": self.estimate.low, "cycles_high": self.estimate.high,
@@ -224,6 +229,9 @@ class SampledResult:
                 f"{self.grid_blocks:,} ({self.blocks_per_wave:,} a wave: {self.waves:,.1f} waves{loop})")
         rows.append(("sampled", what))
         sim, est = self.warp_instructions_simulated, self.warp_instructions_estimated
+        if self.verification:
+            v = self.verification
+            rows.append(("verified", ("yes: " if v["verified"] else "not: ") + v["message"]))
         rows.append(("warp instructions", f"{sim:,} simulated of about {est:,} ({sim / max(est, 1):.2%})"))
         if e.model == "waves" and e.fill_waves is not None:
             rows.append(("model", f"per wave: {e.cold_per_wave:,.0f} cycles from a cold L2, {e.per_wave:,.0f} from "
@@ -326,7 +334,14 @@ def simulate_sampled(workload, cfg: Config | str = "a100", *, sample: str = "aut
 
     pl = wl.prepare(p, seed=seed, cfg=cfg)
     pl.snapshot()
-    kernel = _representative(pl, cfg, max_steps_per_warp)
+    inputs = wl.inputs(p, seed)
+    outputs = {k: v for k, v in inputs.items() if isinstance(v, np.ndarray)}  # the buffers, as prepared
+    written: dict[str, Any] = {}
+    kernel = _representative(pl, cfg, max_steps_per_warp, keep=lambda pl_, ids: written.update(
+        blocks=ids, outputs={k: pl_.memory.read(pl_.args[k], v.dtype, v.size).copy() for k, v in outputs.items()}))
+    more["verification"] = check = _check_blocks(wl, p, inputs, written)
+    if check["verified"] is False:
+        raise VerificationError(f"{wl.name} ({', '.join(f'{k}={v}' for k, v in p.items())}): {check['message']}")
     more.update(representative=kernel.rows, loop_trips=kernel.trips,
                 warp_instructions_estimated=round(kernel.warp_instructions))
     full_y = kernel.warp_instructions
@@ -600,6 +615,40 @@ def hardware_roofs(cfg: Config, program, *, grid: int, warp_instructions: float,
     return roofs
 
 
+def _check_blocks(wl, p: dict[str, Any], inputs: dict[str, Any], written: dict[str, Any]) -> dict[str, Any]:
+    """Verify a sampled kernel where it was run whole: the blocks `_representative` ran with their loops
+    uncut (first, quartiles, last) wrote their share of the outputs; every element of an output buffer
+    they changed is compared with the numpy reference, within the workload's tolerance. The rest of
+    the outputs was never computed (a sample's runs stop loops early): `elements` of `of` checked."""
+    expected = wl.reference(p, inputs)  # (it gets copies)
+    checked = total = 0
+    bad: list[str] = []
+    for name, exp in expected.items():
+        init = np.asarray(inputs[name]).reshape(-1)
+        got = written["outputs"][name].reshape(-1)
+        exp = np.asarray(exp).reshape(-1)
+        changed = ~((got == init) | (np.isnan(got) & np.isnan(init)) if got.dtype.kind in "fc" else got == init)
+        total += got.size
+        checked += int(changed.sum())
+        miss = compare({name: got[changed]}, {name: exp[changed]}, **wl.tolerance)
+        if miss:
+            m = miss[name]
+            idx = int(np.flatnonzero(changed)[m["first_indices"][0]])
+            bad.append(f"output '{name}' differs from the reference at {m['count']} of the {int(changed.sum()):,} "
+                       f"elements the whole blocks wrote; first at flat index {idx}: got {m['got'][0]!r}, "
+                       f"expected {m['expected'][0]!r}")
+    blocks = ", ".join(str(b) for b in written["blocks"])
+    if bad:
+        verified, message = False, "; ".join(bad) + f" (blocks {blocks}, run whole)"
+    elif checked == 0:
+        verified, message = None, f"blocks {blocks}, run whole, changed no output element: nothing to verify"
+    else:
+        verified, message = True, (f"{checked:,} of {total:,} output elements (those of blocks {blocks}, run whole) "
+                                   "match the reference")
+    return {"verified": verified, "elements": checked, "of": total, "blocks": list(written["blocks"]),
+            "message": message}
+
+
 def _block_instructions(pl, cfg, block: int, cap: dict[int, int], max_steps: int | None) -> float:
     pl.restore()
     ex = Executor(pl.program, pl.launch, dict(pl.args), pl.memory, cfg=cfg, block_ids=[block], loop_cap=cap,
@@ -620,7 +669,7 @@ class _Kernel:
     tensor_warp_instructions: float  # the kernel's mma warp instructions
 
 
-def _representative(pl, cfg, max_steps: int | None) -> _Kernel:
+def _representative(pl, cfg, max_steps: int | None, keep=None) -> _Kernel:
     """Run whole blocks functionally (the first, the quartiles and the last, in one batch, which costs
     about what one block does), counting each one's warp instructions and the loops' iterations. The
     kernel's warp instructions and global bytes: the first and last blocks as themselves, the others
@@ -632,6 +681,8 @@ def _representative(pl, cfg, max_steps: int | None) -> _Kernel:
     ex = Executor(pl.program, pl.launch, dict(pl.args), pl.memory, cfg=cfg, block_ids=ids, loop_cap=COUNT_ONLY,
                   max_steps_per_warp=max_steps)
     st = ex.run()
+    if keep is not None:
+        keep(pl, ids)  # (the whole blocks' outputs, before the inputs are brought back)
     pl.restore()
     counts = [int(c) for c in ex.block_warp_instructions]
     rows = [{"block": i, "warp_instructions": c} for i, c in zip(ids, counts, strict=True)]

@@ -28,7 +28,7 @@ from gpusim.analysis.sampling_model import (
     writeback_bound,
 )
 from gpusim.config import load_config
-from gpusim.errors import GpusimError
+from gpusim.errors import GpusimError, VerificationError
 from gpusim.stats.simulate import simulate
 from gpusim.workloads import load_workload
 
@@ -449,6 +449,35 @@ def test_sampled_loops_are_within_5_percent_and_simulate_less():
     assert r.warp_instructions_simulated < full.kernel["warp_instructions"]
     assert r.detail is not None and r.detail.verified is None
     assert r.detail.kernel["warp_instructions"] == max(x.warp_instructions for x in r.runs)
+    # verified where it ran whole: blocks 0, 4, 8, 12 and 15 wrote 256 of the 4,096 elements each
+    v = r.verification
+    assert (v["verified"], v["elements"], v["of"], v["blocks"]) == (True, 5 * 256, 4096, [0, 4, 8, 12, 15])
+    assert r.to_dict()["verified"] is True
+
+
+def test_a_sampled_run_whose_whole_blocks_disagree_with_the_reference_is_an_error(monkeypatch):
+    wl = load_workload("ffma_peak")
+    real = type(wl).reference
+    monkeypatch.setattr(type(wl), "reference",
+                        lambda self, p, inputs: {k: v + 1 for k, v in real(self, p, inputs).items()})
+    msg = (r"^ffma_peak \(n=4096, .*\): output '\w+' differs from the reference at 1280 of the 1,280 elements the "
+           r"whole blocks wrote; .*\(blocks 0, 4, 8, 12, 15, run whole\)")
+    with pytest.raises(VerificationError, match=msg):
+        simulate_sampled(wl, "a100", sample="on", overrides=SMALL, n=4096, iters=20)
+
+
+@pytest.mark.slow
+def test_a_tensor_core_gemm_of_a_few_waves_is_sampled_one_wave_deep_within_its_bound_and_above_the_tensor_roof():
+    # gemm_mma at n = 768 on 4 SMs: 36 blocks, 8 a wave (4.5 waves), 24 k iterations. Three waves at levels
+    # 0/1 is all the budget allows; the first wave's 8 blocks run to 2, 4 and 8 iterations instead
+    full = simulate("gemm_mma", "a100", overrides=SMALL, n=768)  # 155,983 cycles
+    r = simulate_sampled("gemm_mma", "a100", sample="on", overrides=SMALL, n=768)
+    assert [(x.purpose, x.blocks, x.loop_cap) for x in r.runs] == [("loops", 8, 2), ("loops", 8, 4), ("loops", 8, 8)]
+    e = r.estimate
+    assert e.floor_roof == "tensor" and e.floor == 768**3 / (4 * 1024)  # 4 SMs of 1,024 f16 FMA a cycle
+    assert e.floor <= full.cycles and e.floor <= r.cycles and "last wave" in e.bounds
+    assert abs(r.cycles - full.cycles) <= r.cycles * r.confidence  # 146,117: -6.3 %, bound 65 % (mostly loops)
+    assert r.verification["verified"] and full.verified
 
 
 def test_auto_simulates_a_small_kernel_in_full_and_says_so():
