@@ -14,7 +14,9 @@ blocks are many, within a budget of simulated warp instructions; (4) the runs, e
 inputs; (5) the extrapolation and its bound. "auto" simulates the kernel in full instead when it is
 small, when no plan gains at least MIN_GAIN, when a run faults (a loop cut short can compute an
 address the whole kernel never does), or when the bound is wider than AUTO_MAX_CONFIDENCE and the
-kernel is affordable in full. A sampled run's values are not the kernel's: nothing is verified."""
+kernel is affordable in full. No estimate falls below the hardware floor (`hardware_roofs`: the
+kernel's work at its units' peaks). A sampled run's values are not the kernel's: what is verified is
+the outputs of the few blocks of step (2), which run whole (`_check_blocks`)."""
 
 from __future__ import annotations
 
@@ -93,7 +95,8 @@ class SampleRun:
 class Plan:
     """The detailed runs of a sample: the first `blocks` blocks at each loop-cap level of `levels` (None:
     loops whole). `kind` "waves": the runs span several waves (the per-wave model); "loops": they are
-    the whole grid of a few waves or less (the loop model)."""
+    the whole grid of a few waves or less, or the first wave of a grid of fewer than MANY_WAVES (the
+    loop model)."""
 
     kind: str
     blocks: int
@@ -534,6 +537,12 @@ def make_plan(grid: int, blocks_per_wave: int, w_full: float, w0: float, w1: flo
     warp instructions (the remainder simulated if it fits), else the cheapest plan (the later waves run
     out of step, so the lowest levels serve: docs/sampling.md).
 
+    One wave deep: where that per-wave plan's levels stay under MIN_CAP_STEP (s) and the grid has fewer
+    than MANY_WAVES waves, the loop model on the first wave (B blocks, the remainder not matched) at
+    levels with s >= MIN_CAP_STEP, chosen as the loop model's first two choices below; the per-wave plan
+    when none is within `max_cost` (the loop's first iterations cost what the prologue leaves, not
+    the steady loop: docs/sampling.md, "gemm_mma at n = 4096").
+
     Loop model, for a grid of fewer waves with long loops: runs of the whole grid at each level.
     Choice: the highest levels with s >= `min_step` within `budget`; the cheapest with s >= `min_step`
     within `max_cost` (the first iterations of a first wave run apart from the steady state); the
@@ -619,7 +628,15 @@ def _check_blocks(wl, p: dict[str, Any], inputs: dict[str, Any], written: dict[s
     """Verify a sampled kernel where it was run whole: the blocks `_representative` ran with their loops
     uncut (first, quartiles, last) wrote their share of the outputs; every element of an output buffer
     they changed is compared with the numpy reference, within the workload's tolerance. The rest of
-    the outputs was never computed (a sample's runs stop loops early): `elements` of `of` checked."""
+    the outputs was never computed (a sample's runs stop loops early): `elements` of `of` checked. A
+    kernel with global atomics (a histogram's bins, a reduction's total) adds every block's share into
+    the same elements, which hold the reference's values only once all blocks have run: not checked."""
+    blocks = ", ".join(str(b) for b in written["blocks"])
+    shared = [i.line for i in wl.program.instructions if i.opcode in ("atom", "red") and i.space == "global"]
+    if shared:
+        return {"verified": None, "elements": 0, "of": 0, "blocks": list(written["blocks"]),
+                "message": f"not checked: the blocks add into shared outputs (global atomics, line {shared[0]}), "
+                           f"complete only once every block has run (blocks {blocks} ran whole)"}
     expected = wl.reference(p, inputs)  # (it gets copies)
     checked = total = 0
     bad: list[str] = []
@@ -637,7 +654,6 @@ def _check_blocks(wl, p: dict[str, Any], inputs: dict[str, Any], written: dict[s
             bad.append(f"output '{name}' differs from the reference at {m['count']} of the {int(changed.sum()):,} "
                        f"elements the whole blocks wrote; first at flat index {idx}: got {m['got'][0]!r}, "
                        f"expected {m['expected'][0]!r}")
-    blocks = ", ".join(str(b) for b in written["blocks"])
     if bad:
         verified, message = False, "; ".join(bad) + f" (blocks {blocks}, run whole)"
     elif checked == 0:

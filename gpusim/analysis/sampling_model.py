@@ -10,9 +10,13 @@ Two models, by the shape of the grid (B = blocks per SM x SMs: a wave):
   run's cycles are T = O + D * g / B (O: the ramp and drain). D and O grow linearly with a block's warp
   instructions y; fitted at the two highest levels and taken to the kernel's own y, the kernel's cycles
   are O + D * grid / B. (With loops whole, one run: T + D * (grid - g) / B.)
-- Loops. The grid is a few waves or less, all in the sample; the runs differ only in where the long
-  loops stop. Each further warp instruction costs `beta` cycles (the slope between the two highest
-  levels), and the kernel's cycles are T(highest) + beta * (its warp instructions - the run's).
+- Loops. The grid is a few waves or less, all in the sample, or the sample is its first wave; the
+  runs differ only in where the long loops stop. Each further warp instruction costs `beta` cycles
+  (the slope between the two highest levels), and the kernel's cycles are T(highest) + beta * (its
+  warp instructions - the run's), plus, for waves not sampled, half the first wave's intercept each.
+
+No estimate may undercut the hardware: `floor_estimate` holds it to the largest of the kernel's roofs
+(its work at each unit's peak).
 
 The blocks of the first wave start together and keep in step for a while, and later waves do not:
 the per-wave model measures what later waves do (the runs are three waves long), where the loop
