@@ -489,6 +489,16 @@ def test_a_tensor_core_gemm_of_a_few_waves_is_sampled_one_wave_deep_within_its_b
     assert r.verification["verified"] and full.verified
 
 
+@pytest.mark.slow
+def test_gemm_mma_at_n_1024_sampled_on_a100_within_its_bound_and_above_the_tensor_roof():
+    # 64 blocks (one an SM on 64 of the 108), 32 k iterations: the loop model on the whole grid, levels 1/2/4
+    full = simulate("gemm_mma", "a100", n=1024)  # 27,546 cycles
+    r = simulate_sampled("gemm_mma", "a100", sample="on", n=1024)  # 27,590: +0.16 %, bound 1.0 %
+    assert [x.loop_cap for x in r.runs] == [1, 2, 4]
+    assert abs(r.cycles - full.cycles) <= r.cycles * r.confidence
+    assert r.estimate.floor == 1024**3 / (64 * 1024) <= full.cycles  # 64 SMs of 1,024 f16 FMA a cycle
+
+
 def test_auto_simulates_a_small_kernel_in_full_and_says_so():
     r = simulate_sampled("saxpy", "a100", sample="auto", n=4096)
     assert r.mode == "full" and "small kernel" in r.reason and r.confidence == 0.0
