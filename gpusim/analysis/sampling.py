@@ -14,13 +14,19 @@ blocks are many, within a budget of simulated warp instructions; (4) the runs, e
 inputs; (5) the extrapolation and its bound. "auto" simulates the kernel in full instead when it is
 small, when no plan gains at least MIN_GAIN, when a run faults (a loop cut short can compute an
 address the whole kernel never does), or when the bound is wider than AUTO_MAX_CONFIDENCE and the
-kernel is affordable in full. A sampled run's values are not the kernel's: nothing is verified."""
+kernel is affordable in full. No estimate falls below the hardware floor (`hardware_roofs`: the
+kernel's work at its units' peaks). A sampled run's values are not the kernel's: what is verified is
+the outputs of the few blocks of step (2), which run whole (`_check_blocks`)."""
 
 from __future__ import annotations
 
+import math
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from gpusim.analysis.sampling_model import (
     CONFIDENCE_FLOOR,
@@ -30,6 +36,7 @@ from gpusim.analysis.sampling_model import (
     extrapolate,
     fill_waves,
     first_wave_end,
+    floor_estimate,
     in_step_bound,
     l2_dirty_fraction,
     two_phase,
@@ -38,11 +45,13 @@ from gpusim.analysis.sampling_model import (
 )
 from gpusim.config import Config
 from gpusim.config.occupancy import occupancy
-from gpusim.errors import GpusimError, KernelFault, LaunchError
+from gpusim.errors import GpusimError, KernelFault, LaunchError, VerificationError
 from gpusim.functional.executor import Executor
+from gpusim.isa.opcodes import MMA_SHAPES, Unit
 from gpusim.stats.report import LABEL, SimResult
 from gpusim.stats.simulate import configure, simulate, timed_execute
 from gpusim.workloads import load_workload
+from gpusim.workloads.verify import compare
 
 SAMPLE_MODES = ("auto", "on", "off")
 AUTO_MIN_WARP_INSTRUCTIONS = 2_000_000  # "auto" simulates smaller kernels in full (~10 s or less)
@@ -86,7 +95,8 @@ class SampleRun:
 class Plan:
     """The detailed runs of a sample: the first `blocks` blocks at each loop-cap level of `levels` (None:
     loops whole). `kind` "waves": the runs span several waves (the per-wave model); "loops": they are
-    the whole grid of a few waves or less (the loop model)."""
+    the whole grid of a few waves or less, or the first wave of a grid of fewer than MANY_WAVES (the
+    loop model)."""
 
     kind: str
     blocks: int
@@ -122,6 +132,8 @@ class SampledResult:
     representative: list[dict[str, int]] = field(default_factory=list)
     loop_trips: dict[int, int] = field(default_factory=dict)
     warp_instructions_estimated: int = 0
+    verification: dict[str, Any] = field(default_factory=dict)  # `_check_blocks`: the whole blocks' outputs
+    roofs: dict[str, float] = field(default_factory=dict)  # least cycles of the kernel's work per unit at its peak
     detail: SimResult | None = None
     full: SimResult | None = None
 
@@ -163,6 +175,9 @@ class SampledResult:
                        "cold_per_wave_cycles": e.cold_per_wave, "l2_fill_waves": e.fill_waves}
                       if e else None),
             "bounds_cycles": dict(e.bounds) if e else {},
+            "roofs_cycles": dict(self.roofs),
+            "floor_cycles": e.floor if e else None, "floor_roof": e.floor_roof if e else None,
+            "floored_from": e.floored_from if e else None,
             "wall_seconds": self.wall_seconds,
         }
 
@@ -182,7 +197,8 @@ class SampledResult:
         d = {
             "mode": "sampled", "workload": self.workload, "params": dict(self.params),
             "launch": {"grid": list(self.launch.grid), "block": list(self.launch.block)},
-            "seed": self.seed, "verified": None, "gpusim_version": __version__, "config": cfg.name,
+            "seed": self.seed, "verified": self.verification.get("verified"),
+            "verification": dict(self.verification), "gpusim_version": __version__, "config": cfg.name,
             "config_hash": cfg.hash(), "scheduler": cfg.scheduler.policy,
             "cycles": self.cycles, "confidence": self.confidence,
             "cycles_low": self.estimate.low, "cycles_high": self.estimate.high,
@@ -216,6 +232,9 @@ class SampledResult:
                 f"{self.grid_blocks:,} ({self.blocks_per_wave:,} a wave: {self.waves:,.1f} waves{loop})")
         rows.append(("sampled", what))
         sim, est = self.warp_instructions_simulated, self.warp_instructions_estimated
+        if self.verification:
+            v = self.verification
+            rows.append(("verified", ("yes: " if v["verified"] else "not: ") + v["message"]))
         rows.append(("warp instructions", f"{sim:,} simulated of about {est:,} ({sim / max(est, 1):.2%})"))
         if e.model == "waves" and e.fill_waves is not None:
             rows.append(("model", f"per wave: {e.cold_per_wave:,.0f} cycles from a cold L2, {e.per_wave:,.0f} from "
@@ -226,6 +245,10 @@ class SampledResult:
                                   f"and drain; {e.waves_extrapolated:,.2f} waves extrapolated"))
         else:
             rows.append(("model", f"loops: {e.beta:.4g} cycles per further warp instruction"))
+        if e.floor:
+            said = f"; the extrapolation said {e.floored_from:,}: raised to it" if e.floored_from is not None else ""
+            rows.append(("hardware floor", f"{e.floor:,.0f} cycles ({e.floor_roof}; "
+                                           + ", ".join(f"{k} {v:,.0f}" for k, v in self.roofs.items()) + f"){said}"))
         if e.bounds:
             rows.append(("error bound", ", ".join(f"{k} {v / self.cycles:.2%}" for k, v in e.bounds.items())
                          + f" (at least {CONFIDENCE_FLOOR:.0%} in all)"))
@@ -314,7 +337,19 @@ def simulate_sampled(workload, cfg: Config | str = "a100", *, sample: str = "aut
 
     pl = wl.prepare(p, seed=seed, cfg=cfg)
     pl.snapshot()
-    kernel = _representative(pl, cfg, max_steps_per_warp)
+    # a workload with a numpy reference is checked where it runs whole (a compiler's generated kernel,
+    # which has none, is not)
+    verifiable = hasattr(wl, "inputs") and hasattr(wl, "reference")
+    inputs = wl.inputs(p, seed) if verifiable else {}
+    outputs = {k: v for k, v in inputs.items() if isinstance(v, np.ndarray)}  # the buffers, as prepared
+    written: dict[str, Any] = {}
+    kernel = _representative(pl, cfg, max_steps_per_warp, keep=lambda pl_, ids: written.update(
+        blocks=ids, outputs={k: pl_.memory.read(pl_.args[k], v.dtype, v.size).copy() for k, v in outputs.items()}))
+    if verifiable:
+        more["verification"] = check = _check_blocks(wl, p, inputs, written)
+        if check["verified"] is False:
+            raise VerificationError(f"{wl.name} ({', '.join(f'{k}={v}' for k, v in p.items())}): "
+                                    f"{check['message']}")
     more.update(representative=kernel.rows, loop_trips=kernel.trips,
                 warp_instructions_estimated=round(kernel.warp_instructions))
     full_y = kernel.warp_instructions
@@ -343,7 +378,8 @@ def simulate_sampled(workload, cfg: Config | str = "a100", *, sample: str = "aut
         if plan.kind == "loops":
             limit = min(max_cost, full_y / MIN_GAIN)  # a sample worth taking: at most a quarter of the kernel
             _settle_loops(pl, cfg, plan, runs, timings, kernel.trips, longest, limit,
-                          lambda c: G * min(full_y / G, w0 + c * max(w1 - w0, 0.0)), max_steps_per_warp, max_cycles)
+                          lambda c: plan.blocks * min(full_y / G, w0 + c * max(w1 - w0, 0.0)), max_steps_per_warp,
+                          max_cycles)
         # The L2: a kernel whose data overflows it and that writes runs in two phases, the second with
         # every allocation evicting a line (written back when dirty). A sample within the L2 sees only
         # the first; where the write-backs it misses could matter (the "L2 write-backs" term, at least
@@ -404,6 +440,13 @@ def simulate_sampled(workload, cfg: Config | str = "a100", *, sample: str = "aut
         if wb:  # the L2 fills later than the sample shows: bounded by the write-backs it misses
             extra["L2 write-backs"] = wb
         est = extrapolate(runs=obs, wave_deltas=deltas, extra_bounds=extra, **fit)
+    # no estimate below what the units' peaks allow: the DRAM's share, the bytes the kernel must read
+    # at least once (its distinct data less what it writes)
+    roofs = hardware_roofs(cfg, wl.program, grid=G, warp_instructions=full_y,
+                           tensor_warp_instructions=kernel.tensor_warp_instructions,
+                           dram_bytes=max(0.0, min(kernel.bytes_read, footprint - kernel.bytes_written)))
+    more["roofs"] = roofs
+    est = floor_estimate(est, roofs)
     if sample == "auto" and est.confidence > AUTO_MAX_CONFIDENCE and full_y <= FULL_AFFORDABLE_WARP_INSTRUCTIONS:
         worst = max(est.bounds, key=est.bounds.get)
         timings.clear()
@@ -423,6 +466,10 @@ def simulate_sampled(workload, cfg: Config | str = "a100", *, sample: str = "aut
         notes.append(f"the kernel's data ({footprint / 2**20:,.0f} MiB) is more than the L2 holds "
                      f"({cfg.l2.size_bytes / 2**20:,.0f} MiB), and the sample less: the write-backs of its dirty "
                      "lines once the L2 is full are outside the sample (bounded in the confidence)")
+    if est.floored_from is not None:
+        notes.append(f"the extrapolation, {est.floored_from:,} cycles, fell below the {est.floor_roof} roof "
+                     f"({est.floor:,.0f} cycles: the kernel's work at the units' peak): raised to it, the "
+                     "shortfall added to the bound ('roof floor')")
     if dependent:
         notes.append(dependent)
     worst = max(est.bounds, key=est.bounds.get, default=None)
@@ -495,6 +542,12 @@ def make_plan(grid: int, blocks_per_wave: int, w_full: float, w0: float, w1: flo
     warp instructions (the remainder simulated if it fits), else the cheapest plan (the later waves run
     out of step, so the lowest levels serve: docs/sampling.md).
 
+    One wave deep: where that per-wave plan's levels stay under MIN_CAP_STEP (s) and the grid has fewer
+    than MANY_WAVES waves, the loop model on the first wave (B blocks, the remainder not matched) at
+    levels with s >= MIN_CAP_STEP, chosen as the loop model's first two choices below; the per-wave plan
+    when none is within `max_cost` (the loop's first iterations cost what the prologue leaves, not
+    the steady loop: docs/sampling.md, "gemm_mma at n = 4096").
+
     Loop model, for a grid of fewer waves with long loops: runs of the whole grid at each level.
     Choice: the highest levels with s >= `min_step` within `budget`; the cheapest with s >= `min_step`
     within `max_cost` (the first iterations of a first wave run apart from the steady state); the
@@ -518,7 +571,22 @@ def make_plan(grid: int, blocks_per_wave: int, w_full: float, w0: float, w1: flo
         if not plans:
             return None, f"no levels (s/2, s, 2s) with s = {only_step} fit loops of {longest_loop} iterations"
         within = [pl for pl in plans if pl.cost <= budget]
-        return (within[0] if within else min(plans, key=lambda pl: pl.cost)), ""
+        chosen = within[0] if within else min(plans, key=lambda pl: pl.cost)
+        if long and chosen.levels[1] < MIN_CAP_STEP and grid < MANY_WAVES * B:
+            # Spanning three waves, the runs can afford only the loop's first iterations, whose cost per
+            # iteration is its prologue's (the first copies' latency, a pipeline filling), not the
+            # steady loop's; taken tens of times further it mispredicts (gemm_mma at n = 4096: a ramp and
+            # drain of -79,186 cycles, an estimate below the tensor roof). With few waves, the first
+            # wave's loops run to the steady state instead (the loop model, levels settled), the later
+            # waves extrapolated from it (a whole wave: the slope is a full wave's; the grid's partial
+            # last wave is then a fraction of one, with up to a whole wave in the bound).
+            deep = [Plan("loops", B, levels, r == 0, B * sum(wc(c) for c in levels))
+                    for levels in triples if levels[1] >= MIN_CAP_STEP]
+            steady = ([pl for pl in deep if pl.cost <= budget][:1]
+                      or sorted((pl for pl in deep if pl.cost <= max_cost), key=lambda pl: pl.cost)[:1])
+            if steady:
+                return steady[0], ""
+        return chosen, ""
     if not triples:
         return None, (f"nothing to extrapolate: {grid:,} blocks fill {grid / B:.2f} waves of {B:,} (too few to "
                       f"sample {WAVE_SPAN + 1} and extrapolate), and no loop has {MIN_LOOP_TRIPS} iterations or more")
@@ -541,6 +609,67 @@ def level_caps(trips: dict[int, int], level: int) -> dict[int, int]:
             for h, t in trips.items() if t >= MIN_LOOP_TRIPS}
 
 
+def hardware_roofs(cfg: Config, program, *, grid: int, warp_instructions: float, tensor_warp_instructions: float,
+                   dram_bytes: float) -> dict[str, float]:
+    """The least cycles the kernel's work takes at each unit's peak, on the SMs its grid can occupy (at
+    most one a block): "issue", its warp instructions at `scheduler.issue_width` a cycle per sub-partition;
+    "tensor", its mma holding each sub-partition's tensor core ceil(M N K / FMA a cycle of the inputs'
+    precision) cycles (the shortest of the kernel's mma, for all of them); "DRAM", `dram_bytes` at
+    `Config.dram_bytes_per_cycle()`. `sampling_model.floor_estimate` holds an estimate to the largest."""
+    parts = min(cfg.chip.sm_count, grid) * cfg.sm.subpartitions
+    roofs = {"issue": warp_instructions / (parts * cfg.scheduler.issue_width)}
+    if tensor_warp_instructions > 0:
+        tensor = cfg.units["tensor"]
+        held = min(math.ceil(math.prod(int(x) for x in re.findall(r"\d+", next(q for q in i.quals if q in MMA_SHAPES)))
+                             / tensor.fma_per_cycle(i.types[1]))
+                   for i in program.instructions if i.opcode == "mma")
+        roofs["tensor"] = tensor_warp_instructions * held / parts
+    if dram_bytes > 0:
+        roofs["DRAM"] = dram_bytes / cfg.dram_bytes_per_cycle()
+    return roofs
+
+
+def _check_blocks(wl, p: dict[str, Any], inputs: dict[str, Any], written: dict[str, Any]) -> dict[str, Any]:
+    """Verify a sampled kernel where it was run whole: the blocks `_representative` ran with their loops
+    uncut (first, quartiles, last) wrote their share of the outputs; every element of an output buffer
+    they changed is compared with the numpy reference, within the workload's tolerance. The rest of
+    the outputs was never computed (a sample's runs stop loops early): `elements` of `of` checked. A
+    kernel with global atomics (a histogram's bins, a reduction's total) adds every block's share into
+    the same elements, which hold the reference's values only once all blocks have run: not checked."""
+    blocks = ", ".join(str(b) for b in written["blocks"])
+    shared = [i.line for i in wl.program.instructions if i.opcode in ("atom", "red") and i.space == "global"]
+    if shared:
+        return {"verified": None, "elements": 0, "of": 0, "blocks": list(written["blocks"]),
+                "message": f"not checked: the blocks add into shared outputs (global atomics, line {shared[0]}), "
+                           f"complete only once every block has run (blocks {blocks} ran whole)"}
+    expected = wl.reference(p, inputs)  # (it gets copies)
+    checked = total = 0
+    bad: list[str] = []
+    for name, exp in expected.items():
+        init = np.asarray(inputs[name]).reshape(-1)
+        got = written["outputs"][name].reshape(-1)
+        exp = np.asarray(exp).reshape(-1)
+        changed = ~((got == init) | (np.isnan(got) & np.isnan(init)) if got.dtype.kind in "fc" else got == init)
+        total += got.size
+        checked += int(changed.sum())
+        miss = compare({name: got[changed]}, {name: exp[changed]}, **wl.tolerance)
+        if miss:
+            m = miss[name]
+            idx = int(np.flatnonzero(changed)[m["first_indices"][0]])
+            bad.append(f"output '{name}' differs from the reference at {m['count']} of the {int(changed.sum()):,} "
+                       f"elements the whole blocks wrote; first at flat index {idx}: got {m['got'][0]!r}, "
+                       f"expected {m['expected'][0]!r}")
+    if bad:
+        verified, message = False, "; ".join(bad) + f" (blocks {blocks}, run whole)"
+    elif checked == 0:
+        verified, message = None, f"blocks {blocks}, run whole, changed no output element: nothing to verify"
+    else:
+        verified, message = True, (f"{checked:,} of {total:,} output elements (those of blocks {blocks}, run whole) "
+                                   "match the reference")
+    return {"verified": verified, "elements": checked, "of": total, "blocks": list(written["blocks"]),
+            "message": message}
+
+
 def _block_instructions(pl, cfg, block: int, cap: dict[int, int], max_steps: int | None) -> float:
     pl.restore()
     ex = Executor(pl.program, pl.launch, dict(pl.args), pl.memory, cfg=cfg, block_ids=[block], loop_cap=cap,
@@ -558,9 +687,10 @@ class _Kernel:
     spread: float  # relative uncertainty of warp_instructions
     bytes_read: float
     bytes_written: float
+    tensor_warp_instructions: float  # the kernel's mma warp instructions
 
 
-def _representative(pl, cfg, max_steps: int | None) -> _Kernel:
+def _representative(pl, cfg, max_steps: int | None, keep=None) -> _Kernel:
     """Run whole blocks functionally (the first, the quartiles and the last, in one batch, which costs
     about what one block does), counting each one's warp instructions and the loops' iterations. The
     kernel's warp instructions and global bytes: the first and last blocks as themselves, the others
@@ -572,6 +702,8 @@ def _representative(pl, cfg, max_steps: int | None) -> _Kernel:
     ex = Executor(pl.program, pl.launch, dict(pl.args), pl.memory, cfg=cfg, block_ids=ids, loop_cap=COUNT_ONLY,
                   max_steps_per_warp=max_steps)
     st = ex.run()
+    if keep is not None:
+        keep(pl, ids)  # (the whole blocks' outputs, before the inputs are brought back)
     pl.restore()
     counts = [int(c) for c in ex.block_warp_instructions]
     rows = [{"block": i, "warp_instructions": c} for i, c in zip(ids, counts, strict=True)]
@@ -585,7 +717,8 @@ def _representative(pl, cfg, max_steps: int | None) -> _Kernel:
         spread = (max(typical) - min(typical)) / mean / 2 if mean else 0.0
     per_block = G / len(ids)
     return _Kernel(rows, dict(sorted(ex.loop_trips.items())), total, spread,
-                   st.global_bytes_read * per_block, st.global_bytes_written * per_block)
+                   st.global_bytes_read * per_block, st.global_bytes_written * per_block,
+                   st.by_unit[Unit.TENSOR] * total / max(1, st.warp_instructions))
 
 
 __all__ = ["SAMPLE_MODES", "Plan", "SampleRun", "SampledResult", "level_caps", "make_plan", "simulate_sampled"]

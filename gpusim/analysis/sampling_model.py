@@ -10,9 +10,13 @@ Two models, by the shape of the grid (B = blocks per SM x SMs: a wave):
   run's cycles are T = O + D * g / B (O: the ramp and drain). D and O grow linearly with a block's warp
   instructions y; fitted at the two highest levels and taken to the kernel's own y, the kernel's cycles
   are O + D * grid / B. (With loops whole, one run: T + D * (grid - g) / B.)
-- Loops. The grid is a few waves or less, all in the sample; the runs differ only in where the long
-  loops stop. Each further warp instruction costs `beta` cycles (the slope between the two highest
-  levels), and the kernel's cycles are T(highest) + beta * (its warp instructions - the run's).
+- Loops. The grid is a few waves or less, all in the sample, or the sample is its first wave; the
+  runs differ only in where the long loops stop. Each further warp instruction costs `beta` cycles
+  (the slope between the two highest levels), and the kernel's cycles are T(highest) + beta * (its
+  warp instructions - the run's), plus, for waves not sampled, half the first wave's intercept each.
+
+No estimate may undercut the hardware: `floor_estimate` holds it to the largest of the kernel's roofs
+(its work at each unit's peak).
 
 The blocks of the first wave start together and keep in step for a while, and later waves do not:
 the per-wave model measures what later waves do (the runs are three waves long), where the loop
@@ -29,7 +33,7 @@ fill (`eviction_fraction`), the write-backs costing time only where the DRAM has
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -68,10 +72,13 @@ class Estimate:
     bounds: dict[str, float] = field(default_factory=dict)
     cold_per_wave: float | None = None  # two phases: the per-wave time while the L2 fills (`per_wave`: after)
     fill_waves: float | None = None  # two phases: the waves until the kernel's data fills the L2
+    floor: float = 0.0  # the hardware roofs' least time for the kernel's work (`floor_estimate`): low never below
+    floor_roof: str = ""  # the roof that sets it
+    floored_from: int | None = None  # the extrapolation, where it fell below the floor and was raised to it
 
     @property
     def low(self) -> int:
-        return round(self.cycles * (1 - self.confidence))
+        return max(math.ceil(self.floor), round(self.cycles * (1 - self.confidence)))
 
     @property
     def high(self) -> int:
@@ -189,6 +196,9 @@ def extrapolate(*, grid: int, blocks_per_wave: int, runs: list[Observation], ful
             bounds["waves"] = alpha / 2 * x
         if warp_instructions_spread:
             bounds["instruction count"] = beta * y_full * warp_instructions_spread
+        r = grid % B
+        if x > 0 and not remainder_matched and r:  # a partial last wave may take as long as a whole one
+            bounds["last wave"] = (1 - r / B) * est * B / grid
         result = dict(model="loops", beta=beta)
     for k, v in (extra_bounds or {}).items():
         bounds[k] = float(v)
@@ -322,6 +332,26 @@ def two_phase(cold: Estimate, warm: Estimate, *, grid: int, blocks_per_wave: int
                     per_wave=warm.per_wave, offset=o, bounds=bounds, cold_per_wave=cold.per_wave, fill_waves=F)
 
 
+def floor_estimate(est: Estimate, roofs: dict[str, float]) -> Estimate:
+    """`est` held to what the hardware allows: no kernel finishes before its busiest unit has done its
+    work at the unit's peak rate (`roofs`, in cycles per roof: the tensor cores' multiply-adds, the DRAM's
+    bytes, the schedulers' issue slots, ...). The largest roof is the floor: `low` never falls below it,
+    and an extrapolation below it is raised to it, the amount it fell short added to the bound as
+    "roof floor" (an extrapolation that undercuts the roofs is off by at least that much: the loops or
+    waves it was fitted on were not the kernel's steady state), `floored_from` keeping what it said."""
+    if not roofs:
+        return est
+    name = max(roofs, key=roofs.get)
+    floor = float(roofs[name])
+    if est.cycles >= floor:
+        return replace(est, floor=floor, floor_roof=name)
+    cycles = math.ceil(floor)
+    bounds = {**est.bounds, "roof floor": float(cycles - est.cycles)}
+    conf = max(CONFIDENCE_FLOOR, sum(bounds.values()) / cycles)
+    return replace(est, cycles=cycles, confidence=conf, bounds=bounds, floor=floor, floor_roof=name,
+                   floored_from=est.cycles)
+
+
 def data_dependent_addresses(program: Program) -> list[int]:
     """The pcs of global memory instructions whose address depends on a value loaded from global
     memory (pointer chasing, gathers through an index array), by a forward dataflow over the control
@@ -362,4 +392,5 @@ def data_dependent_addresses(program: Program) -> list[int]:
 
 __all__ = ["CONFIDENCE_FLOOR", "Estimate", "L2_FILL_SPREAD", "LOOP_DRIFT_FACTOR", "Observation", "TRANSITION_STEPS",
            "data_dependent_addresses", "eviction_fraction", "extrapolate", "fill_waves", "first_wave_end",
-           "in_step_bound", "l2_dirty_fraction", "slope", "two_phase", "wave_deltas", "writeback_bound"]
+           "floor_estimate", "in_step_bound", "l2_dirty_fraction", "slope", "two_phase", "wave_deltas",
+           "writeback_bound"]

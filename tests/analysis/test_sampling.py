@@ -2,11 +2,13 @@
 data-dependent addresses, and sampled against full simulation on small multi-wave cases (4 SMs, so a
 wave is 32 blocks of 256 threads and the cases stay fast)."""
 
+import math
+
 import numpy as np
 import pytest
 
 from gpusim.analysis import sampling
-from gpusim.analysis.sampling import level_caps, make_plan, simulate_sampled
+from gpusim.analysis.sampling import hardware_roofs, level_caps, make_plan, simulate_sampled
 from gpusim.analysis.sampling_model import (
     CONFIDENCE_FLOOR,
     L2_FILL_SPREAD,
@@ -18,13 +20,15 @@ from gpusim.analysis.sampling_model import (
     extrapolate,
     fill_waves,
     first_wave_end,
+    floor_estimate,
     in_step_bound,
     l2_dirty_fraction,
     two_phase,
     wave_deltas,
     writeback_bound,
 )
-from gpusim.errors import GpusimError
+from gpusim.config import load_config
+from gpusim.errors import GpusimError, VerificationError
 from gpusim.stats.simulate import simulate
 from gpusim.workloads import load_workload
 
@@ -251,6 +255,93 @@ def test_plan_for_few_waves_with_long_loops_cuts_the_whole_grid():
     assert plan.levels == (1, 2, 4)
 
 
+def test_plan_for_few_waves_whose_span_affords_only_the_first_iterations_runs_one_wave_deep():
+    # 4.5 waves of 100 blocks, 100 iterations of 10 warp instructions, 10 outside. Three waves (and the
+    # remainder: 350 blocks) at levels (0, 1, 2) cost 350 * 60; (2, 4, 8) would cost 350 * 170
+    budget = 350 * (30 + 3 * 10)
+    plan, _ = make_plan(450, 100, 1_010.0, 10.0, 20.0, 100, budget=budget)
+    # ... so the first wave alone runs to the steady loop: 100 * 170, the highest levels with s >= 4 within
+    # the budget (or else the cheapest under max_cost), its partial last wave left to the model (not matched)
+    assert (plan.kind, plan.blocks, plan.levels, plan.remainder_matched) == ("loops", 100, (2, 4, 8), False)
+    plan, _ = make_plan(450, 100, 1_010.0, 10.0, 20.0, 100, budget=100 * (30 + 35 * 6))
+    assert (plan.kind, plan.blocks, plan.levels) == ("loops", 100, (3, 6, 12))  # the highest within budget
+    # no deep plan affordable at all: the per-wave plan stands
+    plan, _ = make_plan(450, 100, 1_010.0, 10.0, 20.0, 100, budget=1.0)
+    assert (plan.kind, plan.blocks, plan.levels) == ("loops", 100, (2, 4, 8))  # over budget: the cheapest deep one
+    plan, _ = make_plan(450, 100, 1_010.0, 10.0, 20.0, 100, budget=1.0, max_cost=100 * 169)
+    assert (plan.kind, plan.blocks, plan.levels) == ("waves", 350, (0, 1))
+    # a per-wave plan that reaches s >= 4 within budget stands too, and so do the low levels of many waves
+    plan, _ = make_plan(450, 100, 1_010.0, 10.0, 20.0, 100, budget=350 * 170)
+    assert (plan.kind, plan.levels) == ("waves", (2, 4, 8))
+    plan, _ = make_plan(10_050, 100, 1_010.0, 10.0, 20.0, 100, budget=budget)
+    assert (plan.kind, plan.levels) == ("waves", (0, 1, 2))
+
+
+def _pipelined_kernel_runs(levels, g, *, grid=450, B=100, fill=2, fast=40.0, steady=100.0, prologue=500.0):
+    """A synthetic software-pipelined kernel: blocks of 10 + 10 c warp instructions (c loop iterations);
+    a wave of blocks takes `prologue` cycles, then its first `fill` iterations `fast` each (their copies
+    were issued in the prologue: their cost hides in its latency) and every later one `steady`. Runs of
+    the first g blocks (whole waves of B: a partial one as long as a whole) at each level."""
+    def wave(c):
+        return prologue + fast * min(c, fill) + steady * max(0, c - fill)
+    waves = -(-g // B)
+    return [Observation(g, c, round(waves * wave(c)), g * (10 + 10 * c)) for c in levels], wave
+
+
+def test_loop_model_on_deep_levels_skips_the_pipeline_fill_where_the_lowest_levels_undercut_the_roof():
+    iters = 100
+    runs, wave = _pipelined_kernel_runs((2, 4, 8), 100)
+    truth = 4.8 * wave(iters)  # 4.5 waves: the last, half a wave of blocks, takes 0.8 of a whole one's time
+    y_full = 450 * (10 + 10 * iters)
+    est = extrapolate(grid=450, blocks_per_wave=100, runs=runs, full_warp_instructions=y_full,
+                      remainder_matched=False)
+    assert est.model == "loops" and est.beta == pytest.approx(100.0 / 1000)  # the steady iteration, per instruction
+    assert "last wave" in est.bounds and abs(est.cycles - truth) <= est.cycles * est.confidence
+    # levels 0 and 1 lie inside the fill: their slope (40 cycles an iteration) undercuts the steady 100,
+    # and the extrapolation falls below what 100 cycles an iteration allows
+    low, _ = _pipelined_kernel_runs((0, 1), 100)
+    shallow = extrapolate(grid=450, blocks_per_wave=100, runs=low, full_warp_instructions=y_full,
+                          remainder_matched=False)
+    roof = 4.5 * 100 * iters * 0.9  # the loops alone at the steady rate, less a tenth: a roof below the truth
+    assert shallow.cycles < roof < truth
+    floored = floor_estimate(shallow, {"tensor": roof})
+    assert floored.cycles == math.ceil(roof) and floored.floored_from == shallow.cycles
+    # the shallow bound (19,445 +- 15 %) missed the truth (49,824); the floored one covers it
+    assert abs(shallow.cycles - truth) > shallow.cycles * shallow.confidence
+    assert floored.low == floored.cycles and floored.low <= truth <= floored.high
+
+
+def test_floor_estimate_raises_an_estimate_below_the_roofs_and_widens_its_bound():
+    est = Estimate(1000, 0.05, "loops", 0.0, beta=1.0, bounds={"loops": 50.0})
+    kept = floor_estimate(est, {"issue": 400.0, "tensor": 900.0, "DRAM": 100.0})
+    assert (kept.cycles, kept.confidence, kept.floor, kept.floor_roof, kept.floored_from) == (1000, 0.05, 900.0,
+                                                                                             "tensor", None)
+    assert kept.low == 950 and kept.bounds == {"loops": 50.0}
+    assert floor_estimate(Estimate(1000, 0.2, "loops", 0.0), {"tensor": 900.0}).low == 900  # never below the roof
+    raised = floor_estimate(est, {"issue": 400.0, "tensor": 1200.4})
+    assert (raised.cycles, raised.floored_from, raised.floor_roof) == (1201, 1000, "tensor")
+    assert raised.bounds == {"loops": 50.0, "roof floor": 201.0}
+    assert raised.confidence == pytest.approx(251.0 / 1201) and raised.low == 1201
+    assert floor_estimate(est, {}) is est
+
+
+def test_hardware_roofs_are_the_kernels_work_at_each_units_peak():
+    cfg = load_config("a100")
+    prog = load_workload("gemm_mma").program  # m16n8k16 f16: 2,048 FMA at 256 a cycle, 8 cycles an mma
+    roofs = hardware_roofs(cfg, prog, grid=1024, warp_instructions=4_320_000.0, tensor_warp_instructions=432_000.0,
+                           dram_bytes=64 * 2**20)
+    parts = 108 * 4
+    assert roofs["issue"] == pytest.approx(4_320_000 / parts)
+    assert roofs["tensor"] == pytest.approx(432_000 * 8 / parts)
+    assert roofs["DRAM"] == pytest.approx(64 * 2**20 / cfg.dram_bytes_per_cycle())
+    # a grid of 10 blocks occupies 10 SMs at most; no mma, no DRAM: the issue roof alone
+    few = hardware_roofs(cfg, prog, grid=10, warp_instructions=4_000.0, tensor_warp_instructions=0.0, dram_bytes=0.0)
+    assert few == {"issue": pytest.approx(4_000 / 40)}
+    tf32 = hardware_roofs(cfg, load_workload("gemm_mma_tf32").program, grid=1024, warp_instructions=1.0,
+                          tensor_warp_instructions=432.0, dram_bytes=0.0)
+    assert tf32["tensor"] == pytest.approx(432 * 8 / parts)  # m16n8k8 tf32: 1,024 FMA at 128 a cycle
+
+
 def test_plan_with_a_forced_step_too_large_for_the_loops():
     plan, why = make_plan(10_000, 100, 1_000.0, 10.0, 20.0, 100, budget=1e9, only_step=64)
     assert plan is None and "s = 64" in why
@@ -358,6 +449,54 @@ def test_sampled_loops_are_within_5_percent_and_simulate_less():
     assert r.warp_instructions_simulated < full.kernel["warp_instructions"]
     assert r.detail is not None and r.detail.verified is None
     assert r.detail.kernel["warp_instructions"] == max(x.warp_instructions for x in r.runs)
+    # verified where it ran whole: blocks 0, 4, 8, 12 and 15 wrote 256 of the 4,096 elements each
+    v = r.verification
+    assert (v["verified"], v["elements"], v["of"], v["blocks"]) == (True, 5 * 256, 4096, [0, 4, 8, 12, 15])
+    assert r.to_dict()["verified"] is True
+
+
+def test_a_sampled_run_whose_whole_blocks_disagree_with_the_reference_is_an_error(monkeypatch):
+    wl = load_workload("ffma_peak")
+    real = type(wl).reference
+    monkeypatch.setattr(type(wl), "reference",
+                        lambda self, p, inputs: {k: v + 1 for k, v in real(self, p, inputs).items()})
+    msg = (r"^ffma_peak \(n=4096, .*\): output '\w+' differs from the reference at 1280 of the 1,280 elements the "
+           r"whole blocks wrote; .*\(blocks 0, 4, 8, 12, 15, run whole\)")
+    with pytest.raises(VerificationError, match=msg):
+        simulate_sampled(wl, "a100", sample="on", overrides=SMALL, n=4096, iters=20)
+
+
+def test_a_kernel_that_adds_across_blocks_is_not_verified_from_a_few_blocks():
+    # histogram's blocks add into the same 256 bins (global atomics): five blocks' counts are not the
+    # reference's, so the check declines (verified None), where a per-element comparison would fail
+    wl = load_workload("histogram")
+    check = sampling._check_blocks(wl, wl.params({}), {}, {"blocks": [0, 3], "outputs": {}})
+    assert check["verified"] is None and check["elements"] == 0
+    assert check["message"].startswith("not checked: the blocks add into shared outputs (global atomics, line ")
+
+
+@pytest.mark.slow
+def test_a_tensor_core_gemm_of_a_few_waves_is_sampled_one_wave_deep_within_its_bound_and_above_the_tensor_roof():
+    # gemm_mma at n = 768 on 4 SMs: 36 blocks, 8 a wave (4.5 waves), 24 k iterations. Three waves at levels
+    # 0/1 is all the budget allows; the first wave's 8 blocks run to 2, 4 and 8 iterations instead
+    full = simulate("gemm_mma", "a100", overrides=SMALL, n=768)  # 155,983 cycles
+    r = simulate_sampled("gemm_mma", "a100", sample="on", overrides=SMALL, n=768)
+    assert [(x.purpose, x.blocks, x.loop_cap) for x in r.runs] == [("loops", 8, 2), ("loops", 8, 4), ("loops", 8, 8)]
+    e = r.estimate
+    assert e.floor_roof == "tensor" and e.floor == 768**3 / (4 * 1024)  # 4 SMs of 1,024 f16 FMA a cycle
+    assert e.floor <= full.cycles and e.floor <= r.cycles and "last wave" in e.bounds
+    assert abs(r.cycles - full.cycles) <= r.cycles * r.confidence  # 146,117: -6.3 %, bound 65 % (mostly loops)
+    assert r.verification["verified"] and full.verified
+
+
+@pytest.mark.slow
+def test_gemm_mma_at_n_1024_sampled_on_a100_within_its_bound_and_above_the_tensor_roof():
+    # 64 blocks (one an SM on 64 of the 108), 32 k iterations: the loop model on the whole grid, levels 1/2/4
+    full = simulate("gemm_mma", "a100", n=1024)  # 27,546 cycles
+    r = simulate_sampled("gemm_mma", "a100", sample="on", n=1024)  # 27,590: +0.16 %, bound 1.0 %
+    assert [x.loop_cap for x in r.runs] == [1, 2, 4]
+    assert abs(r.cycles - full.cycles) <= r.cycles * r.confidence
+    assert r.estimate.floor == 1024**3 / (64 * 1024) <= full.cycles  # 64 SMs of 1,024 f16 FMA a cycle
 
 
 def test_auto_simulates_a_small_kernel_in_full_and_says_so():

@@ -17,7 +17,8 @@ def test_sample_on_prints_and_writes_the_estimate(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "estimate" in text and "cycles +-" in text and "loops cut at" in text and "error bound" in text
     d = json.loads(js.read_text())
-    assert d["mode"] == "sampled" and d["verified"] is None and d["workload"] == "ffma_peak"
+    assert d["mode"] == "sampled" and d["verified"] is True and d["workload"] == "ffma_peak"
+    assert d["verification"]["elements"] == 5 * 256 and "verified             yes: 1,280 of 4,096" in text
     assert d["params"] == {"n": 4096, "block": 256, "iters": 20}
     assert d["cycles_low"] <= d["cycles"] <= d["cycles_high"] and 0 < d["confidence"] < 0.05
     s = d["sampling"]

@@ -13,7 +13,8 @@ def test_three_stages_beat_one():
     one = gpusim.simulate("gemm_mma", "a100", params={"n": 256, "stages": 1})
     three = gpusim.simulate("gemm_mma", "a100", params={"n": 256, "stages": 3})
     assert one.verified and three.verified
-    assert one.cycles > 1.2 * three.cycles, (one.cycles, three.cycles)  # 14,783 against 11,154 cycles
+    # 14,335 against 9,690 cycles (14,783 and 11,154 before the copies were spread over both k-steps)
+    assert one.cycles > 1.2 * three.cycles, (one.cycles, three.cycles)
     # the difference is time waiting for copies: long scoreboard (cp.async.wait_group)
     lsb = lambda r: r.to_dict()["kernel"]["warp_states"]["long_scoreboard"]  # noqa: E731
     assert lsb(one) > 2 * lsb(three)
