@@ -7,14 +7,14 @@ from typing import Any
 
 from gpusim.compiler.errors import CompilerError
 from gpusim.compiler.ir import Graph, Node
-from gpusim.compiler.lower import elementwise, gather, matmul, reduce, transpose
+from gpusim.compiler.lower import attention, elementwise, gather, matmul, reduce, transpose
 from gpusim.compiler.lower.kernel import Kernel, Template
 from gpusim.compiler.lower.region import kernel_name, region_of
 from gpusim.compiler.ops import Kind, kind_of
 from gpusim.compiler.verify import verify
 
 TEMPLATES: dict[str, Template] = {t.name: t for t in (elementwise.TEMPLATE, matmul.TEMPLATE, reduce.TEMPLATE,
-                                                     transpose.TEMPLATE, gather.TEMPLATE)}
+                                                     transpose.TEMPLATE, gather.TEMPLATE, attention.TEMPLATE)}
 GATHERS = ("remap", "concat")  # injective operators lowered by the gather template
 NO_KERNEL = ("parameter", "constant", "reshape")  # inputs, values, views
 _BY_KIND = {"elementwise": "elementwise", "epilogue": "matmul", "reduction": "reduce",
@@ -32,6 +32,8 @@ def template_of(node: Node) -> Template | None:
                             "gpusim.compiler.control_flow.run_control_flow")
     if node.op in GATHERS:
         return TEMPLATES["gather"]
+    if node.op == "fused_attention":
+        return TEMPLATES["attention"]
     if kind_of(node.op) is Kind.OPAQUE and node.op != "fused":
         raise CompilerError(f"node %{node.name}: no kernel template lowers {node.op}")
     return TEMPLATES[_BY_KIND[node.attrs["kind"] if node.op == "fused" else kind_of(node.op)]]
