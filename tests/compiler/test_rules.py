@@ -89,3 +89,127 @@ def test_the_folded_matmul_runs_on_the_executor_to_the_unfolded_values(ta, tb, s
     inputs = random_inputs(g)
     got = run_kernels(folded, kernels, inputs, load_config("a100"))["y"]
     np.testing.assert_allclose(got, evaluate(g, inputs)["y"], rtol=1e-5, atol=1e-5)
+
+
+# --- fuse-attention: matmul -> [scale] -> softmax -> matmul becomes fused_attention (in the fuse pass) ---
+
+def attention_chain(scale_op="mul", mm="matmul", shapes=((4, 8, 16), (4, 16, 12), (4, 12, 16)), axis=-1):
+    """y = softmax(scale(q @ b)) @ v over heads; mm matmul_t reads b (Sk x D) with trans_b."""
+    g = Graph("att")
+    q, b, v = (g.parameter(n, s) for n, s in zip("qbv", shapes, strict=True))
+    s = g.matmul(q, b) if mm == "matmul" else matmul_t(g, q, b, False, True)
+    s = {"mul": lambda: g.mul(s, 0.25), "div": lambda: g.div(s, 4.0), None: lambda: s}[scale_op]()
+    g.output(g.matmul(g.softmax(s, axis), v), "y")
+    return g
+
+
+def fused_attention(shapes, scale, trans_b):
+    g = Graph("att")
+    q, b, v = (g.parameter(n, s) for n, s in zip("qbv", shapes, strict=True))
+    g.output(g.emit("fused_attention", (q, b, v), {"scale": scale, "trans_b": trans_b}), "y")
+    return g
+
+
+TRANSPOSED = ((4, 8, 16), (4, 12, 16), (4, 12, 16))
+
+
+@pytest.mark.parametrize("scale_op, mm, shapes, scale, trans_b", [
+    ("mul", "matmul", ((4, 8, 16), (4, 16, 12), (4, 12, 16)), 0.25, False),
+    ("div", "matmul", ((4, 8, 16), (4, 16, 12), (4, 12, 16)), 0.25, False),
+    (None, "matmul", ((8, 16), (16, 12), (12, 5)), 1.0, False),
+    ("mul", "matmul_t", TRANSPOSED, 0.25, True),
+])
+def test_an_attention_chain_becomes_one_fused_attention(scale_op, mm, shapes, scale, trans_b):
+    before = attention_chain(scale_op, mm, shapes)
+    changes = assert_pass(fuse, before, fused_attention(shapes, scale, trans_b))
+    assert [c.kind for c in changes] == ["fuse-attention"]
+
+
+def leaves_alone(g):
+    after, changes = fuse(g)
+    assert "fused_attention" not in {n.op for n in after.nodes.values()}
+    return after, changes
+
+
+def test_near_miss_softmax_over_another_axis():
+    leaves_alone(attention_chain(axis=1))
+
+
+def test_near_miss_intermediates_read_elsewhere_or_outputs():
+    for inner in ("scores", "scaled", "probs"):
+        g = attention_chain()
+        mm = next(n for n in g.topo_order() if n.op == "matmul")
+        name = {"scores": mm.name, "scaled": g.users()[mm.name][0]}.get(inner)
+        name = name or next(n.name for n in g.topo_order() if n.op == "softmax")
+        g.output(name, "extra")
+        leaves_alone(g)
+    g = attention_chain()
+    probs = next(n.name for n in g.topo_order() if n.op == "softmax")
+    g.output(g.relu(probs), "r")
+    leaves_alone(g)
+
+
+def test_near_miss_a_scale_that_is_a_tensor_a_transposed_q_or_another_order():
+    g = Graph("att")
+    q, b, v = g.parameter("q", (8, 16)), g.parameter("b", (16, 12)), g.parameter("v", (12, 4))
+    g.output(g.matmul(g.softmax(g.mul(g.matmul(q, b), g.parameter("c", (8, 12)))), v), "y")  # not a scalar
+    leaves_alone(g)
+    g = Graph("att")
+    q, b, v = g.parameter("q", (16, 8)), g.parameter("b", (16, 12)), g.parameter("v", (12, 4))
+    g.output(g.matmul(g.softmax(matmul_t(g, q, b, True, False)), v), "y")  # q read transposed
+    leaves_alone(g)
+    g = Graph("att")
+    q, b, v = g.parameter("q", (8, 16)), g.parameter("b", (16, 12)), g.parameter("v", (4, 8))
+    g.output(g.matmul(v, g.softmax(g.matmul(q, b))), "y")  # the probabilities on the right
+    leaves_alone(g)
+
+
+def test_should_fuse_decides_with_the_three_kernels_as_the_alternative():
+    seen = []
+
+    def decline(candidate):
+        seen.append(candidate)
+        return candidate.kind != "attention"
+
+    after, changes = fuse(attention_chain(), decline)
+    assert [c.kind for c in changes] == ["fuse-reduction"]  # the scale joins the softmax instead
+    (c,) = [c for c in seen if c.kind == "attention"]
+    assert [n.op for n in c.nodes] == ["matmul", "mul", "softmax", "matmul"]
+    assert [n.op for n in c.replacement] == ["fused_attention"] and c.replacement[0].attrs["scale"] == 0.25
+    assert [len(k) for k in c.unfused.kernels] == [1, 2, 1] and c.fused.kernels == ((c.root,),)
+    scores = 4 * 8 * 12 * 4
+    assert c.unfused.bytes_written == 2 * scores + 4 * 8 * 16 * 4  # the scores and the probabilities, the result
+    assert c.fused.bytes_written == 4 * 8 * 16 * 4
+
+
+def test_cost_based_fusion_takes_attention_when_the_fused_kernel_costs_less_with_launches():
+    from gpusim.compiler import AnalyticalCost, cost_based_fusion
+    from gpusim.compiler.cost.fusion import alternative_costs
+
+    cfg, cost = load_config("a100"), AnalyticalCost()
+    decide = cost_based_fusion(cost, cfg)
+    costs = []
+
+    def record(candidate):
+        if candidate.kind == "attention":
+            costs.append(alternative_costs(candidate, cost, cfg))
+        return decide(candidate)
+
+    after, _ = fuse(attention_chain(shapes=((4, 32, 16), (4, 16, 32), (4, 32, 16))), record)
+    (fused, unfused), = costs
+    assert fused < unfused and "fused_attention" in {n.op for n in after.nodes.values()}
+    # a head of 512 cannot be lowered (8 x (512 + 512) FMAs a key tile): the chain stays three kernels
+    costs.clear()
+    big = ((1, 8, 512), (1, 512, 8), (1, 8, 512))
+    after, _ = fuse(attention_chain(shapes=big), record)
+    assert costs[0][0] == float("inf") and "fused_attention" not in {n.op for n in after.nodes.values()}
+
+
+def test_the_fused_attention_kernel_runs_to_the_chain_s_values():
+    g = attention_chain("div", "matmul_t", ((4, 40, 16), (4, 37, 16), (4, 37, 16)))
+    after, _ = fuse(g)
+    kernels = lower(after)
+    assert [k.template for k in kernels] == ["attention"]
+    inputs = random_inputs(g)
+    np.testing.assert_allclose(run_kernels(after, kernels, inputs)["y"], evaluate(g, inputs)["y"], rtol=1e-4,
+                               atol=1e-5)
