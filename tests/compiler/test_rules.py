@@ -213,3 +213,101 @@ def test_the_fused_attention_kernel_runs_to_the_chain_s_values():
     inputs = random_inputs(g)
     np.testing.assert_allclose(run_kernels(after, kernels, inputs)["y"], evaluate(g, inputs)["y"], rtol=1e-4,
                                atol=1e-5)
+
+
+# --- batch-matmul: projections of one operand batched, their head-split transposes become remaps ---
+
+def projections(weights="parameter", heads=2, seq=8, d=16, other_left=False, reader="split"):
+    """q, k, v = x @ wq, x @ wk, x @ wv (v = y @ wv with `other_left`), each split into heads (reshape +
+    transpose; `reader` transpose: a transpose alone; epilogue: v read by a relu) and returned."""
+    g = Graph("qkv")
+    x = g.parameter("x", (seq, d))
+    left = g.parameter("y", (seq, d)) if other_left else None
+    rng = np.random.default_rng(1)
+    outs = []
+    for i, w in enumerate(("wq", "wk", "wv")):
+        wn = (g.parameter(w, (d, d)) if weights == "parameter"
+              else g.constant(rng.uniform(-1, 1, (d, d)).astype(np.float32), name=w))
+        p = g.matmul(left if left is not None and i == 2 else x, wn)
+        if reader == "split":
+            outs.append(g.transpose(g.reshape(p, (seq, heads, d // heads)), (1, 0, 2)))
+        elif reader == "epilogue" and i == 2:
+            outs.append(g.relu(p))
+        else:
+            outs.append(g.transpose(p))
+    for name, o in zip("qkv", outs, strict=True):
+        g.output(o, name)
+    return g
+
+
+def head_remap(i, heads, seq, dh):
+    return {"shape": (heads, seq, dh), "coef": ((0, 0, 0), (0, 1, 0), (dh, 0, 1)), "offset": (i, 0, 0),
+            "wrap": (False, False, False), "fill": 0.0}
+
+
+@pytest.mark.parametrize("weights", ["parameter", "constant"])
+def test_projections_of_one_operand_become_one_batched_matmul_read_by_remaps(weights):
+    before = projections(weights)
+    expected = Graph("qkv")
+    x = expected.parameter("x", (8, 16))
+    if weights == "parameter":
+        ws = [expected.parameter(w, (16, 16)) for w in ("wq", "wk", "wv")]
+        stacked = expected.emit("concat", [expected.reshape(w, (1, 16, 16)) for w in ws], {"axis": 0})
+    else:
+        stacked = expected.constant(np.stack([before[w].attrs["value"] for w in ("wq", "wk", "wv")]))
+    batch = expected.matmul(x, stacked)
+    for i, name in enumerate("qkv"):
+        expected.output(expected.emit("remap", (batch,), head_remap(i, 2, 8, 8)), name)
+    changes = assert_pass(lambda g: fuse(g), before, expected)
+    assert [c.kind for c in changes] == ["batch-matmul"]
+
+
+def test_a_transpose_without_a_reshape_composes_too():
+    before = projections(reader="transpose")
+    after, changes = fuse(before)
+    assert [c.kind for c in changes] == ["batch-matmul"]
+    assert [n.op for n in after.topo_order() if n.op not in ("parameter", "reshape")] == ["concat", "matmul"] + [
+        "remap"] * 3
+    inputs = random_inputs(before)
+    for name, value in evaluate(before, inputs).items():
+        np.testing.assert_array_equal(evaluate(after, inputs)[name], value)
+
+
+@pytest.mark.parametrize("case", ["another left operand", "an epilogue reader", "one projection"])
+def test_near_miss_projections_left_apart(case):
+    if case == "another left operand":
+        g = projections(other_left=True)  # v = y @ wv: q and k still batch, v stays
+        after, changes = fuse(g)
+        assert [n.op for n in after.topo_order()].count("matmul") == 2 and [c.kind for c in changes] == [
+            "batch-matmul"]
+        return
+    if case == "an epilogue reader":  # v's matmul has relu in its epilogue: q and k batch
+        after, changes = fuse(projections(reader="epilogue"))
+        assert "batch-matmul" in [c.kind for c in changes]
+        assert [n.attrs.get("kind") for n in after.topo_order() if n.op == "fused"] == ["epilogue"]
+        return
+    g = Graph("one")
+    x, w = g.parameter("x", (8, 16)), g.parameter("w", (16, 16))
+    g.output(g.transpose(g.matmul(x, w)), "y")
+    assert fuse(g)[1] == []
+
+
+def test_batched_projections_run_on_the_executor_and_pay_in_the_transformer_block():
+    from gpusim.compiler import AnalyticalCost, models, run_pipeline
+    from gpusim.compiler.cost.fusion import alternative_costs
+
+    g = projections(heads=4, seq=32, d=64)
+    after, _ = fuse(g)
+    kernels = lower(after)
+    assert [k.template for k in kernels] == ["gather", "matmul", "gather", "gather", "gather"]
+    assert kernels[1].launch.grid == (4, 2, 3)  # one batch of the grid per projection
+    inputs = random_inputs(g)
+    got = run_kernels(after, kernels, inputs)
+    for name, want in evaluate(g, inputs).items():
+        np.testing.assert_allclose(got[name], want, rtol=1e-5, atol=1e-5)
+    seen = []
+    run_pipeline(models.build("transformer"), should_fuse=lambda c: seen.append(c) or False)
+    (candidate,) = [c for c in seen if c.kind == "horizontal"]
+    assert len(candidate.fused.kernels) == 5 and len(candidate.unfused.kernels) == 6
+    fused, unfused = alternative_costs(candidate, AnalyticalCost(), load_config("a100"))
+    assert fused < unfused

@@ -19,28 +19,37 @@ alternative reads and writes), default `fuse_when_legal`. A group of two or more
 named after its root, so outputs and users keep their names; its kind is `elementwise`, `epilogue` or
 `reduction`.
 
-Before grouping, attention chains (matmul -> [scale] -> softmax -> matmul, passes/rules.py) become
-`fused_attention` nodes (one flash-attention kernel, lower/attention.py) where `should_fuse` accepts
-their candidate: kind `attention`, `replacement` the fused_attention node, `unfused` the three kernels
-the chain is otherwise (the first matmul, the scale and softmax, the second matmul). The absorbed nodes
-are dropped at once, so they are neither grouped nor lowered."""
+Before grouping, two rewrites of passes/rules.py run where `should_fuse` accepts their candidate (its
+`replacement` the new nodes, `fused` and `unfused` the kernels with and without it):
+
+- kind `horizontal`: projections of one operand (x @ wq, x @ wk, x @ wv, each read by its head-split
+  transpose) become one batched matmul read by remaps that replace the transposes; `unfused` the
+  matmuls and transposes, `fused` the concat of the weights (unless they are constants), the batched
+  matmul and the remaps;
+- kind `attention`: matmul -> [scale] -> softmax -> matmul becomes a `fused_attention` node (one
+  flash-attention kernel, lower/attention.py); `unfused` the three kernels the chain is otherwise (the
+  first matmul, the scale and softmax, the second matmul).
+
+The absorbed nodes are dropped at once, so they are neither grouped nor lowered."""
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 
 from gpusim.compiler.ir import Graph, Node
 from gpusim.compiler.ops import Kind, kind_of
 from gpusim.compiler.passes.base import Change
 from gpusim.compiler.passes.dce import eliminate_dead_code
 from gpusim.compiler.passes.pattern import PatternMatcher
-from gpusim.compiler.passes.rules import attention_rules
+from gpusim.compiler.passes.rules import Projection, attention_rules, batch_projections
 from gpusim.compiler.tensor import TensorType
 
 JOINING = frozenset({Kind.ELEMENTWISE, Kind.BROADCAST})
 ROOTS = JOINING | {Kind.REDUCTION}
+NO_KERNEL = ("parameter", "constant", "reshape")  # inputs, values, views (as lowering has them)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,9 +97,13 @@ def fuse_when_legal(candidate: FusionCandidate) -> bool:
 
 
 def fuse(graph: Graph, should_fuse: ShouldFuse = fuse_when_legal) -> tuple[Graph, list[Change]]:
-    """Fuse as the module doc says. Change kinds: `fuse-attention`, `fuse-elementwise`, `fuse-epilogue`,
-    `fuse-reduction`."""
-    graph, rewrites = _fuse_attention(graph, should_fuse)
+    """Fuse as the module doc says. Change kinds: `batch-matmul`, `fuse-attention`, `fuse-elementwise`,
+    `fuse-epilogue`, `fuse-reduction`."""
+    graph, rewrites = batch_projections(graph, partial(_batch_decision, should_fuse))
+    if rewrites:  # the stacked constants' parts
+        graph, _ = eliminate_dead_code(graph)
+    graph, attention = _fuse_attention(graph, should_fuse)
+    rewrites += attention
     grouper = _Grouper(graph, should_fuse)
     groups: dict[str, tuple[str, list[str]]] = {}  # root -> (kind, members in topological order)
     owner: dict[str, str] = {}
@@ -112,6 +125,29 @@ def fuse(graph: Graph, should_fuse: ShouldFuse = fuse_when_legal) -> tuple[Graph
     for out, name in graph.outputs.items():
         new.output(name, out)
     return new, changes
+
+
+def _batch_decision(should_fuse: ShouldFuse, new: Graph, projections: tuple[Projection, ...],
+                    replacement: tuple[Node, ...]) -> bool:
+    """should_fuse on the `horizontal` candidate of a group of projections (passes/rules.py)."""
+    nodes = tuple(n for p in projections for n in (p.matmul, p.reshape, p.transpose) if n is not None)
+    inside = {n.name for n in (*nodes, *replacement)}
+    sources = {i: new[i] for n in (*nodes, *replacement) for i in n.inputs if i not in inside}
+
+    def kernels(group: tuple[Node, ...]) -> tuple[tuple[str, ...], ...]:
+        return tuple((n.name,) for n in group if n.op not in NO_KERNEL)
+
+    def moved(group: tuple[Node, ...]) -> tuple[int, int]:
+        names = {n.name for n in group}
+        read = {i for n in group if n.op not in NO_KERNEL for i in n.inputs}
+        return (sum((new[i] if i in new and i not in names else next(n for n in group if n.name == i)).type.nbytes
+                    for i in read), sum(n.type.nbytes for n in group if n.op not in NO_KERNEL))
+
+    root = projections[-1].transpose.name
+    return should_fuse(FusionCandidate(
+        "horizontal", root, projections[0].matmul.name, nodes, tuple(s.type for s in sources.values()),
+        new[root].type if root in new else nodes[-1].type, Alternative(kernels(replacement), *moved(replacement)),
+        Alternative(kernels(nodes), *moved(nodes)), tuple(sources.values()), replacement))
 
 
 def _fuse_attention(graph: Graph, should_fuse: ShouldFuse) -> tuple[Graph, list[Change]]:
