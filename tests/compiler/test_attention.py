@@ -85,7 +85,7 @@ def test_defaults_split_short_sequences_finer():
 
 def test_bad_parameters_and_shapes_are_errors():
     g = attention_graph(1, 16, 16, 8, 8)
-    with pytest.raises(CompilerError, match=r"attention: BQ 48 \(a multiple of 32\) x SPLIT 1 threads"):
+    with pytest.raises(CompilerError, match=r"attention: BQ 48 x SPLIT 1 threads must be whole warps"):
         lower(g, {"att": {"BQ": 48, "BKV": 8, "SPLIT": 1}})
     with pytest.raises(CompilerError, match="BKV x \\(D \\+ Dv\\) = 8192 FMAs unrolled per key tile; at most 4096"):
         lower(g, {"att": {"BQ": 32, "BKV": 512, "SPLIT": 1}})
@@ -93,3 +93,29 @@ def test_bad_parameters_and_shapes_are_errors():
     q, b, v = h.parameter("q", (2, 4, 8)), h.parameter("b", (2, 6, 4)), h.parameter("v", (2, 4, 8))
     with pytest.raises(GraphError, match="inner dimensions differ"):
         h.emit("fused_attention", (q, b, v), {"scale": 1.0, "trans_b": False})
+
+
+def test_the_optimised_transformer_saves_as_onnx_with_attention_as_its_decomposition(tmp_path):
+    import json
+
+    onnx = pytest.importorskip("onnx")
+    from onnx.reference import ReferenceEvaluator
+
+    from gpusim.compiler import AnalyticalCost, cost_based_fusion, models, run_pipeline
+    from gpusim.compiler.onnx_export import save_onnx
+    from gpusim.config import load_config
+
+    graph = models.build("transformer")
+    optimised, _ = run_pipeline(graph, should_fuse=cost_based_fusion(AnalyticalCost(), load_config("a100")))
+    (node,) = [n for n in optimised.topo_order() if n.op == "fused_attention"]
+    save_onnx(optimised, tmp_path / "t.onnx")
+    model = onnx.load(str(tmp_path / "t.onnx"))
+    onnx.checker.check_model(model, full_check=True)
+    assert {o.domain for o in model.opset_import} == {""}  # standard operators only
+    kernels = json.loads({p.key: p.value for p in model.metadata_props}["gpusim.kernels"])
+    assert kernels[node.name] == ["matmul", "mul", "softmax", "matmul"]
+    tagged = [n.op_type for n in model.graph.node if n.doc_string == f"gpusim.kernel={node.name}"]
+    assert tagged == ["MatMul", "Mul", "Softmax", "MatMul"]
+    inputs = random_inputs(graph)
+    (got,) = ReferenceEvaluator(model).run(None, inputs)
+    np.testing.assert_allclose(got, evaluate(graph, inputs)["y"], rtol=1e-4, atol=1e-3)  # |y| up to ~40

@@ -121,12 +121,24 @@ TRANSPOSED = ((4, 8, 16), (4, 12, 16), (4, 12, 16))
 ])
 def test_an_attention_chain_becomes_one_fused_attention(scale_op, mm, shapes, scale, trans_b):
     before = attention_chain(scale_op, mm, shapes)
-    changes = assert_pass(fuse, before, fused_attention(shapes, scale, trans_b))
+    changes = assert_pass(take_all, before, fused_attention(shapes, scale, trans_b))
     assert [c.kind for c in changes] == ["fuse-attention"]
 
 
+def take_all(g):
+    """The fuse pass taking every candidate, rewrites included (the default takes them only by cost)."""
+    return fuse(g, lambda c: True)
+
+
+def test_the_default_decision_takes_no_rewrite():
+    after, changes = fuse(attention_chain())
+    assert [c.kind for c in changes] == ["fuse-reduction"]
+    after, changes = fuse(projections())
+    assert changes == []
+
+
 def leaves_alone(g):
-    after, changes = fuse(g)
+    after, changes = take_all(g)
     assert "fused_attention" not in {n.op for n in after.nodes.values()}
     return after, changes
 
@@ -207,7 +219,7 @@ def test_cost_based_fusion_takes_attention_when_the_fused_kernel_costs_less_with
 
 def test_the_fused_attention_kernel_runs_to_the_chain_s_values():
     g = attention_chain("div", "matmul_t", ((4, 40, 16), (4, 37, 16), (4, 37, 16)))
-    after, _ = fuse(g)
+    after, _ = take_all(g)
     kernels = lower(after)
     assert [k.template for k in kernels] == ["attention"]
     inputs = random_inputs(g)
@@ -258,13 +270,13 @@ def test_projections_of_one_operand_become_one_batched_matmul_read_by_remaps(wei
     batch = expected.matmul(x, stacked)
     for i, name in enumerate("qkv"):
         expected.output(expected.emit("remap", (batch,), head_remap(i, 2, 8, 8)), name)
-    changes = assert_pass(lambda g: fuse(g), before, expected)
+    changes = assert_pass(take_all, before, expected)
     assert [c.kind for c in changes] == ["batch-matmul"]
 
 
 def test_a_transpose_without_a_reshape_composes_too():
     before = projections(reader="transpose")
-    after, changes = fuse(before)
+    after, changes = take_all(before)
     assert [c.kind for c in changes] == ["batch-matmul"]
     assert [n.op for n in after.topo_order() if n.op not in ("parameter", "reshape")] == ["concat", "matmul"] + [
         "remap"] * 3
@@ -277,19 +289,19 @@ def test_a_transpose_without_a_reshape_composes_too():
 def test_near_miss_projections_left_apart(case):
     if case == "another left operand":
         g = projections(other_left=True)  # v = y @ wv: q and k still batch, v stays
-        after, changes = fuse(g)
+        after, changes = take_all(g)
         assert [n.op for n in after.topo_order()].count("matmul") == 2 and [c.kind for c in changes] == [
             "batch-matmul"]
         return
     if case == "an epilogue reader":  # v's matmul has relu in its epilogue: q and k batch
-        after, changes = fuse(projections(reader="epilogue"))
+        after, changes = take_all(projections(reader="epilogue"))
         assert "batch-matmul" in [c.kind for c in changes]
         assert [n.attrs.get("kind") for n in after.topo_order() if n.op == "fused"] == ["epilogue"]
         return
     g = Graph("one")
     x, w = g.parameter("x", (8, 16)), g.parameter("w", (16, 16))
     g.output(g.transpose(g.matmul(x, w)), "y")
-    assert fuse(g)[1] == []
+    assert take_all(g)[1] == []
 
 
 def test_batched_projections_run_on_the_executor_and_pay_in_the_transformer_block():
@@ -297,7 +309,7 @@ def test_batched_projections_run_on_the_executor_and_pay_in_the_transformer_bloc
     from gpusim.compiler.cost.fusion import alternative_costs
 
     g = projections(heads=4, seq=32, d=64)
-    after, _ = fuse(g)
+    after, _ = take_all(g)
     kernels = lower(after)
     assert [k.template for k in kernels] == ["gather", "matmul", "gather", "gather", "gather"]
     assert kernels[1].launch.grid == (4, 2, 3)  # one batch of the grid per projection

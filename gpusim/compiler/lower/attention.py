@@ -1,25 +1,31 @@
 """Fused attention (a flash-attention kernel): out = softmax(scale x q @ kᵀ) @ v over the last two axes,
 batched over the leading ones, with the scores never written to memory.
 
-One block per (query tile of BQ rows, batch): grid (ceil(Sq / BQ), batches), BQ threads, thread t owning
-query row tile x BQ + t. Each thread holds its row of q in registers (pre-multiplied by scale x log2 e, so
-that the softmax's exponentials are ex2 of the scores directly), its running maximum m, its running sum l
-and its Dv accumulators o. The keys are walked BKV at a time:
+One block per (query tile of BQ rows, batch): grid (ceil(Sq / BQ), batches), BQ x SPLIT threads; thread
+(t, g) owns query row tile x BQ + t for group g's share of the keys (ceil(Sk / (BKV SPLIT)) tiles of
+BKV keys, group g from key g x that many on). Each thread holds its row of q in registers
+(pre-multiplied by scale x log2 e, so that the softmax's exponentials are ex2 of the scores directly),
+its running maximum m, its running sum l and its Dv accumulators o. Its group walks its keys BKV at a
+time:
 
-1. the block copies the key tile (BKV x D of k; from kᵀ stored D x Sk, or k stored Sk x D when the node's
-   `trans_b`) and the value tile (BKV x Dv) into shared memory, every thread BKV D / BQ and BKV Dv / BQ
-   elements (the k and v tiles are contiguous runs of memory: coalesced), bar.sync;
-2. each thread computes its BKV scores s_j = q . k_j (every thread of a warp reads the same shared word: a
-   broadcast, no bank conflict), the tile's maximum, m' = max(m, tile max), the rescale a = 2^(m - m'),
-   p_j = 2^(s_j - m'), l = a l + sum p_j and o = a o + sum p_j v_j (the online softmax of Milakov and
-   Gimelshein, as FlashAttention uses it), bar.sync;
-3. after the last tile (a partial one computes only its valid keys, its loads guarded), out = o / l.
+1. the group copies its key tile (BKV x D of k; from kᵀ stored D x Sk, or k stored Sk x D when the node's
+   `trans_b`) and value tile (BKV x Dv) into its part of shared memory, every thread BKV D / BQ and
+   BKV Dv / BQ elements (the k and v tiles are contiguous runs of memory: coalesced), bar.sync;
+2. each thread computes its BKV scores s_j = q . k_j (the threads of a group read the same shared word:
+   a broadcast, no bank conflict; four keys' dot products interleaved so that each FMA's latency hides
+   behind the others'), masks keys past Sk to -inf, takes m' = max(m, the tile's maximum), the rescale
+   a = 2^(m - m'), p_j = 2^(s_j - m'), l = a l + sum p_j and o = a o + sum p_j v_j (the online softmax
+   of Milakov and Gimelshein, as FlashAttention uses it), bar.sync;
+3. with SPLIT > 1 the groups' (m, l, o) meet in shared memory: M = max m_g, l = sum 2^(m_g - M) l_g,
+   o = sum 2^(m_g - M) o_g (split-K over the keys, as flash-decoding does across blocks); out = o / l.
 
 The scores and probabilities live in registers only: the kernel reads q, k and v once per query tile
 and writes the result, where the unfused graph writes and reads the Sq x Sk scores twice. f32 on CUDA
 cores (f16 tensors are converted as they are loaded); a thread's q loads and result stores are a row
 each (strided across a warp: a sector per lane when a row is 32 bytes or more), done once per thread.
-Parameters: BQ (query rows a block, 32..1024), BKV (keys a tile)."""
+Parameters: BQ (query rows a block), BKV (keys a tile), SPLIT (groups of BQ threads, each walking its own
+share of the key tiles, merged at the end through shared memory: more warps for short query ranges);
+BQ x SPLIT threads are whole warps (a warp may hold several groups' rows)."""
 
 from __future__ import annotations
 
@@ -36,7 +42,8 @@ from gpusim.compiler.lower.region import Region
 from gpusim.config import Config
 from gpusim.functional import Launch
 
-INTERLEAVE = 4  # dot products computed side by side (the FMA latency hidden behind the others)
+INTERLEAVE = 4  # dot products computed side by side (the FMA latency hidden behind the others) ...
+INTERLEAVED_WORDS = 64  # ... as long as their key rows take at most this many registers
 MAX_UNROLL = 4096  # FMAs per key tile (BKV x (D + Dv)): keeps kernels under ~10,000 instructions
 
 
@@ -50,10 +57,11 @@ def dims(region: Region) -> tuple[tuple[int, ...], int, int, int, int]:
 
 
 def space(region: Region, cfg: Config) -> dict[str, tuple]:
-    """Query tiles up to twice Sq (at least 32 threads), key tiles up to twice Sk."""
+    """Query tiles up to twice Sq, key tiles up to twice Sk, up to 8 groups splitting the keys (BQ x SPLIT
+    whole warps: `generate` rejects the rest)."""
     _, sq, _, sk, _ = dims(region)
     limit = cfg.sm.max_threads_per_block
-    return {"BQ": tuple(t for t in (32, 64, 128, 256) if t <= limit and (t < 2 * sq or t == 32)),
+    return {"BQ": tuple(t for t in (8, 16, 32, 64, 128, 256) if t <= limit and (t < 2 * sq or t == 8)),
             "BKV": tuple(t for t in (8, 16, 32, 64) if t < 2 * sk or t == 8),
             "SPLIT": tuple(g for g in (1, 2, 4, 8) if g == 1 or (g - 1) * 8 < sk)}
 
@@ -61,8 +69,8 @@ def space(region: Region, cfg: Config) -> dict[str, tuple]:
 def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
     batch, sq, d, sk, dv = dims(region)
     bq, bkv, split = (int(params[p]) for p in ("BQ", "BKV", "SPLIT"))
-    if not 32 <= bq * split <= 1024 or bq % 32 or bkv < 1 or split < 1:
-        raise CompilerError(f"attention: BQ {bq} (a multiple of 32) x SPLIT {split} threads must be 32..1024, "
+    if not 32 <= bq * split <= 1024 or bq * split % 32 or bkv < 1 or split < 1:
+        raise CompilerError(f"attention: BQ {bq} x SPLIT {split} threads must be whole warps, 32..1024, "
                             f"BKV {bkv} at least 1")
     if bkv * (d + dv) > MAX_UNROLL:
         raise CompilerError(f"attention: BKV x (D + Dv) = {bkv * (d + dv)} FMAs unrolled per key tile; "
@@ -118,10 +126,11 @@ def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
             e("st.shared.f32", f"[{at}]", value, guard=ok)
         e("bar.sync", "0")
         scores = []
-        for j0 in range(0, bkv, INTERLEAVE):
-            # INTERLEAVE keys' rows loaded whole (one shared round trip), then their dot products a
+        interleave = max(1, min(INTERLEAVE, INTERLEAVED_WORDS // d))
+        for j0 in range(0, bkv, interleave):
+            # `interleave` keys' rows loaded whole (one shared round trip), then their dot products a
             # dimension at a time, round robin, so that each FMA's latency hides behind the others'
-            keys = range(j0, min(j0 + INTERLEAVE, bkv))
+            keys = range(j0, min(j0 + interleave, bkv))
             kv = [[e.value("ld.shared.f32", "f32", f"[{k_own}+{(j * d + c) * 4}]") for c in range(d)] for j in keys]
             dots = [e.value("mul.f32", "f32", qs[0], row[0]) for row in kv]
             for c in range(1, d):

@@ -92,8 +92,9 @@ ShouldFuse = Callable[[FusionCandidate], bool]
 
 
 def fuse_when_legal(candidate: FusionCandidate) -> bool:
-    """The default decision: every legal merge is taken."""
-    return True
+    """The default decision: every legal merge is taken; a rewrite (batch-matmul, fuse-attention) only
+    where a cost model says it pays (cost_based_fusion), so never here."""
+    return not candidate.replacement
 
 
 def fuse(graph: Graph, should_fuse: ShouldFuse = fuse_when_legal) -> tuple[Graph, list[Change]]:
