@@ -21,7 +21,7 @@ runtime could run it.
 | reduce_sum, reduce_mean, reduce_max | ReduceSum, ReduceMean, ReduceMax |
 | remap | Gather of the flattened input at constant indices, Where for the fill |
 | concat, transpose, reshape | Concat, Transpose, Reshape |
-| fused_attention | its decomposition, one kernel: MatMul(q, b) (b Transposed when trans_b), Mul by scale, Softmax, MatMul by v |"""
+| fused_attention | one kernel's decomposition: MatMul(q, b) (b Transposed if trans_b), Mul, Softmax, MatMul |"""
 
 from __future__ import annotations
 

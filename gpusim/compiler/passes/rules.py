@@ -17,7 +17,7 @@ with launches drop):
 
 | kind | before | after |
 |---|---|---|
-| batch-matmul | x @ w1, x @ w2, ... (weights parameters or constants of one shape), each | remap_i(x @ stack(w1, w2, ...)) |
+| batch-matmul | x @ w1, x @ w2, ... (weights parameters or constants of one shape), each | remap_i(x @ stack(w1, ..)) |
 | | read only by transpose_i (after a reshape splitting its last axis, or not) | replacing transpose_i |
 | fuse-attention | matmul(softmax(s), v), s = matmul(q, b) or matmul_t(q, k) {trans_b}, | fused_attention(q, b, v) |
 | | optionally scaled (s x c, c x s, s / c, c a scalar constant) | {scale, trans_b} |
