@@ -69,8 +69,9 @@ class FusionCandidate:
     `inputs` the tensors it reads from outside; `fused` runs it as one kernel, `unfused` as the group so
     far and the producer apart; `sources` are the nodes behind `inputs` (parameters, constants with
     their values, other results), so that a cost model can build both alternatives. A rewrite candidate
-    (kind `attention`) has `replacement`: the node(s) standing for `nodes` when it is taken; `fused` and
-    `unfused` then name kernels of the replacement and of `nodes` (a kernel of several nodes: them fused)."""
+    (kinds `horizontal`, `attention`) has `replacement`: the nodes standing for `nodes` when it is taken;
+    `fused` and `unfused` then name kernels of the replacement and of `nodes` (a kernel of several
+    nodes: them fused)."""
 
     kind: str
     root: str
@@ -134,21 +135,19 @@ def _batch_decision(should_fuse: ShouldFuse, new: Graph, projections: tuple[Proj
     nodes = tuple(n for p in projections for n in (p.matmul, p.reshape, p.transpose) if n is not None)
     inside = {n.name for n in (*nodes, *replacement)}
     sources = {i: new[i] for n in (*nodes, *replacement) for i in n.inputs if i not in inside}
+    known = {n.name: n for n in (*nodes, *replacement, *sources.values())}
 
-    def kernels(group: tuple[Node, ...]) -> tuple[tuple[str, ...], ...]:
-        return tuple((n.name,) for n in group if n.op not in NO_KERNEL)
+    def alternative(group: tuple[Node, ...]) -> Alternative:
+        """A kernel per computing node (reshapes are views), each reading its inputs and writing its result."""
+        computing = [n for n in group if n.op not in NO_KERNEL]
+        return Alternative(tuple((n.name,) for n in computing),
+                           sum(known[i].type.nbytes for n in computing for i in dict.fromkeys(n.inputs)),
+                           sum(n.type.nbytes for n in computing))
 
-    def moved(group: tuple[Node, ...]) -> tuple[int, int]:
-        names = {n.name for n in group}
-        read = {i for n in group if n.op not in NO_KERNEL for i in n.inputs}
-        return (sum((new[i] if i in new and i not in names else next(n for n in group if n.name == i)).type.nbytes
-                    for i in read), sum(n.type.nbytes for n in group if n.op not in NO_KERNEL))
-
-    root = projections[-1].transpose.name
+    last = projections[-1].transpose
     return should_fuse(FusionCandidate(
-        "horizontal", root, projections[0].matmul.name, nodes, tuple(s.type for s in sources.values()),
-        new[root].type if root in new else nodes[-1].type, Alternative(kernels(replacement), *moved(replacement)),
-        Alternative(kernels(nodes), *moved(nodes)), tuple(sources.values()), replacement))
+        "horizontal", last.name, projections[0].matmul.name, nodes, tuple(s.type for s in sources.values()),
+        last.type, alternative(replacement), alternative(nodes), tuple(sources.values()), replacement))
 
 
 def _fuse_attention(graph: Graph, should_fuse: ShouldFuse) -> tuple[Graph, list[Change]]:
