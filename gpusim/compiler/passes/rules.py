@@ -51,7 +51,7 @@ def swaps_last_two(graph: Graph, node: Node) -> bool:
 
 
 def _fold(new: Graph, node: Node, m: Match) -> str | None:
-    flags = [bool(node.attrs["trans_a"]), bool(node.attrs["trans_b"])] if node.op == "matmul_t" else [False, False]
+    flags = list(transpose_flags(node))
     inputs = list(node.inputs)
     for i, name in enumerate(inputs):
         t = new[name]
@@ -74,8 +74,8 @@ AttentionDecision = Callable[[Graph, Node, tuple[Node, ...]], bool]
 
 def attention_rules(graph: Graph, decide: AttentionDecision) -> list[Rule]:
     """The fuse-attention rules for rewriting `graph` (its users and outputs decide which intermediates
-    are private to the chain); `decide(new graph, fused_attention node, absorbed node names)` accepts
-    or declines each match (the new node not yet added; the absorbed nodes in order, the root last)."""
+    are private to the chain); `decide(new graph, fused_attention node, absorbed nodes)` accepts or
+    declines each match (the new node not yet added; the absorbed nodes in order, the root last)."""
     users, outputs = graph.users(), set(graph.outputs.values())
 
     def build(new: Graph, node: Node, m: Match) -> str | None:
