@@ -21,7 +21,8 @@ runtime could run it.
 | layernorm | LayerNormalization (a scale of ones when it has none) |
 | reduce_sum, reduce_mean, reduce_max | ReduceSum, ReduceMean, ReduceMax |
 | remap | Gather of the flattened input at constant indices, Where for the fill |
-| concat, transpose, reshape | Concat, Transpose, Reshape |"""
+| concat, transpose, reshape | Concat, Transpose, Reshape |
+| fused_attention | one kernel's decomposition: MatMul(q, b) (b Transposed if trans_b), Mul, Softmax, MatMul |"""
 
 from __future__ import annotations
 
@@ -104,6 +105,16 @@ class _Writer:
             self.graph(body, inner, f"{out}/", out)
             self.kernels[out] = [n.op for n in body.topo_order() if n.op != "parameter"]
             return self.emit("Identity", [inner[body.outputs[next(iter(body.outputs))]]], out, out)
+        if op == "fused_attention":  # one kernel: its decomposition, named and tagged as a fused node's
+            b = inputs[1]
+            if a["trans_b"]:
+                rank = len(self._shape_of(node, 1))
+                b = self.emit("Transpose", [b], f"{out}/kT", out, perm=[*range(rank - 2), rank - 1, rank - 2])
+            scores = self.emit("MatMul", [inputs[0], b], f"{out}/scores", out)
+            scaled = self.emit("Mul", [scores, self.const(a["scale"], node.dtype)], f"{out}/scaled", out)
+            probs = self.emit("Softmax", [scaled], f"{out}/probs", out, axis=-1)
+            self.kernels[out] = ["matmul", "mul", "softmax", "matmul"]
+            return self.emit("MatMul", [probs, inputs[2]], out, out)
         if op in SIMPLE:
             extra = {onnx_name: _attr(a[ir]) for ir, onnx_name in ATTRS.get(op, {}).items()}
             return self.emit(SIMPLE[op], inputs, out, kernel, **extra)

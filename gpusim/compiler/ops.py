@@ -13,7 +13,8 @@ Kinds (after TVM's operator patterns) drive fusion (passes/fuse.py):
 | | | softmax, log_softmax, layernorm |
 | out-fusable | opaque itself, but element-wise consumers fuse into its epilogue (TVM's OutEWiseFusable) | matmul, |
 | | | matmul_t, conv |
-| opaque | never fused | parameter, constant, fused, if, loop (control flow), all_reduce, all_gather, embedding_bag |
+| opaque | never fused | parameter, constant, fused, if, loop (control flow), all_reduce, all_gather, embedding_bag, |
+| | | fused_attention |
 
 `compute` functions receive float64 (float dtypes) or int64 (i32) arrays; the evaluator rounds each
 result to the node's dtype, so every operator computes exactly and rounds once."""
@@ -143,6 +144,26 @@ def _infer_matmul(types, attrs):
         raise GraphError(f"batch dimensions do not broadcast: {a} @ {b}") from None
     # i8 @ i8 accumulates exactly in i32, as the tensor cores' s8 mma does
     return TensorType(batch + sa[-2:-1] * (a.rank > 1) + sb[-1:] * (b.rank > 1), "i32" if dtype == "i8" else dtype)
+
+
+def _infer_attention(types, attrs):
+    q, b, v = types
+    dtype = _same_dtype(types)
+    _need_float(q)
+    if isinstance(attrs["scale"], bool) or not isinstance(attrs["scale"], int | float):
+        raise GraphError(f"scale is a number, not {attrs['scale']!r}")
+    scores = _infer_matmul((q, _swap_last(b, attrs["trans_b"], "trans_b")), {})
+    if scores.rank < 2 or v.rank < 2:
+        raise GraphError(f"q, k and v need rank >= 2: {q}, {b}, {v}")
+    out = _infer_matmul((scores, v), {})
+    return TensorType(out.shape, dtype)
+
+
+def _attention(args, attrs):
+    q, b, v = args
+    s = np.matmul(q, np.swapaxes(b, -1, -2) if attrs["trans_b"] else b) * attrs["scale"]
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    return np.matmul(p / p.sum(axis=-1, keepdims=True), v)
 
 
 def _infer_softmax(types, attrs):
@@ -521,6 +542,9 @@ OPS: dict[str, OpDef] = {d.name: d for d in (
     OpDef("reduce_max", R, ONE, ("axes", "keepdims"), _reduce(False),
         lambda a, at: np.max(a[0], axis=at["axes"], keepdims=at["keepdims"]), "maximum over axes"),
     OpDef("log_softmax", R, ONE, ("axis",), _infer_softmax, _log_softmax, "log(softmax(x)) along axis"),
+    OpDef("fused_attention", O, (3, 3), ("scale", "trans_b"), _infer_attention, _attention,
+        "softmax(scale q @ b) @ v along the last axis (b = k^T, or k read transposed when trans_b): "
+        "attention as one flash-attention kernel (passes/rules.py)"),
     OpDef("remap", I, ONE, ("shape", "coef", "offset", "wrap", "fill"), _infer_remap, _remap,
         "each output element one input element at an affine function of its coordinates, or fill outside "
         "(slice, pad, expand, tile, im2col)"),

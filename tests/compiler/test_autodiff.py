@@ -175,7 +175,7 @@ def test_ops_without_rule_are_the_documented_ones():
     section = DOCS.read_text().split("### Operators without a gradient rule")[1].split("\n#")[0]
     documented = sorted(re.findall(r"^\| `(\w+)` \|", section, re.M))
     assert ops_without_rule() == documented == ["all_gather", "all_reduce", "constant", "conv", "embedding_bag",
-                                                "fused", "if", "loop", "matmul_t", "parameter"]
+                                                "fused", "fused_attention", "if", "loop", "matmul_t", "parameter"]
 
 
 @pytest.mark.parametrize("name", ["mlp2", "transformer"])

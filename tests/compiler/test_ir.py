@@ -120,8 +120,9 @@ def test_every_operator_has_a_kind():
                         "tanh", "softmax", "layernorm", "reduce_sum", "reduce_mean", "transpose", "reshape", "fused",
                         "sigmoid", "erf", "sqrt", "log", "neg", "abs", "sign", "clip", "leaky_relu", "elu", "selu",
                         "softplus", "cast", "maximum", "minimum", "where", "reduce_max", "log_softmax", "remap",
-                        "concat", "if", "loop", "all_reduce", "all_gather", "embedding_bag", "matmul_t", "conv"}
-    assert kinds["matmul_t"] is kinds["conv"] is Kind.OUT_FUSABLE
+                        "concat", "if", "loop", "all_reduce", "all_gather", "embedding_bag", "matmul_t", "conv",
+                        "fused_attention"}
+    assert kinds["matmul_t"] is kinds["conv"] is Kind.OUT_FUSABLE and kinds["fused_attention"] is Kind.OPAQUE
     assert kinds["remap"] is kinds["concat"] is Kind.INJECTIVE and kinds["where"] is Kind.BROADCAST
     assert kinds["reduce_max"] is kinds["log_softmax"] is Kind.REDUCTION and kinds["erf"] is Kind.ELEMENTWISE
 

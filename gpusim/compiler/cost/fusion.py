@@ -28,6 +28,9 @@ def cost_based_fusion(cost: CostModel, cfg: Config) -> ShouldFuse:
 
 def alternative_costs(candidate: FusionCandidate, cost: CostModel, cfg: Config) -> tuple[float, float]:
     """The cycles of the candidate's fused and unfused alternatives (inf: it cannot be lowered)."""
+    if candidate.replacement:  # a rewrite (fused attention): each alternative's kernels over its nodes
+        return (_kernels(cost, cfg, _graph(candidate.sources, candidate.replacement), candidate.fused.kernels),
+                _kernels(cost, cfg, _graph(candidate.sources, candidate.nodes), candidate.unfused.kernels))
     members = [n.name for n in candidate.nodes]
     group = [m for m in members if m != candidate.producer]
     producer = next(n for n in candidate.nodes if n.name == candidate.producer)
@@ -48,6 +51,21 @@ def _graph(sources: Iterable[Node], nodes: Iterable[Node]) -> Graph:
     for n in nodes:
         g.add_node(n)
     return g
+
+
+def _kernels(cost: CostModel, cfg: Config, graph: Graph, kernels: tuple[tuple[str, ...], ...]) -> float:
+    """The cycles of `kernels` (node names each; several: fused, an epilogue when one is a matmul, a
+    reduction when the last reduces) lowered from `graph`."""
+    nodes = []
+    for k in kernels:
+        ops = [kind_of(graph[n].op) for n in k]
+        kind = ("epilogue" if Kind.OUT_FUSABLE in ops else "reduction" if ops[-1] is Kind.REDUCTION
+                else "elementwise")
+        nodes.append(graph[k[0]] if len(k) == 1 else fused_node(graph, k[-1], kind, list(k)))
+    try:
+        return sum(cost.cost(lower_node(graph, n), cfg).cycles for n in nodes)
+    except GpusimError:
+        return math.inf
 
 
 def _cycles(cost: CostModel, cfg: Config, graph: Graph, names: list[str]) -> float:

@@ -7,14 +7,15 @@ from typing import Any
 
 from gpusim.compiler.errors import CompilerError
 from gpusim.compiler.ir import Graph, Node
-from gpusim.compiler.lower import conv, elementwise, gather, matmul, reduce, transpose
+from gpusim.compiler.lower import attention, conv, elementwise, gather, matmul, reduce, transpose
 from gpusim.compiler.lower.kernel import Kernel, Template
 from gpusim.compiler.lower.region import kernel_name, region_of
 from gpusim.compiler.ops import Kind, kind_of
 from gpusim.compiler.verify import verify
 
 TEMPLATES: dict[str, Template] = {t.name: t for t in (elementwise.TEMPLATE, matmul.TEMPLATE, reduce.TEMPLATE,
-                                                     transpose.TEMPLATE, gather.TEMPLATE, conv.TEMPLATE)}
+                                                     transpose.TEMPLATE, gather.TEMPLATE, conv.TEMPLATE,
+                                                     attention.TEMPLATE)}
 GATHERS = ("remap", "concat")  # injective operators lowered by the gather template
 NO_KERNEL = ("parameter", "constant", "reshape")  # inputs, values, views
 _BY_KIND = {"elementwise": "elementwise", "epilogue": "matmul", "reduction": "reduce",
@@ -34,6 +35,8 @@ def template_of(node: Node) -> Template | None:
         return TEMPLATES["gather"]
     if node.op == "conv" or node.op == "fused" and any(n.op == "conv" for n in node.attrs["body"].nodes.values()):
         return TEMPLATES["conv"]  # an implicit GEMM on the matmul template, its epilogue fused
+    if node.op == "fused_attention":
+        return TEMPLATES["attention"]
     if kind_of(node.op) is Kind.OPAQUE and node.op != "fused":
         raise CompilerError(f"node %{node.name}: no kernel template lowers {node.op}")
     return TEMPLATES[_BY_KIND[node.attrs["kind"] if node.op == "fused" else kind_of(node.op)]]

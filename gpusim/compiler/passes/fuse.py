@@ -17,21 +17,39 @@ it is already in the group (so the group keeps one result and stays convex), and
 Each legal merge is put to `should_fuse` as a FusionCandidate (the nodes, their types, and the bytes each
 alternative reads and writes), default `fuse_when_legal`. A group of two or more nodes becomes a fused node
 named after its root, so outputs and users keep their names; its kind is `elementwise`, `epilogue` or
-`reduction`."""
+`reduction`.
+
+Before grouping, two rewrites of passes/rules.py run where `should_fuse` accepts their candidate (its
+`replacement` the new nodes, `fused` and `unfused` the kernels with and without it):
+
+- kind `horizontal`: projections of one operand (x @ wq, x @ wk, x @ wv, each read by its head-split
+  transpose) become one batched matmul read by remaps that replace the transposes; `unfused` the
+  matmuls and transposes, `fused` the concat of the weights (unless they are constants), the batched
+  matmul and the remaps;
+- kind `attention`: matmul -> [scale] -> softmax -> matmul becomes a `fused_attention` node (one
+  flash-attention kernel, lower/attention.py); `unfused` the three kernels the chain is otherwise (the
+  first matmul, the scale and softmax, the second matmul).
+
+The absorbed nodes are dropped at once, so they are neither grouped nor lowered."""
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 
 from gpusim.compiler.ir import Graph, Node
 from gpusim.compiler.ops import Kind, kind_of
 from gpusim.compiler.passes.base import Change
+from gpusim.compiler.passes.dce import eliminate_dead_code
+from gpusim.compiler.passes.pattern import PatternMatcher
+from gpusim.compiler.passes.rules import Projection, attention_rules, batch_projections
 from gpusim.compiler.tensor import TensorType
 
 JOINING = frozenset({Kind.ELEMENTWISE, Kind.BROADCAST})
 ROOTS = JOINING | {Kind.REDUCTION}
+NO_KERNEL = ("parameter", "constant", "reshape")  # inputs, values, views (as lowering has them)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +68,10 @@ class FusionCandidate:
     `nodes` are the merged group's nodes (topological order, the root last) with their shapes and dtypes,
     `inputs` the tensors it reads from outside; `fused` runs it as one kernel, `unfused` as the group so
     far and the producer apart; `sources` are the nodes behind `inputs` (parameters, constants with
-    their values, other results), so that a cost model can build both alternatives."""
+    their values, other results), so that a cost model can build both alternatives. A rewrite candidate
+    (kinds `horizontal`, `attention`) has `replacement`: the nodes standing for `nodes` when it is taken;
+    `fused` and `unfused` then name kernels of the replacement and of `nodes` (a kernel of several
+    nodes: them fused)."""
 
     kind: str
     root: str
@@ -61,6 +82,7 @@ class FusionCandidate:
     fused: Alternative
     unfused: Alternative
     sources: tuple[Node, ...] = ()
+    replacement: tuple[Node, ...] = ()
 
     @property
     def ops(self) -> tuple[str, ...]:
@@ -71,12 +93,19 @@ ShouldFuse = Callable[[FusionCandidate], bool]
 
 
 def fuse_when_legal(candidate: FusionCandidate) -> bool:
-    """The default decision: every legal merge is taken."""
-    return True
+    """The default decision: every legal merge is taken; a rewrite (batch-matmul, fuse-attention) only
+    where a cost model says it pays (cost_based_fusion), so never here."""
+    return not candidate.replacement
 
 
 def fuse(graph: Graph, should_fuse: ShouldFuse = fuse_when_legal) -> tuple[Graph, list[Change]]:
-    """Fuse as the module doc says. Change kinds: `fuse-elementwise`, `fuse-epilogue`, `fuse-reduction`."""
+    """Fuse as the module doc says. Change kinds: `batch-matmul`, `fuse-attention`, `fuse-elementwise`,
+    `fuse-epilogue`, `fuse-reduction`."""
+    graph, rewrites = batch_projections(graph, partial(_batch_decision, should_fuse))
+    if rewrites:  # the stacked constants' parts
+        graph, _ = eliminate_dead_code(graph)
+    graph, attention = _fuse_attention(graph, should_fuse)
+    rewrites += attention
     grouper = _Grouper(graph, should_fuse)
     groups: dict[str, tuple[str, list[str]]] = {}  # root -> (kind, members in topological order)
     owner: dict[str, str] = {}
@@ -86,7 +115,7 @@ def fuse(graph: Graph, should_fuse: ShouldFuse = fuse_when_legal) -> tuple[Graph
             if len(members) > 1:
                 groups[root.name] = kind, members
                 owner.update((m, root.name) for m in members)
-    new, changes = graph.derive(), []
+    new, changes = graph.derive(), rewrites
     for node in grouper.order:
         if node.name not in owner:
             new.add_node(node)
@@ -97,6 +126,50 @@ def fuse(graph: Graph, should_fuse: ShouldFuse = fuse_when_legal) -> tuple[Graph
             changes.append(Change(f"fuse-{kind}", f"%{node.name} = fused.{kind}: {ops}"))
     for out, name in graph.outputs.items():
         new.output(name, out)
+    return new, changes
+
+
+def _batch_decision(should_fuse: ShouldFuse, new: Graph, projections: tuple[Projection, ...],
+                    replacement: tuple[Node, ...]) -> bool:
+    """should_fuse on the `horizontal` candidate of a group of projections (passes/rules.py)."""
+    nodes = tuple(n for p in projections for n in (p.matmul, p.reshape, p.transpose) if n is not None)
+    inside = {n.name for n in (*nodes, *replacement)}
+    sources = {i: new[i] for n in (*nodes, *replacement) for i in n.inputs if i not in inside}
+    known = {n.name: n for n in (*nodes, *replacement, *sources.values())}
+
+    def alternative(group: tuple[Node, ...]) -> Alternative:
+        """A kernel per computing node (reshapes are views), each reading its inputs and writing its result."""
+        computing = [n for n in group if n.op not in NO_KERNEL]
+        return Alternative(tuple((n.name,) for n in computing),
+                           sum(known[i].type.nbytes for n in computing for i in dict.fromkeys(n.inputs)),
+                           sum(n.type.nbytes for n in computing))
+
+    last = projections[-1].transpose
+    return should_fuse(FusionCandidate(
+        "horizontal", last.name, projections[0].matmul.name, nodes, tuple(s.type for s in sources.values()),
+        last.type, alternative(replacement), alternative(nodes), tuple(sources.values()), replacement))
+
+
+def _fuse_attention(graph: Graph, should_fuse: ShouldFuse) -> tuple[Graph, list[Change]]:
+    """Attention chains rewritten to fused_attention where `should_fuse` takes their candidate."""
+
+    def decide(new: Graph, fused: Node, chain: tuple[Node, ...]) -> bool:
+        inside = {n.name: n for n in chain}
+        sources = {i: new[i] for n in chain for i in n.inputs if i not in inside}
+        nbytes = {n.name: n.type.nbytes for n in (*chain, *sources.values())}
+        first, *middle, root = chain
+        unfused = ((first.name,), tuple(n.name for n in middle), (root.name,))
+        read = sum(nbytes[i] for k in unfused for i in dict.fromkeys(
+            j for n in k for j in inside[n].inputs if j not in k))
+        candidate = FusionCandidate(
+            "attention", root.name, first.name, chain, tuple(new[i].type for i in fused.inputs), root.type,
+            Alternative(((root.name,),), sum(nbytes[i] for i in dict.fromkeys(fused.inputs)), root.type.nbytes),
+            Alternative(unfused, read, sum(nbytes[k[-1]] for k in unfused)), tuple(sources.values()), (fused,))
+        return should_fuse(candidate)
+
+    new, changes = PatternMatcher(attention_rules(graph, decide))(graph)
+    if changes:
+        new, _ = eliminate_dead_code(new)
     return new, changes
 
 
