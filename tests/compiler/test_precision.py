@@ -193,5 +193,7 @@ def test_converted_inputs_quantise_only_the_weights():
     c = convert(g, "int8", calibration=inputs)
     got = c.inputs(inputs)
     assert got["n"] is inputs["n"] and got["x"] is inputs["x"]
-    np.testing.assert_array_equal(got["w"], quantise(inputs["w"], np.array([6, 5, 5]) / 127))
+    # the weight quantised per output channel and stored transposed (N x K: the tensor cores' s8 layout)
+    np.testing.assert_array_equal(got["w"], quantise(inputs["w"], np.array([6, 5, 5]) / 127).T)
+    assert c.graph["w"].shape == (3, 4) and got["w"].flags.c_contiguous
     np.testing.assert_allclose(evaluate(c.graph, got)["y"], inputs["x"] @ inputs["w"], rtol=1e-2)
