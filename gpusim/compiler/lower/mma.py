@@ -384,7 +384,9 @@ def _ldmatrix(e: Asm, address: str, stage: str, offset: int, *, trans: bool) -> 
 def _epilogue(e: Asm, region: Region, names: Mapping[str, str], mm, acc: list, acc_type: str,
               dims: tuple[int, int], tiles: tuple[int, int, int, int], warp: tuple[str, str], lane: str) -> None:
     """Each accumulator through the epilogue and stored: accumulator r of mma tile (mi, nj) is C at row
-    16 mi + g + 8 (r >= 2), column 8 nj + 2 t + (r & 1) of the warp's tile (g = lane / 4, t = lane % 4)."""
+    16 mi + g + 8 (r >= 2), column 8 nj + 2 t + (r & 1) of the warp's tile (g = lane / 4, t = lane % 4).
+    The side operands (a bias by column, a residual by element) are loaded first, every element's, each
+    distinct one once, and only then widened to f32: their latencies overlap (one round trip)."""
     m, n = dims
     bm, bn, tm, tn = tiles
     g = e.value("shr.u32", "u32", lane, "2")
@@ -400,23 +402,77 @@ def _epilogue(e: Asm, region: Region, names: Mapping[str, str], mm, acc: list, a
     cols = [e.value("add.u32", "u32", col0, str(o)) if o else col0 for o in offsets]
     row_ok = [None if m % bm == 0 else e.value("setp.lt.u32", "pred", r, str(m)) for r in rows]
     col_ok = [None if n % bn == 0 else e.value("setp.lt.u32", "pred", c, str(n)) for c in cols]
-    dt = region.root.dtype
-    pending = []
+    side = [i for i in region.buffers if i.name not in mm.inputs]
+    loaded: dict[tuple[str, str], str] = {}  # (input, offset register) -> its raw register
+    elements = []
     for mi, row in enumerate(acc):
         for nj, regs in enumerate(row):
             for r, value in enumerate(regs):
                 i, j = 2 * mi + r // 2, 2 * nj + r % 2
-                if acc_type == "s32":
-                    value = e.value("cvt.rn.f32.s32", "f32", value)
                 ok = e.both(row_ok[i], col_ok[j])
                 flat = e.value("mad.lo.u32", "u32", rows[i], str(n), cols[j])
-                values = Values(e, region, names, Indexer(e, (m, n), flat, coords={0: rows[i], 1: cols[j]}), ok,
-                                preset={mm.name: value})
-                values.prefetch()
-                pending.append((flat, ok, values))
+                preset = {}
+                for inp in side:
+                    at = _side_offset(inp.type.shape, (m, n), rows[i], cols[j], flat)
+                    if at is None:
+                        continue
+                    guard = {rows[i]: row_ok[i], cols[j]: col_ok[j]}.get(at, ok) if at != "0" else None
+                    if (inp.name, at) not in loaded:
+                        loaded[inp.name, at] = _raw_load(e, e.address(names[inp.name], at, inp.type.dtype),
+                                                         inp.type.dtype, guard)
+                    preset[inp.name] = (inp.name, at)
+                elements.append((i, j, ok, flat, value, preset))
+    widened = {key: _widen(e, reg, key[0], region) for key, reg in loaded.items()}
+    pending = []
+    for i, j, ok, flat, value, preset in elements:
+        if acc_type == "s32":
+            value = e.value("cvt.rn.f32.s32", "f32", value)
+        values = Values(e, region, names, Indexer(e, (m, n), flat, coords={0: rows[i], 1: cols[j]}), ok,
+                        preset={mm.name: value, **{name: widened[key] for name, key in preset.items()}})
+        values.prefetch()
+        pending.append((flat, ok, values))
+    dt = region.root.dtype
     for flat, ok, values in pending:
         # a warp's store: 8 rows (g) of 4 lanes 2 elements apart, one sector a row
         e.store(e.address("out", flat, dt), values[region.root.name], dt, guard=ok, sectors=8)
+
+
+def _side_offset(shape: tuple[int, ...], dims: tuple[int, int], row: str, col: str, flat: str) -> str | None:
+    """The element offset of a side operand of `shape` at (row, col) of the m x n result, for the shapes
+    an epilogue has (one element, a row vector, a column vector, the whole matrix); None for others
+    (Values then indexes it)."""
+    s = tuple(shape)
+    while s and s[0] == 1:
+        s = s[1:]
+    m, n = dims
+    if not s:
+        return "0"
+    if s == (n,) and n > 1:
+        return col
+    if s == (m, 1) and m > 1:
+        return row
+    if s == (m, n):
+        return flat
+    return None
+
+
+_RAW = {"f32": ("f32", "f32"), "f16": ("f16", "f16"), "bf16": ("b16", "bf16"), "i8": ("s8", "s32")}
+
+
+def _raw_load(e: Asm, address: str, dtype: str, guard: str | None) -> str:
+    """A side operand's element in the register its type is held in (not yet widened)."""
+    width, reg = _RAW[dtype]
+    held = e.reg(reg)
+    e(f"ld.global.{width}", held, f"[{address}]", guard=guard)
+    return held
+
+
+def _widen(e: Asm, held: str, name: str, region: Region) -> str:
+    """`held` (a raw load of input `name`) as an f32 register."""
+    dtype = next(i.type.dtype for i in region.inputs if i.name == name)
+    if dtype == "f32":
+        return held
+    return e.value({"f16": "cvt.f32.f16", "bf16": "cvt.f32.bf16", "i8": "cvt.rn.f32.s8"}[dtype], "f32", held)
 
 
 TEMPLATE = Template("mma", default, space, generate)
