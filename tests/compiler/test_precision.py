@@ -178,9 +178,13 @@ def test_the_precision_section_of_the_docs_shows_current_output(a100):
 def test_simulated_cycles_of_both_lowerings(a100, sim):
     r = validate(models.build("mlp2"), "bf16", a100, sim)
     assert r.cost == sim.name and r.passed
-    # the CUDA-core templates compute in f32 whatever the storage type: a cvt after every bf16 load on
-    # a latency-bound kernel costs more than the halved bytes save (docs/compiler.md, "Precision")
-    assert r.reference.cycles < r.lowered.cycles < 1.5 * r.reference.cycles
+    # the first layer runs on the tensor cores, 1.5x faster than in f32 on the CUDA cores (5,007 and 3,155
+    # cycles: one block's latency-bound chain, of which the FMAs are a part); the
+    # second (N = 10: rows of B not 16-byte multiples) stays on the CUDA-core template, computing in f32
+    # with a cvt after every bf16 load, slower than in f32 (docs/compiler.md, "Precision")
+    assert [k.template for k in r.lowered.kernels] == ["mma", "matmul"]
+    (f1, f2), (l1, l2) = ([e.kernel_cycles for e in x.estimates] for x in (r.reference, r.lowered))
+    assert l1 * 1.5 < f1 and f2 < l2
     assert r.speedup == pytest.approx(r.reference.cycles / r.lowered.cycles)
 
 

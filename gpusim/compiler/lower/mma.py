@@ -77,12 +77,19 @@ def unsupported(region: Region, cfg: Config | None) -> str | None:
     tensor = None if cfg is None else cfg.units.get("tensor")
     if tensor is None or tensor.fma_per_cycle(MMA[a][2]) is None:
         return f"{'no config' if cfg is None else cfg.name} has no tensor unit for {MMA[a][2]}"
+    return _layout(region)
+
+
+def _layout(region: Region) -> str | None:
+    """Why the template cannot read `region`'s operands as they lie in memory (None: it can)."""
+    a = operands(region)[0]
     _, m, k, n = _dims(region)
     ta, tb = transposed(find_matmul(region))
     if ta:
         return "A is read transposed (an ldmatrix.trans of A^T is not written)"
     if a == "i8" and not tb:
-        return "s8 B not transposed (ldmatrix transposes 16-bit elements only; the int8 precision pass stores weights N x K)"
+        return ("s8 B not transposed (ldmatrix transposes 16-bit elements only; the int8 precision pass "
+                "stores weights N x K)")
     per = CHUNK // WIDTH[a]
     if k % per or (not tb and n % per):
         return (f"{'K' if k % per else 'N'} = {k if k % per else n} is not a multiple of {per} {a} elements "
@@ -127,10 +134,14 @@ class _Operand:
     `base` of a stage; `along_k`: the rows run along M or N and the chunks along K (A, B^T), else the rows
     run along K and the chunks along N (B)."""
 
-    def __init__(self, param: str, rows: int, chunks: int, base: int, along_k: bool, lead: int, limit: int,
-                 dtype: str, tile_step: int):
-        self.param, self.rows, self.chunks, self.base, self.along_k = param, rows, chunks, base, along_k
-        self.lead, self.limit, self.dtype, self.tile_step = lead, limit, dtype, tile_step
+    def __init__(self, param: str, dtype: str, rows: int, chunks: int, base: int, along_k: bool, *, lead: int,
+                 limit: int, exact: bool, block_row: str, bk: int, tile_step: int):
+        """`lead`: elements between rows in memory; `block_row`: the block's first row (along_k) or column
+        (B) in the matrix, `limit` the matrix's rows or columns there, `exact` when the block's tiles never
+        cross it; `bk`: K elements a tile; `tile_step`: bytes from one k tile to the next in memory."""
+        self.param, self.dtype, self.rows, self.chunks, self.base = param, dtype, rows, chunks, base
+        self.along_k, self.lead, self.limit, self.exact = along_k, lead, limit, exact
+        self.block_row, self.bk, self.tile_step = block_row, bk, tile_step
         self.slots: list[tuple[str, str, str | None, str | None]] = []  # global, shared, static guard, k index
 
     @property
@@ -158,12 +169,12 @@ def _copy_slots(e: Asm, op: _Operand, tid: str, threads: int, origin: str, k: in
         if op.along_k:  # rows of M or N from `origin`'s block offset, chunks along K
             grow = e.value("add.u32", "u32", op.block_row, row)
             index = e.value("mad.lo.u32", "u32", grow, str(op.lead), col)
-            ok = None if op.rows_exact else e.value("setp.lt.u32", "pred", grow, str(op.limit))
+            ok = None if op.exact else e.value("setp.lt.u32", "pred", grow, str(op.limit))
             kpos = None if k % bk == 0 else e.value("mov.u32", "u32", col)
         else:  # rows of K, chunks along N from the block's column
             gcol = e.value("add.u32", "u32", op.block_row, col)
             index = e.value("mad.lo.u32", "u32", row, str(op.lead), gcol)
-            ok = None if op.rows_exact else e.value("setp.lt.u32", "pred", gcol, str(op.limit))
+            ok = None if op.exact else e.value("setp.lt.u32", "pred", gcol, str(op.limit))
             kpos = None if k % bk == 0 else e.value("mov.u32", "u32", row)
         address = e.value("add.u64", "u64", e.pointer(op.param),
                           e.value("mul.wide.u32", "u64", index, str(WIDTH[op.dtype])))
@@ -198,7 +209,7 @@ def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
     if dt not in MMA or operands(region)[1] != dt:
         raise CompilerError(f"mma: operands {'/'.join(operands(region))}; the tensor-core template takes f16, "
                             "bf16 or i8 pairs")
-    mnemonic, acc_type, precision, mma_k, fmas = MMA[dt]
+    mnemonic, acc_type, precision, _, fmas = MMA[dt]
     es = WIDTH[dt]
     if stages not in STAGES:
         raise CompilerError(f"mma: num_stages {stages}; must be 1..4")
@@ -215,8 +226,8 @@ def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
     if region.root.shape != (*batch, m, n):
         raise CompilerError(f"node %{region.node.name}: the epilogue's result {region.root.type} is not "
                             f"{'x'.join(map(str, (*batch, m, n)))}")
-    reason = unsupported(region, None)
-    if reason is not None and "tensor unit" not in reason:
+    reason = _layout(region)
+    if reason is not None:
         raise CompilerError(f"node %{region.node.name}: the tensor-core template does not apply: {reason}")
     tb = transposed(mm)[1]
     e = Asm(name)
@@ -224,14 +235,15 @@ def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
     region = _rebatched(e, region, names, batch, mm)
     a_param, b_param = (names[i] for i in mm.inputs)
     kc = bk * es // CHUNK  # chunks of a row along K
-    a = _Operand(a_param, bm, kc, 0, True, k, m, dt, bk * es)
-    a.block_row, a.rows_exact = e.value("mul.lo.u32", "u32", "%ctaid.y", str(bm)), m % bm == 0
+    row0, col0 = (e.value("mul.lo.u32", "u32", f"%ctaid.{axis}", str(t)) for axis, t in (("y", bm), ("x", bn)))
+    a = _Operand(a_param, dt, bm, kc, 0, True, lead=k, limit=m, exact=m % bm == 0, block_row=row0, bk=bk,
+                 tile_step=bk * es)
     if tb:  # B^T: BN rows of N x K
-        b = _Operand(b_param, bn, kc, a.bytes, True, k, n, dt, bk * es)
+        b = _Operand(b_param, dt, bn, kc, a.bytes, True, lead=k, limit=n, exact=n % bn == 0, block_row=col0,
+                     bk=bk, tile_step=bk * es)
     else:  # B: BK rows of K x N
-        b = _Operand(b_param, bk, bn * es // CHUNK, a.bytes, False, n, n, dt, bk * n * es)
-    a.bk = b.bk = bk
-    b.block_row, b.rows_exact = e.value("mul.lo.u32", "u32", "%ctaid.x", str(bn)), n % bn == 0
+        b = _Operand(b_param, dt, bk, bn * es // CHUNK, a.bytes, False, lead=n, limit=n, exact=n % bn == 0,
+                     block_row=col0, bk=bk, tile_step=bk * n * es)
     stage_bytes = a.bytes + b.bytes
     smem = e.shared("smem", stages * stage_bytes, "b8")
     origin = e.value("mov.u32", "u32", smem)
