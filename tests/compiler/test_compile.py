@@ -57,8 +57,9 @@ def test_compile_tuned_with_a_measure_model(tmp_path, capsys):
     results = report["tuning_results"].values()
     assert all(len(r["measured"]) == 1 for r in results)
     # the matmuls are all 16 x 16 @ 16 x 16: tuned once, then read from the cache, but for the one reading
-    # K^T with swapped strides (the transpose folded into it), tuned on its own
-    assert sorted(r["template"] for r in results if not r["cached"]) == ["matmul", "matmul", "reduce"]
+    # K^T with swapped strides (the transpose folded into it), tuned on its own; f16 on the a100: on the
+    # tensor cores (lower/mma.py)
+    assert sorted(r["template"] for r in results if not r["cached"]) == ["mma", "mma", "reduce"]
     assert (tmp_path / "compiler" / "tune").is_dir() and (tmp_path / "compiler" / "cost").is_dir()
 
 
