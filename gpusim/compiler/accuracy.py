@@ -126,7 +126,7 @@ def compare(reference: np.ndarray, value: np.ndarray) -> tuple[float, float, flo
 def lower_optimised(graph: Graph, cost: CostModel, cfg: Config) -> Lowered:
     """`graph` through the default pipeline (fusion decided by `cost`), lowered with template defaults."""
     optimised, _ = run_pipeline(graph, should_fuse=cost_based_fusion(cost, cfg))
-    return estimate(optimised, lower(optimised), cost, cfg)
+    return estimate(optimised, lower(optimised, cfg=cfg), cost, cfg)
 
 
 def validate(graph: Graph, precision: str, cfg: Config, cost: CostModel, *, tolerance: float | None = None,

@@ -183,10 +183,10 @@ def compile_graph(graph: Graph, cfg: Config, *, cost: CostModel, tuner: Tuner | 
     do the same for the unoptimised graph (as given, default parameters)."""
     optimised, pipeline = run_pipeline(graph, should_fuse=cost_based_fusion(fusion_cost or cost, cfg))
     tuned = tuner.tune(optimised) if tuner is not None else {}
-    kernels = lower(optimised, {n: r.params for n, r in tuned.items()})
+    kernels = lower(optimised, {n: r.params for n, r in tuned.items()}, cfg)
     tuning = None
     if tuner is not None:
         tuning = f"tuned ({tuner.strategy} search, {tuner.cost.name} model"
         tuning += f", top {tuner.top_k} measured by {tuner.measure.name})" if tuner.measure else ")"
     return CompileReport(graph.name, cfg.name, cost.name, tuning, pipeline, estimate(optimised, kernels, cost, cfg),
-                         estimate(graph, lower(graph), cost, cfg), tuned)
+                         estimate(graph, lower(graph, cfg=cfg), cost, cfg), tuned)

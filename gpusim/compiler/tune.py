@@ -42,6 +42,7 @@ from gpusim.compiler.errors import CompilerError
 from gpusim.compiler.evaluate import evaluate
 from gpusim.compiler.ir import Graph, Node
 from gpusim.compiler.lower import Kernel, lower_node, region_of, run_kernels, template_of
+from gpusim.compiler.lower.lowering import select
 from gpusim.compiler.store import Store, digest
 from gpusim.config import Config
 from gpusim.errors import GpusimError
@@ -112,7 +113,7 @@ class Tuner:
         return {n.name: self.tune_node(graph, n) for n in graph.topo_order() if template_of(n) is not None}
 
     def tune_node(self, graph: Graph, node: Node) -> TuneResult:
-        template = template_of(node)
+        template, _ = select(graph, node, self.cfg)
         if template is None:
             raise CompilerError(f"node %{node.name} ({node.op}) needs no kernel")
         key = self._key(graph, node)
@@ -178,7 +179,7 @@ class Tuner:
         kernels = {}
         for i, p in enumerate(points):
             try:
-                kernels[i] = lower_node(graph, node, p)
+                kernels[i] = lower_node(graph, node, p, self.cfg)
             except GpusimError:
                 pass
         estimates = dict(zip(kernels, model.costs(list(kernels.values()), self.cfg, **self.options), strict=True))
@@ -187,7 +188,7 @@ class Tuner:
         return [math.inf if estimates.get(i) is None else estimates[i].cycles for i in range(len(points))]
 
     def _key(self, graph: Graph, node: Node) -> str:
-        return digest({"kernel": lower_node(graph, node).signature, "config": self.cfg.hash(),
+        return digest({"kernel": lower_node(graph, node, cfg=self.cfg).signature, "config": self.cfg.hash(),
                        "cost": self.cost.key, "measure": self.measure.key if self.measure else None,
                        "strategy": self.strategy, "budget": self.budget, "top_k": self.top_k, "seed": self.seed,
                        "validate": self.validate, "tie_break": self.tie_break.key if self.tie_break else None,
@@ -196,17 +197,19 @@ class Tuner:
 
 def _matches_reference(graph: Graph, node: Node, params: Params, cfg: Config, seed: int) -> bool:
     """Whether `node`'s kernel with `params`, run on the functional executor over seeded inputs in
-    [-1, 1), gives the reference evaluator's values (to 1e-4 of the largest for f32, 1e-2 for f16: a
-    kernel accumulates in f32 and rounds once, the evaluator once per operator)."""
+    [-1, 1) (integers -8..8 for i8 tensors), gives the reference evaluator's values (to 1e-4 of the
+    largest for f32, 1e-2 for f16 and bf16: a kernel accumulates in f32 and rounds once, the evaluator
+    once per operator)."""
     sources = {s: graph[s] for s in node.inputs}
     alone = Graph.from_nodes([s if s.op == "constant" else Node(n, "parameter", (), s.type)
                               for n, s in sources.items()] + [node], {"y": node.name})
     rng = np.random.default_rng(seed)
-    inputs = {p.name: rng.uniform(-1, 1, p.shape).astype(p.type.numpy_dtype) for p in alone.parameters()}
-    got = run_kernels(alone, [lower_node(alone, node, params)], inputs, cfg)["y"].astype(np.float64)
+    inputs = {p.name: (rng.integers(-8, 9, p.shape) if p.dtype == "i8" else rng.uniform(-1, 1, p.shape))
+              .astype(p.type.numpy_dtype) for p in alone.parameters()}
+    got = run_kernels(alone, [lower_node(alone, node, params, cfg)], inputs, cfg)["y"].astype(np.float64)
     want = evaluate(alone, inputs)["y"].astype(np.float64)
     scale = max(float(np.abs(want).max(initial=0.0)), 1e-30)
-    return bool(np.all(np.abs(got - want) <= (1e-2 if node.dtype == "f16" else 1e-4) * scale))
+    return bool(np.all(np.abs(got - want) <= (1e-2 if node.dtype in ("f16", "bf16") else 1e-4) * scale))
 
 
 class _Scores:

@@ -4,7 +4,8 @@ and latency hiding, in SM cycles, from the config alone (no simulation).
 With B blocks of W warps, S SMs, A blocks resident per SM (the occupancy calculator: warps, registers,
 shared memory, blocks), P sub-partitions issuing `issue_width` instructions a cycle, a unit class u
 holding a warp instruction for c_u = max(1, 32 / lanes_u) cycles, and a thread running I_u
-instructions of class u (I in all):
+instructions of class u (I in all; an mma holds the tensor unit F_p / R_p cycles, its multiply-adds F_p
+of precision p over the config's units.tensor.<p>_fma_per_cycle R_p, from Work.tensor_fma):
 
     blocks per SM   b = ceil(B / S)              (wave quantisation: the busiest SM sets the time)
     waves           w = ceil(b / A);   resident warps per sub-partition  v = ceil(min(b, A) W / P)
@@ -72,6 +73,9 @@ def terms(kernel: Kernel, cfg: Config) -> Terms:
     warps = math.ceil(resident * launch.warps_per_block(sm.warp_size) / sm.subpartitions)
     held = {u: n * max(1.0, sm.warp_size / cfg.units[u.lower()].lanes_per_subpartition)
             for u, n in work.instructions.items()}
+    if work.tensor_fma:  # the tensor core's rate for each precision, not its lanes
+        tensor = cfg.units["tensor"]
+        held["TENSOR"] = sum(f / tensor.fma_per_cycle(p) for p, f in work.tensor_fma.items())
     shared = cfg.shared_memory.latency_cycles
     chain = (sum(held.values()) + work.global_trips * (cfg.l2.hit_latency_cycles + cfg.dram.latency_cycles)
              + work.shared_trips * shared + work.barriers * (cfg.units["sync"].latency_cycles + shared))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gpusim.compiler.ir import Node
@@ -25,7 +25,8 @@ class Work:
     shared loads), `barriers`. Over the whole launch: the bytes global loads and stores move between L1
     and L2 (whole sectors), `unique_load_bytes` (what each block reads at least once, summed over
     blocks: the L2 traffic when an L1 keeps a block's working set), `dram_bytes` (each tensor read once
-    and the result written once) and useful `flops`."""
+    and the result written once) and useful `flops`; `tensor_fma`: per warp, the multiply-adds its mma
+    instructions do, by input precision (f16, bf16, tf32, s8: what the config's tensor rates divide)."""
 
     instructions: Mapping[str, float]
     global_trips: float
@@ -36,6 +37,7 @@ class Work:
     unique_load_bytes: float
     dram_bytes: float
     flops: float
+    tensor_fma: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -99,7 +101,7 @@ def declare(e: Asm, region: Region) -> dict[str, str]:
 
 
 def finish(e: Asm, region: Region, template: str, params: Mapping[str, Any], launch: Launch, *, flops: float,
-           unique_load_bytes: float | None = None) -> Kernel:
+           unique_load_bytes: float | None = None, tensor_fma: Mapping[str, float] | None = None) -> Kernel:
     """Assemble `e` into the Kernel of `region`."""
     source, program, counts = e.assemble()
     warps = launch.num_blocks * launch.warps_per_block()
@@ -108,7 +110,8 @@ def finish(e: Asm, region: Region, template: str, params: Mapping[str, Any], lau
     dram = sum(t.nbytes for t in inputs.values()) + node.type.nbytes
     load_bytes = e.load_bytes * warps
     work = Work(counts, e.round_trips["global"], e.round_trips["shared"], e.barriers, load_bytes,
-                e.store_bytes * warps, load_bytes if unique_load_bytes is None else unique_load_bytes, dram, flops)
+                e.store_bytes * warps, load_bytes if unique_load_bytes is None else unique_load_bytes, dram, flops,
+                dict(tensor_fma or {}))
     names = kernel_params(region)
     args = {names[i.name]: i.buffer for i in region.buffers}
     return Kernel(e.name, node, template, dict(params), source, program, launch, {**args, "out": node.name},

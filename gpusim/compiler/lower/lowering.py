@@ -7,15 +7,16 @@ from typing import Any
 
 from gpusim.compiler.errors import CompilerError
 from gpusim.compiler.ir import Graph, Node
-from gpusim.compiler.lower import attention, conv, elementwise, gather, matmul, reduce, transpose
+from gpusim.compiler.lower import attention, conv, elementwise, gather, matmul, mma, reduce, transpose
 from gpusim.compiler.lower.kernel import Kernel, Template
 from gpusim.compiler.lower.region import kernel_name, region_of
 from gpusim.compiler.ops import Kind, kind_of
 from gpusim.compiler.verify import verify
+from gpusim.config import Config
 
 TEMPLATES: dict[str, Template] = {t.name: t for t in (elementwise.TEMPLATE, matmul.TEMPLATE, reduce.TEMPLATE,
                                                      transpose.TEMPLATE, gather.TEMPLATE, conv.TEMPLATE,
-                                                     attention.TEMPLATE)}
+                                                     attention.TEMPLATE, mma.TEMPLATE)}
 GATHERS = ("remap", "concat")  # injective operators lowered by the gather template
 NO_KERNEL = ("parameter", "constant", "reshape")  # inputs, values, views
 _BY_KIND = {"elementwise": "elementwise", "epilogue": "matmul", "reduction": "reduce",
@@ -42,9 +43,26 @@ def template_of(node: Node) -> Template | None:
     return TEMPLATES[_BY_KIND[node.attrs["kind"] if node.op == "fused" else kind_of(node.op)]]
 
 
-def lower_node(graph: Graph, node: Node, params: Mapping[str, Any] | None = None) -> Kernel:
-    """The kernel computing `node` of `graph`, its template's defaults overridden by `params`."""
+def select(graph: Graph, node: Node, cfg: Config | None = None) -> tuple[Template | None, str | None]:
+    """The template that lowers `node` on `cfg`, and for a matmul left on the CUDA-core template although
+    its operands are f16, bf16 or i8, why (mma.unsupported). A matmul (with its epilogue) whose operands
+    the config's tensor unit takes goes to the tensor-core template; without a config, or on one without
+    a tensor unit (gtx980), every matmul stays on the CUDA-core template."""
     template = template_of(node)
+    if template is not matmul.TEMPLATE:
+        return template, None
+    region = region_of(graph, node)
+    reason = mma.unsupported(region, cfg)
+    if reason is None:
+        return mma.TEMPLATE, None
+    return template, reason if mma.operands(region)[0] in mma.MMA else None
+
+
+def lower_node(graph: Graph, node: Node, params: Mapping[str, Any] | None = None,
+               cfg: Config | None = None) -> Kernel:
+    """The kernel computing `node` of `graph` on `cfg` (the template `select` picks), its template's
+    defaults overridden by `params`."""
+    template, _ = select(graph, node, cfg)
     if template is None:
         raise CompilerError(f"node %{node.name} ({node.op}) needs no kernel")
     region = region_of(graph, node)
@@ -56,13 +74,15 @@ def lower_node(graph: Graph, node: Node, params: Mapping[str, Any] | None = None
     return template.generate(region, {**chosen, **(params or {})}, kernel_name(node.name))
 
 
-def lower(graph: Graph, params_per_node: Mapping[str, Mapping[str, Any]] | None = None) -> list[Kernel]:
-    """One kernel per computing node of `graph`, in topological order; `params_per_node` (node name ->
-    template parameters) overrides the templates' defaults."""
+def lower(graph: Graph, params_per_node: Mapping[str, Mapping[str, Any]] | None = None,
+          cfg: Config | None = None) -> list[Kernel]:
+    """One kernel per computing node of `graph`, in topological order, for `cfg` (which decides where the
+    tensor-core template applies: `select`); `params_per_node` (node name -> template parameters)
+    overrides the templates' defaults."""
     verify(graph)
     params_per_node = dict(params_per_node or {})
     unknown = sorted(set(params_per_node) - set(graph.nodes))
     if unknown:
         raise CompilerError(f"parameters for unknown node(s) {', '.join('%' + u for u in unknown)}")
-    return [lower_node(graph, n, params_per_node.get(n.name)) for n in graph.topo_order()
+    return [lower_node(graph, n, params_per_node.get(n.name), cfg) for n in graph.topo_order()
             if template_of(n) is not None]

@@ -60,7 +60,7 @@ def region_of(graph: Graph, node: Node) -> Region:
     """The region of `node` (a plain operator or a fused node) in `graph`."""
     # i8 (quantised tensors) passes through f32 registers exactly; an i32 matmul result too, its sums
     # exact below 2**24 (|127 x 127| x K for K up to 1040)
-    matmul = node.op == "matmul" or node.op == "fused" and node.attrs["kind"] == "epilogue"
+    matmul = node.op in ("matmul", "matmul_t") or node.op == "fused" and node.attrs["kind"] == "epilogue"
     if node.dtype not in (*FLOAT_DTYPES, "i8") and not (node.dtype == "i32" and matmul):
         raise CompilerError(f"node %{node.name} ({node.op}): lowering supports {', '.join(FLOAT_DTYPES)} and i8 "
                             f"tensors (and an i32 matmul result), not {node.dtype}")

@@ -13,7 +13,10 @@ compilers do (TensorRT's mixed precision, ONNX Runtime's static quantisation).
   per column of B, `per_channel=False` for one scale) or per tensor; the product accumulates exactly in
   i32, and the result is dequantised by one multiply by scale_A x scale_B[column]. The quantise and
   dequantise are element-wise, so the fusion pass folds the dequantise into the matmul's epilogue and
-  the next layer's quantise into the epilogue before it. Everything else stays f32.
+  the next layer's quantise into the epilogue before it. The quantised weight is stored transposed
+  (N x K, a `matmul_t` with trans_b: each output channel's K bytes contiguous, the "TN" layout the
+  tensor cores' s8 mma reads without a transposing load, as TensorRT reformats weights when it builds
+  an engine); `Converted.inputs` transposes it. Everything else stays f32.
 
 `convert` returns the rewritten graph with its scales; `Converted.inputs` turns the f32 inputs into
 those of the new graph (the weights quantised with their scales)."""
@@ -50,9 +53,11 @@ class Converted:
     weight_scales: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     def inputs(self, inputs: Mapping[str, ArrayLike]) -> dict[str, np.ndarray]:
-        """The new graph's inputs from the original's f32 ones: weights quantised with their scales,
-        the rest as given (the kernels' loads round them to the parameters' types)."""
-        return {name: value if name not in self.weight_scales else quantise(value, self.weight_scales[name])
+        """The new graph's inputs from the original's f32 ones: weights quantised with their scales and
+        stored transposed (N x K), the rest as given (the kernels' loads round them to the parameters'
+        types)."""
+        return {name: value if name not in self.weight_scales
+                else np.ascontiguousarray(quantise(value, self.weight_scales[name]).T)
                 for name, value in inputs.items()}
 
 
@@ -172,14 +177,14 @@ def _int8(graph: Graph, calibration: Mapping[str, ArrayLike], per_channel: bool)
     for node in graph.topo_order():
         inputs = tuple(b.alias[i] for i in node.inputs)
         if node.op == "parameter":
-            t = TensorType(node.shape, "i8") if node.name in weights else node.type
+            t = TensorType(node.shape[::-1], "i8") if node.name in weights else node.type
             b.alias[node.name] = b.add("parameter", (), {}, node.name, t)
         elif node.name in {n.name for n in linear}:
             a, w = node.inputs
             if a not in quantised:
                 scaled = b.add("mul", (inputs[0], b.constant(1 / act[a], "f32")), {})
                 quantised[a] = b.add("cast", (scaled,), {"to": "i8"})
-            acc = b.add("matmul", (quantised[a], inputs[1]), {})
+            acc = b.add("matmul_t", (quantised[a], inputs[1]), {"trans_a": False, "trans_b": True})
             scale = b.constant(act[a] * weights[w], "f32")
             b.alias[node.name] = b.add("mul", (b.cast(acc, "f32"), scale), {}, node.name)
             kind = "per channel" if per_channel else "per tensor"
