@@ -246,6 +246,59 @@ def _concat(g, n, dy):
     return grads
 
 
+def _conv(g, n, dy):
+    """Both gradients are convolutions, so the backward pass lowers to the same implicit-GEMM kernel.
+
+    Along one spatial axis (input size n, kernel k, output o; stride s, dilation d, input dilation u,
+    pads p before and q after) the forward multiplies x[i] by w[t] into y[j] exactly where
+    s j + d t = u i + p. The output holds the o windows that fit, leaving a remainder
+    e = (u (n - 1) + p + q - d (k - 1)) mod s of padded input after the last one unread.
+
+    dx: a conv of dy with the weights' taps flipped (t' = k - 1 - t) and their channels swapped per group
+    (M x C/group -> C x M/group), over dy stuffed with s - 1 zeros (input_dilation s), stride u,
+    dilation d. Its tap t' under output i reads stuffed position u i + d t' - p' = s j, which is the
+    forward's condition when p' = d (k - 1) - p; the pad after, q' = d (k - 1) - q + e, makes it produce
+    exactly n outputs (the remainder e is a transposed convolution's output_padding: rows the forward
+    never read get a zero gradient).
+
+    dw: a conv of x with dy as the kernel (a correlation: tap j of dy under output t reads stuffed
+    position d t + s j - p = u i): stride d, dilation s, input dilation u, pads p before and q - e after
+    (the unread remainder cropped) so that it produces exactly k outputs. The image axis becomes the
+    reduced channel axis: x as C/group images of group x N channels, dy as M kernels of N channels,
+    group `group`; the result C/group x M x kernel.. is transposed to the weights' M x C/group.
+
+    A conv rather than a matmul over an explicit window gather: one kernel per gradient, no im2col tensor
+    in memory (for dw it would hold kernel taps x the input), and the lowering already verified for
+    every attribute combination the forward uses."""
+    x, w = _inputs(g, n)
+    a, group = n.attrs, n.attrs["group"]
+    batch, channels, *size = x.shape
+    m, cg, *kernel = w.shape
+    r, mg = len(size), m // group
+    s, d, u, pads = a["strides"], a["dilations"], a["input_dilation"], a["pads"]
+    before, after = pads[:r], pads[r:]
+    span = [d[ax] * (kernel[ax] - 1) for ax in range(r)]
+    extra = [(u[ax] * (size[ax] - 1) + before[ax] + after[ax] - span[ax]) % s[ax] for ax in range(r)]
+    # the weights M x C/group x k.. as C x M/group x k.., taps flipped: one remap of the per-group view
+    coef = ((1, 0, 0) + (0,) * r, (0, 0, 1) + (0,) * r, (0, 1, 0) + (0,) * r,
+            *(tuple(-int(j == 3 + ax) for j in range(3 + r)) for ax in range(r)))
+    flipped = g.emit("remap", (g.reshape(w, (group, mg, cg, *kernel)),),
+                     {"shape": (group, cg, mg, *kernel), "coef": coef,
+                      "offset": (0, 0, 0, *(k - 1 for k in kernel)), "wrap": (False,) * (3 + r), "fill": 0.0})
+    dx = g.emit("conv", (dy, g.reshape(flipped, (channels, mg, *kernel))), {
+        "strides": tuple(u), "dilations": tuple(d), "input_dilation": tuple(s), "group": group,
+        "pads": (*(span[ax] - before[ax] for ax in range(r)), *(span[ax] - after[ax] + extra[ax] for ax in range(r)))})
+    # x as C/group images of group x N channels (channel gi N + b: image b's channel gi C/group + c)
+    spatial = tuple(range(3, 3 + r))
+    images = g.reshape(g.transpose(g.reshape(x, (batch, group, cg, *size)), (2, 1, 0, *spatial)),
+                       (cg, group * batch, *size))
+    kernels = g.transpose(dy, (1, 0, *range(2, 2 + r)))
+    dw = g.emit("conv", (images, kernels), {
+        "strides": tuple(d), "dilations": tuple(s), "input_dilation": tuple(u), "group": group,
+        "pads": (*before, *(after[ax] - extra[ax] for ax in range(r)))})
+    return [dx, g.transpose(dw, (1, 0, *range(2, 2 + r)))]
+
+
 REMAP_MATRIX_LIMIT = 1 << 22  # elements of the selection matrix a remap's gradient may build
 
 
@@ -274,7 +327,7 @@ def _zero(g, n, dy):
 
 
 RULES: dict[str, Rule] = {
-    "matmul": _matmul, "add": _add, "sub": _sub, "mul": _mul, "div": _div, "pow": _pow,
+    "matmul": _matmul, "conv": _conv, "add": _add, "sub": _sub, "mul": _mul, "div": _div, "pow": _pow,
     "maximum": _minmax, "minimum": _minmax, "where": _where,
     "relu": _unary(lambda g, x, y: _mask(g, x)),
     "gelu": _unary(_gelu_derivative),

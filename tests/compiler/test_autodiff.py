@@ -103,7 +103,45 @@ def _xent(g, logits):
     return softmax_cross_entropy(g, logits, labels)
 
 
+def conv_attrs(rank: int, **attrs) -> dict:
+    """A conv node's attributes: stride 1, dilation 1, no padding, one group, unless given."""
+    return {"strides": (1,) * rank, "dilations": (1,) * rank, "pads": (0,) * 2 * rank, "group": 1,
+            "input_dilation": (1,) * rank, **attrs}
+
+
+def unread(x, w, attrs) -> list[int]:
+    """Per spatial axis, the padded input left after the last window (the dx rule's output padding)."""
+    r = len(x) - 2
+    return [(attrs["input_dilation"][a] * (x[2 + a] - 1) + attrs["pads"][a] + attrs["pads"][r + a]
+             - attrs["dilations"][a] * (w[2 + a] - 1)) % attrs["strides"][a] for a in range(r)]
+
+
+# x shape, w shape, attributes: strides 1 and 2 (3 along an axis), padding (negative: cropped), dilation 2,
+# 1, 2 and depthwise groups, 1-D and 2-D, input dilation (a transposed convolution), sizes that leave part of
+# the padded input unread (test_conv_grid_leaves_remainders)
+CONV_GRID = {
+    "plain": ((2, 3, 5, 4), (4, 3, 3, 2), {}),
+    "stride2-pad": ((2, 3, 7, 6), (4, 3, 3, 2), {"strides": (2, 2), "pads": (1, 0, 0, 1)}),
+    "dilation2": ((1, 2, 7, 8), (3, 2, 2, 3), {"dilations": (2, 2), "pads": (1, 1, 0, 2)}),
+    "dilation2-stride2": ((1, 2, 9, 8), (2, 2, 3, 2), {"dilations": (2, 2), "strides": (2, 2), "pads": (1, 0, 0, 0)}),
+    "groups2": ((2, 4, 6, 6), (6, 2, 3, 3), {"group": 2, "strides": (2, 1), "pads": (1, 1, 1, 1)}),
+    "depthwise": ((1, 3, 6, 7), (3, 1, 3, 3), {"group": 3, "strides": (2, 2), "pads": (1, 1, 1, 1)}),
+    "depthwise-multiplier": ((1, 2, 5, 5), (4, 1, 2, 2), {"group": 2, "dilations": (2, 1)}),
+    "crop": ((1, 2, 6, 6), (3, 2, 3, 3), {"pads": (-1, 1, 1, -1)}),
+    "pointwise": ((2, 4, 3, 3), (5, 4, 1, 1), {}),
+    "1d": ((2, 3, 9), (2, 3, 3), {"strides": (2,), "pads": (1, 1)}),
+    "1d-stride3-dilation2": ((1, 2, 11), (3, 2, 2), {"strides": (3,), "dilations": (2,)}),
+    "1d-transposed": ((2, 3, 4), (2, 3, 3), {"input_dilation": (2,), "strides": (2,), "pads": (1, 2)}),
+    "transposed-groups": ((1, 4, 3, 3), (4, 2, 2, 2), {"input_dilation": (2, 2), "pads": (1, 0, 1, 1), "group": 2}),
+}
+
+
+def _conv_case(x, w, attrs):
+    return _single("conv", [x, w], lambda g, xs, ws: g.emit("conv", (xs, ws), conv_attrs(len(x) - 2, **attrs)))
+
+
 CASES = {
+    **{f"conv-{name}": _conv_case(*case) for name, case in CONV_GRID.items()},
     "matmul": _binary("matmul", (3, 4), (4, 5)),
     "matmul-batched-broadcast": _binary("matmul", (2, 3, 4), (4, 5)),
     "matmul-batched": _binary("matmul", (2, 3, 4), (2, 4, 5)),
@@ -165,6 +203,34 @@ def test_gradient_matches_finite_differences(case):
     check_gradients(g, inputs)
 
 
+def test_conv_grid_leaves_remainders():
+    """Some cases leave padded input after the last window (the dx rule pads its output for them)."""
+    remainders = {name: unread(x, w, conv_attrs(len(x) - 2, **a)) for name, (x, w, a) in CONV_GRID.items()}
+    # u (n - 1) + pads - d (k - 1), mod the stride: stride2-pad 6 + 1 - 2 = 5 and 5 + 1 - 1 = 5 (mod 2);
+    # dilation2-stride2 8 + 1 - 4 = 5 and 7 - 2 = 5 (mod 2); groups2 5 + 2 - 2 = 5 (mod 2), stride 1 along
+    # the other axis; depthwise 5 + 2 - 2 = 5 and 6 + 2 - 2 = 6 (mod 2); 1d 8 + 2 - 2 = 8 (mod 2);
+    # 1d-stride3-dilation2 10 - 2 = 8 (mod 3); 1d-transposed 2 (4 - 1) + 3 - 2 = 7 (mod 2)
+    assert remainders["stride2-pad"] == [1, 1] and remainders["dilation2-stride2"] == [1, 1]
+    assert remainders["groups2"] == [1, 0] and remainders["depthwise"] == [1, 0] and remainders["1d"] == [0]
+    assert remainders["1d-stride3-dilation2"] == [2] and remainders["1d-transposed"] == [1]
+
+
+def test_conv_gradients_are_two_convolutions_with_the_derived_attributes():
+    """x 1 x 1 x 7 (k 3, stride 2, pads 1 and 0): 3 windows read padded positions 0..6 of 8, leaving e = 1.
+    dx = conv(dy, flipped w) stuffed by 2, pads 3 - 1 - 1 = 1 before and 2 - 0 + 1 = 3 after (2 (3 - 1) + 1
+    + 4 - 2 - 1 = 6 = 7 - 1 positions: 7 outputs); dw = conv(x, dy) stride 1, dilation 2, pads 1 and 0 - 1
+    (the unread position cropped): 7 + 1 - 1 - 2 (3 - 1) - 1 = 2: 3 outputs."""
+    g = Graph("c")
+    y = g.emit("conv", (g.parameter("x", (1, 1, 7)), g.parameter("w", (1, 1, 3))),
+               conv_attrs(1, strides=(2,), pads=(1, 0)))
+    _weighted(g, y)
+    backward = grad(g, "loss", ["x", "w"])
+    convs = [n for n in backward.topo_order() if n.op == "conv" and n.name != y.name]
+    dx, dw = sorted(convs, key=lambda n: n.shape[-1], reverse=True)
+    assert dx.shape == (1, 1, 7) and dx.attrs == conv_attrs(1, input_dilation=(2,), pads=(1, 3))
+    assert dw.shape == (1, 1, 3) and dw.attrs == conv_attrs(1, dilations=(2,), pads=(1, -1))
+
+
 def test_every_rule_is_checked():
     """Each operator with a rule appears in some finite-difference case above."""
     checked = {n.op for build in CASES.values() for n in build()[0].nodes.values()}
@@ -174,7 +240,7 @@ def test_every_rule_is_checked():
 def test_ops_without_rule_are_the_documented_ones():
     section = DOCS.read_text().split("### Operators without a gradient rule")[1].split("\n#")[0]
     documented = sorted(re.findall(r"^\| `(\w+)` \|", section, re.M))
-    assert ops_without_rule() == documented == ["all_gather", "all_reduce", "constant", "conv", "embedding_bag",
+    assert ops_without_rule() == documented == ["all_gather", "all_reduce", "constant", "embedding_bag",
                                                 "fused", "fused_attention", "if", "loop", "matmul_t", "parameter"]
 
 
