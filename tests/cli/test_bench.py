@@ -21,6 +21,15 @@ def test_acceptance_suite_is_on_the_timing_model_at_the_issue_sizes():
     assert bench_cmd.TARGET_WARP_IPS == 2_000_000
 
 
+@pytest.mark.slow
+def test_the_suites_pinned_cycles_are_the_models():
+    # `gpusim bench` exits 1 when a run's cycles leave these pins: a model change must move them too
+    import gpusim
+
+    got = {name: gpusim.simulate(name, "a100", **params).timing.cycles for name, params in bench_cmd.SUITE}
+    assert got == bench_cmd.PINNED_CYCLES
+
+
 def test_quick_saxpy_json_has_every_column(tmp_path, capsys):
     out = tmp_path / "b.json"
     assert main(["bench", "--quick", "--only", "saxpy", "--json", str(out)]) == 0
