@@ -41,6 +41,19 @@ def enabled(stream: TextIO | None = None) -> bool:
         return False
 
 
+@contextlib.contextmanager
+def off() -> Iterator[None]:
+    """No bars inside the block: for work run on behalf of a caller that draws its own (a sweep's points
+    run in this process, counted by the sweep's bar)."""
+    global _enabled
+    before = _enabled
+    _enabled = False
+    try:
+        yield
+    finally:
+        _enabled = before
+
+
 class _Off:
     """The bar when bars are off: takes every call, draws nothing."""
 
@@ -73,4 +86,4 @@ def bar(total: int | None, desc: str, unit: str = "it", *, stream: TextIO | None
         b.close()
 
 
-__all__ = ["DELAY", "bar", "enabled", "set_enabled"]
+__all__ = ["DELAY", "bar", "enabled", "off", "set_enabled"]

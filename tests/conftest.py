@@ -12,3 +12,14 @@ def compiled_timing_engine():
     from gpusim.timing import warm_up
 
     warm_up()
+
+
+@pytest.fixture(autouse=True)
+def progress_bars_by_default():
+    """Each test starts with progress bars decided by the terminal: `main([..., "--quiet"])` switches them
+    off for the rest of its process, as a command line does, which must not reach the next test."""
+    from gpusim import progress
+
+    progress.set_enabled(None)
+    yield
+    progress.set_enabled(None)

@@ -51,7 +51,9 @@ class LocalExecutor:
         """(position, fn(task)) for each task, as they finish."""
         if self.jobs == 1 or len(tasks) <= 1:
             for i, task in enumerate(tasks):
-                yield i, fn(task)
+                with progress.off():  # the points draw no bars of their own, as pool workers do not
+                    outcome = fn(task)
+                yield i, outcome
             return
         pool = cf.ProcessPoolExecutor(max_workers=min(self.jobs, len(tasks)), initializer=worker_signals)
         try:
