@@ -162,15 +162,21 @@ class TrainReport:
 
 def initial_values(step: TrainingStep, seed: int = 0) -> dict[str, np.ndarray]:
     """Deterministic starting values: data and target uniform in [-1, 1) (for cross-entropy, one-hot
-    labels), matrices uniform in +-1/sqrt(fan-in) (LeCun's scale), vectors zero, Adam's moments zero."""
+    labels), matrices uniform in +-1/sqrt(fan-in) (LeCun's scale), vectors zero, Adam's moments zero. A
+    matrix's fan-in is its second-last axis (K of a K x N weight); a convolution's M x C/group x k...
+    weights have C/group x k... inputs a output."""
     rng = np.random.default_rng(seed)
     values = {}
+    users = step.graph.users()
     for p in step.graph.parameters():
         dt = p.type.numpy_dtype
         if p.name in step.state or p.name == "lr_t":
             values[p.name] = np.zeros(p.shape, dt)
         elif p.name in step.weights:
-            bound = 1 / math.sqrt(p.shape[-2]) if p.type.rank >= 2 else 0.0
+            conv = any(step.graph.nodes[u].op == "conv" and step.graph.nodes[u].inputs[1] == p.name
+                       for u in users[p.name])
+            fan_in = math.prod(p.shape[1:]) if conv else p.shape[-2] if p.type.rank >= 2 else 0
+            bound = 1 / math.sqrt(fan_in) if fan_in else 0.0
             values[p.name] = rng.uniform(-bound, bound, p.shape).astype(dt)
         else:
             values[p.name] = rng.uniform(-1, 1, p.shape).astype(dt)

@@ -69,6 +69,17 @@ def cnn_onnx(path):
     return path
 
 
+def test_conv_weights_start_within_their_fan_in(tmp_path):
+    # LeCun's bound 1/sqrt(fan-in): a conv weight M x C/group x kh x kw has C/group * kh * kw inputs an output
+    # (27 for w1, 36 for w2), a matrix K x N has K (6 for wfc)
+    step = training_step(import_onnx(str(cnn_onnx(tmp_path / "cnn.onnx"))))
+    values = initial_values(step)
+    for name, fan_in in (("w1", 27), ("w2", 36), ("wfc", 6)):
+        bound = 1 / np.sqrt(fan_in)
+        assert 0.8 * bound < np.abs(values[name]).max() <= bound, name
+    assert not values["b1"].any()
+
+
 def test_imported_cnn_trains_through_the_conv_gradient(a100, tmp_path):
     model = import_onnx(str(cnn_onnx(tmp_path / "cnn.onnx")))
     report = train(model, a100, cost=AnalyticalCost(), optimizer="sgd", lr=0.1, steps=5)
