@@ -21,7 +21,6 @@ the outputs of the few blocks of step (2), which run whole (`_check_blocks`)."""
 from __future__ import annotations
 
 import math
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,7 +46,7 @@ from gpusim.config import Config
 from gpusim.config.occupancy import occupancy
 from gpusim.errors import GpusimError, KernelFault, LaunchError, VerificationError
 from gpusim.functional.executor import Executor
-from gpusim.isa.opcodes import MMA_SHAPES, Unit
+from gpusim.isa.opcodes import MMA_DIMS, Unit
 from gpusim.stats.report import LABEL, SimResult
 from gpusim.stats.simulate import configure, simulate, timed_execute
 from gpusim.workloads import load_workload
@@ -620,7 +619,7 @@ def hardware_roofs(cfg: Config, program, *, grid: int, warp_instructions: float,
     roofs = {"issue": warp_instructions / (parts * cfg.scheduler.issue_width)}
     if tensor_warp_instructions > 0:
         tensor = cfg.units["tensor"]
-        held = min(math.ceil(math.prod(int(x) for x in re.findall(r"\d+", next(q for q in i.quals if q in MMA_SHAPES)))
+        held = min(math.ceil(math.prod(MMA_DIMS[next(q for q in i.quals if q in MMA_DIMS)])
                              / tensor.fma_per_cycle(i.types[1]))
                    for i in program.instructions if i.opcode == "mma")
         roofs["tensor"] = tensor_warp_instructions * held / parts

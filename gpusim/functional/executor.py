@@ -22,6 +22,7 @@ from gpusim.functional.semantics import alu
 from gpusim.functional.simt_stack import SimtStack
 from gpusim.functional.stats import ExecStats
 from gpusim.functional.stream import BatchRecorder, BlockStream, StreamChunk
+from gpusim.isa.opcodes import MMA_DIMS
 from gpusim.isa.program import SPECIAL_REGISTERS, Instruction, Operand, Program
 from gpusim.isa.types import TYPES
 
@@ -800,7 +801,7 @@ class Executor:
         return G[:, None] * b.ws + b.lane_ids
 
     def _mma(self, ins: Instruction, b: _Batch) -> Callable:
-        shape = next(q for q in ins.quals if q in tensor.SHAPES)
+        shape = next(q for q in ins.quals if q in MMA_DIMS)
         at, bt = ins.types[1], ins.types[2]
         acc = np.dtype(np.int32) if ins.types[0] == "s32" else np.dtype(np.float32)
         a_regs = [b.R[o.reg].view(np.uint32) for o in ins.srcs[:4]]

@@ -9,13 +9,11 @@ from __future__ import annotations
 import numpy as np
 
 from gpusim.isa import floats
+from gpusim.isa.opcodes import MMA_DIMS
 
 LANES = 32
 _LANE = np.arange(LANES)
 _G, _T = _LANE >> 2, _LANE & 3
-
-# shape -> (M, N, K)
-SHAPES = {"m16n8k16": (16, 8, 16), "m16n8k8": (16, 8, 8), "m16n8k32": (16, 8, 32)}
 
 
 def _table(nregs: int, per_reg: int, rc) -> tuple[np.ndarray, np.ndarray]:
@@ -73,7 +71,7 @@ def mma(shape: str, atype: str, btype: str, a: np.ndarray, b: np.ndarray, c: np.
     Floats: every product is exact and the sum is rounded once to f32 (PTX leaves the order of the
     additions to the implementation; the hardware's result agrees within f32 rounding). Integers: exact,
     the s32 result wraps (.satfinite: clamps to the s32 range)."""
-    M, N, K = SHAPES[shape]
+    M, N, K = MMA_DIMS[shape]
     ta, tb = FRAGMENTS[shape]
     A = _matrix(_elements(a, atype), ta, (M, K))
     B = _matrix(_elements(b, btype), tb, (K, N))

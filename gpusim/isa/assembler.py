@@ -13,7 +13,7 @@ import numpy as np
 
 from gpusim.errors import AssemblyError
 from gpusim.isa.cfg import peak_live_registers, reconvergence_points
-from gpusim.isa.opcodes import OPCODES, PACKED_CVT, Unit
+from gpusim.isa.opcodes import MMA_SHAPES, OPCODES, PACKED_CVT, Unit
 from gpusim.isa.program import (
     SPECIAL_REGISTERS,
     Instruction,
@@ -606,7 +606,7 @@ class _Assembler:
         quals, types = ins["quals"], ins["types"]
         shape = next(q for q in quals if q in MMA_FRAGMENT_REGS)
         dt, at, bt, ct = types
-        ok_in = {"m16n8k16": ("f16", "bf16"), "m16n8k8": ("tf32",), "m16n8k32": ("s8", "u8")}[shape]
+        ok_in = MMA_SHAPES[shape]
         acc = "s32" if shape == "m16n8k32" else "f32"
         if at not in ok_in or bt not in ok_in or (at != bt and shape != "m16n8k32") or dt != acc or ct != acc:
             self.error(f"mma.{shape} takes .{acc}.AT.BT.{acc} with AT, BT among "

@@ -59,6 +59,7 @@ PACKED_CVT = ("f16x2", "bf16x2")  # cvt.rn/.rz.f16x2.f32 d, a, b: two f32 rounde
 # mma.sync.aligned shapes and their (A/B type -> C/D type); PTX ISA 9.7.13.4 (mma) and 9.7.13.4.8-10
 # (fragment layouts of m16n8k8, m16n8k16 and m16n8k32)
 MMA_SHAPES = {"m16n8k16": ("f16", "bf16"), "m16n8k8": ("tf32",), "m16n8k32": ("s8", "u8")}
+MMA_DIMS = {"m16n8k16": (16, 8, 16), "m16n8k8": (16, 8, 8), "m16n8k32": (16, 8, 32)}  # shape -> (M, N, K)
 MMA_T = frozenset({"f32", "f16", "bf16", "tf32", "s32", "s8", "u8"})
 
 

@@ -6,7 +6,6 @@ and writes, and which Nsight Compute stall reason a warp waiting on it (or on it
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -16,7 +15,7 @@ from gpusim.config import Config
 from gpusim.config.vocab import KIND, PORT, PORTS, STATE, WARP_STATES  # noqa: F401 (re-exported)
 from gpusim.functional.launch import require_units
 from gpusim.isa import Program
-from gpusim.isa.opcodes import Unit
+from gpusim.isa.opcodes import MMA_DIMS, Unit
 from gpusim.isa.types import TYPES
 from gpusim.timing.jit import struct_type
 
@@ -73,7 +72,7 @@ def decode(program: Program, cfg: Config) -> list[TimingInfo]:
                 dep, thr = S["long_scoreboard"], S["lg_throttle"]
         elif ins.opcode == "mma":
             tensor = cfg.units["tensor"]
-            m, n, k = (int(x) for x in re.findall(r"\d+", next(q for q in ins.quals if q.startswith("m16"))))
+            m, n, k = MMA_DIMS[next(q for q in ins.quals if q in MMA_DIMS)]
             latency = tensor.latency_cycles
             # the tensor core is held until it has done the M*N*K multiply-adds at its rate for the inputs
             held = math.ceil(m * n * k / tensor.fma_per_cycle(ins.types[1]))

@@ -4,20 +4,12 @@ with GPUSIM_PROGRESS=0 or under --quiet; a long simulation counts its blocks."""
 import contextlib
 import io
 
-import pytest
-
 from gpusim import progress, simulate
 
 
 class _Tty(io.StringIO):
     def isatty(self):
         return True
-
-
-@pytest.fixture(autouse=True)
-def _default():
-    yield
-    progress.set_enabled(None)
 
 
 def test_bars_only_on_a_terminal(monkeypatch):
