@@ -312,6 +312,16 @@ class LaunchSpec:
     kernel_launch_overhead_ns: float = spec("host-side time from launch call to the first block running",
                                             "ns", (0, 1e9))
     block_dispatch_cycles: int = spec("cycles to place one block on an SM", "cycles", (0, 100000))
+    event_latency_ns: float = spec(
+        "what a pair of CUDA events recorded around one launch adds to the kernel's own time: the launch "
+        "reaching the GPU and its first block, and the completion reaching the second event (`gpusim "
+        "validate --kernels` adds it to every simulated kernel); default kernel_launch_overhead_ns", "ns",
+        (0, 1e9), default=None)
+
+    @property
+    def event_ns(self) -> float:
+        """`event_latency_ns`, or the launch overhead where the config gives none."""
+        return self.kernel_launch_overhead_ns if self.event_latency_ns is None else self.event_latency_ns
 
 
 # ----------------------------------------------------------------------------------------------

@@ -55,6 +55,14 @@ def occupancy(block: int, regs: int, smem: int = 0):
     return probe
 
 
+def measured_kernel(cfg):
+    """A small saxpy as `gpusim validate --kernels` times it (kernel + the launch as events count it)."""
+    from gpusim.analysis.kernel_validation import Pair, simulate_pair
+
+    return simulate_pair(Pair("saxpy", "small", {"n": 4096, "block": 256}, 10.0), "saxpy", "sasm", cfg,
+                         sample="off").simulated_us
+
+
 def derived(cfg):
     return cfg.derived()
 
@@ -221,6 +229,7 @@ FIELDS: dict[str, tuple] = {
                                          [TILED, SAXPY]),
     "launch.kernel_launch_overhead_ns": ({"launch.kernel_launch_overhead_ns": 100000}, [SAXPY]),
     "launch.block_dispatch_cycles": ({"launch.block_dispatch_cycles": 1000}, [SAXPY]),
+    "launch.event_latency_ns": ({"launch.event_latency_ns": 100000}, [measured_kernel]),
     "pcie.generation": INFORMATIONAL,
     "pcie.lanes": INFORMATIONAL,
     "pcie.bandwidth_gbps": ({"pcie.bandwidth_gbps": 1}, [PROGRAM]),
