@@ -22,6 +22,7 @@ from gpusim.errors import LaunchError
 from gpusim.functional import GlobalMemory, Launch, execute
 from gpusim.isa import Program, load_kernel
 from gpusim.isa.ptx import with_dynamic_shared
+from gpusim.isa.ptxas import ptxas
 from gpusim.isa.types import TYPES
 from gpusim.stats import SimResult
 from gpusim.stats.simulate import configure, timed_execute
@@ -71,7 +72,7 @@ def _bind(program: Program, args: Sequence[Any]) -> tuple[dict[str, Any], dict[s
 
 def launch(kernel: str | Path | Program, grid, block, args: Sequence[Any] = (), config: Any = "a100",
            kernel_name: str | None = None, mode: str = "timing", *, shared_bytes: int = 0,
-           max_steps_per_warp: int | None = None, max_cycles: int | None = None):
+           max_steps_per_warp: int | None = None, max_cycles: int | None = None, ptxas_model: bool = True):
     """Run `kernel` (a .ptx, .cu or .sasm path, PTX text, or an assembled Program) over `grid` x `block`
     (an int or up to three) with `args`: numpy arrays (passed as pointers: copied into simulated global
     memory and back into the same arrays afterwards) and numbers or numpy scalars (by value), in the
@@ -79,7 +80,8 @@ def launch(kernel: str | Path | Program, grid, block, args: Sequence[Any] = (), 
     demangled name); `shared_bytes`, the dynamic shared memory of an `extern __shared__` array.
     `config`: a built-in name, a YAML path or a Config. mode "timing" returns the SimResult (cycles,
     metrics, verdict); mode "functional" (values and instruction counts only) the WorkloadRun, whose
-    `.result.stats` holds the counters."""
+    `.result.stats` holds the counters. The kernel runs as the ptxas model compiles it for the config
+    (gpusim.isa.ptxas; `ptxas_model=False`: in program order, as written)."""
     if mode not in MODES:
         raise LaunchError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}", field="mode")
     lnch = Launch.make(grid, block)
@@ -88,6 +90,7 @@ def launch(kernel: str | Path | Program, grid, block, args: Sequence[Any] = (), 
     if shared_bytes:
         program = with_dynamic_shared(program, shared_bytes)
     cfg = configure(config)
+    program = ptxas(program, cfg) if ptxas_model else program  # the kernel as ptxas compiles it
     values, arrays = _bind(program, args)
     nbytes = sum(a.nbytes for a in arrays.values())
     mem = GlobalMemory(capacity=max(1 << 16, nbytes + 512 * (len(arrays) + 1)))

@@ -297,6 +297,7 @@ def simulate_sampled(workload, cfg: Config | str = "a100", *, sample: str = "aut
     t0 = time.perf_counter()
     wl = workload if hasattr(workload, "program") else load_workload(workload)
     cfg = configure(cfg, scheduler, overrides)
+    wl = wl.for_config(cfg)  # the kernel as ptxas compiles it (gpusim.isa.ptxas)
     p = wl.params(params)
     launch = wl.launch(p)
     G = launch.num_blocks

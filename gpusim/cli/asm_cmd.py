@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import gpusim
+from gpusim.cli.args import add_config
 from gpusim.isa.disassembler import format_instruction
 from gpusim.isa.program import EXIT_PC
+from gpusim.isa.ptxas import ptxas
 
 
 def register(subparsers) -> None:
@@ -15,12 +17,19 @@ def register(subparsers) -> None:
                                           "instruction with its pc, unit class and reconvergence point.")
     p.add_argument("kernel", help="a .sasm file or a workload name")
     p.add_argument("--plain", action="store_true", help="print only the disassembly (re-assemblable)")
+    p.add_argument("--ptxas", action="store_true",
+                   help="print the kernel as the ptxas model compiles it for --config (moves folded, counted loops "
+                        "unrolled, blocks scheduled: what timed runs execute; docs/isa.md, 'The ptxas model'), each "
+                        "instruction with the source line it came from")
+    add_config(p, help="with --ptxas: the built-in config name or YAML path it compiles for (default a100)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     path = Path(args.kernel)
     prog = gpusim.assemble_file(path) if path.suffix == ".sasm" else gpusim.load_workload(args.kernel).program
+    if args.ptxas:
+        prog = ptxas(prog, gpusim.load_config(args.config))
     if args.plain:
         print(gpusim.disassemble(prog), end="")
         return 0

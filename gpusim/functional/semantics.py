@@ -166,6 +166,11 @@ def _cvt(ins: Instruction, a):
     return out
 
 
+def add3(dt: np.dtype):
+    """`add3`: a + b + c, wrapping in the instruction's integer type (SASS's IADD3)."""
+    return lambda a, b, c: np.add(np.add(a, b, dtype=dt), c, dtype=dt)
+
+
 def alu(ins: Instruction):
     """Return f(*sources) -> result for an ALU instruction (everything but memory, control, shfl, vote)."""
     op, t = ins.opcode, TYPES[ins.types[0]] if ins.types else None
@@ -176,6 +181,8 @@ def alu(ins: Instruction):
         return lambda a, b: _cvt_packed(ins, a, b)
     if op == "cvt":
         return lambda a: _cvt(ins, a)
+    if op == "add3":
+        return add3(dt)
     if op in ("add", "fadd", "sub"):
         f = np.subtract if op == "sub" else np.add
         if "sat" in ins.quals and t.is_int:  # clamp to the type's range instead of wrapping
