@@ -80,8 +80,9 @@ def launch(kernel: str | Path | Program, grid, block, args: Sequence[Any] = (), 
     demangled name); `shared_bytes`, the dynamic shared memory of an `extern __shared__` array.
     `config`: a built-in name, a YAML path or a Config. mode "timing" returns the SimResult (cycles,
     metrics, verdict); mode "functional" (values and instruction counts only) the WorkloadRun, whose
-    `.result.stats` holds the counters. The kernel runs as the ptxas model compiles it for the config
-    (gpusim.isa.ptxas; `ptxas_model=False`: in program order, as written)."""
+    `.result.stats` holds the counters. Timed, the kernel runs as the ptxas model compiles it for the
+    config (gpusim.isa.ptxas; `ptxas_model=False`: in program order, as written); "functional" runs it as
+    written (its instruction counts are the kernel's own)."""
     if mode not in MODES:
         raise LaunchError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}", field="mode")
     lnch = Launch.make(grid, block)
@@ -90,7 +91,8 @@ def launch(kernel: str | Path | Program, grid, block, args: Sequence[Any] = (), 
     if shared_bytes:
         program = with_dynamic_shared(program, shared_bytes)
     cfg = configure(config)
-    program = ptxas(program, cfg) if ptxas_model else program  # the kernel as ptxas compiles it
+    if ptxas_model and mode == "timing":  # timed: the kernel as ptxas compiles it (gpusim.isa.ptxas)
+        program = ptxas(program, cfg)
     values, arrays = _bind(program, args)
     nbytes = sum(a.nbytes for a in arrays.values())
     mem = GlobalMemory(capacity=max(1 << 16, nbytes + 512 * (len(arrays) + 1)))

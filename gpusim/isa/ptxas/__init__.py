@@ -10,7 +10,9 @@ The passes, in order, one file each:
 2. unroll.py: counted inner loops unrolled 4x (a main loop entered only while 4 iterations remain, the
    original loop for the rest), iteration-local registers renamed in the copies;
 3. offsets.py: constant increments of an address register folded into the following addresses;
-4. fold.py again (what the unrolled copies leave), then iadd3.py: two dependent integer adds as one add3;
+4. fold.py again (what the unrolled copies leave); select.py: an operation whose result a selp picks
+   against the value it replaces, as one predicated operation; iadd3.py: two dependent integer adds as
+   one add3;
 5. schedule.py: a list scheduler over each basic block (loads and SFU operations early, memory
    operations never across a store, atomic, barrier, fence or warp-synchronous operation).
 Every pass leaves a kernel it does not recognise as it is."""
@@ -23,6 +25,7 @@ from gpusim.isa.ptxas.fold import fold
 from gpusim.isa.ptxas.iadd3 import fuse_adds
 from gpusim.isa.ptxas.offsets import fold_increments
 from gpusim.isa.ptxas.schedule import schedule
+from gpusim.isa.ptxas.select import predicate_selects
 from gpusim.isa.ptxas.unroll import unroll_loops
 
 __all__ = ["ptxas"]
@@ -33,7 +36,7 @@ def ptxas(program: Program, cfg) -> Program:
     becomes, the latencies the scheduler weighs). A CPU config (`cfg.cpu`) gets the program as it is."""
     if getattr(cfg, "cpu", None) is not None:
         return program
-    key = (program, cfg.hash())
+    key = (program, program.nounroll, cfg.hash())
     out = _CACHE.get(key)
     if out is None:
         if len(_CACHE) >= CACHE_SIZE:
@@ -43,7 +46,7 @@ def ptxas(program: Program, cfg) -> Program:
 
 
 CACHE_SIZE = 64  # compiled kernels kept (a validation run compiles each microbenchmark once per config)
-_CACHE: dict[tuple[Program, str], Program] = {}
+_CACHE: dict[tuple[Program, frozenset[int], str], Program] = {}
 
 
 def _compile(program: Program, cfg) -> Program:
@@ -51,6 +54,7 @@ def _compile(program: Program, cfg) -> Program:
     prog = unroll_loops(prog)
     prog = fold_increments(prog)
     prog = fold(prog, cfg.sm.warp_size)
+    prog = predicate_selects(prog)
     prog = fuse_adds(prog)
     prog = schedule(prog, cfg)
     return Code.of(prog).build()

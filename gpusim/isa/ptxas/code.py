@@ -111,6 +111,20 @@ class Code:
                        live_registers=peak_live_registers(t, [r.type for r in regs]))
 
 
+def basic_blocks(code: Code) -> list[list[int]]:
+    """The pcs of each basic block of `code`, in order: a block ends before a label and after a branch or
+    an exit (a guarded exit too: lanes leave there)."""
+    blocks: list[list[int]] = [[]]
+    for it in code.items:
+        if isinstance(it, Label):
+            blocks.append([])
+            continue
+        blocks[-1].append(it.pc)
+        if it.opcode in ("bra", "exit"):
+            blocks.append([])
+    return [b for b in blocks if b]
+
+
 def target_name(ins: Instruction) -> str:
     return next(o.name for o in ins.srcs if o.kind == "label")
 

@@ -11,8 +11,11 @@ address offset).
    an ALU source; an immediate or symbol as a shared address. `mov r, %tid.x` and the other per-thread
    special registers stay: they are SASS's S2R. `add r, a, C` (C an immediate or a shared symbol)
    folds into the addresses that use r: `[r+4]` -> `[a+C+4]`.
-3. Strength reduction of an unsigned division, remainder or multiplication by a power of two into a
-   shift or a mask (what the folded WARP_SZ leaves: `div.u32 %r4, %r2, 32` -> `shr.u32 %r4, %r2, 5`).
+3. A `mul.lo` by a power-of-two immediate (what the folded WARP_SZ leaves) becomes a shift (SASS: SHF,
+   or LEA where an add follows). A division or remainder does not: ptxas (CUDA 13.0, sm_90) divides by
+   WARP_SZ, and even by a literal `div.u32 %r3, %r2, 32` in PTX, with its generic unsigned division
+   (I2F.U32.RP, MUFU.RCP, F2I, IMAD.HI and two corrections); nvcc turns divisions by constants into
+   shifts before PTX, so a `div` in PTX is a division.
 4. Dead code: an ALU instruction (or `ld.param`) whose results nothing reads is removed.
 Repeated until nothing changes."""
 
@@ -245,7 +248,7 @@ def _power_of_two(op: Operand) -> int | None:
 
 
 def strength_reduce(prog: Program) -> Program:
-    """Unsigned div/rem and integer mul.lo by a power-of-two immediate as a shift or a mask (3. above)."""
+    """Integer mul.lo by a power-of-two immediate as a shift (3. above)."""
     out, changed = [], False
     for ins in prog.instructions:
         new = _reduced(ins)
@@ -256,30 +259,15 @@ def strength_reduce(prog: Program) -> Program:
 
 
 def _reduced(ins: Instruction) -> Instruction | None:
-    if ins.opcode not in ("div", "rem", "mul") or not ins.types or not TYPES[ins.type].is_int:
+    if ins.opcode != "mul" or not ins.types or not TYPES[ins.type].is_int or set(ins.quals) & {"hi", "wide"}:
         return None
-    t = ins.type
-    if ins.opcode == "mul":
-        if set(ins.quals) & {"hi", "wide"}:
-            return None
-        pairs = [(a, k) for a, b in (ins.srcs, ins.srcs[::-1]) if (k := _power_of_two(b)) is not None]
-        if not pairs:
-            return None
-        a, k = pairs[0]
-        if k == 0:
-            return replace(ins, opcode="mov", quals=(), srcs=(a,))
-        return replace(ins, opcode="shl", quals=(), srcs=(a, Operand("imm", "u32", value=k)))
-    if TYPES[t].kind == "s":
-        return None  # signed division rounds toward zero: not a shift
-    a, b = ins.srcs
-    k = _power_of_two(b)
-    if k is None:
+    pairs = [(a, k) for a, b in (ins.srcs, ins.srcs[::-1]) if (k := _power_of_two(b)) is not None]
+    if not pairs:
         return None
-    if ins.opcode == "div":
-        if k == 0:
-            return replace(ins, opcode="mov", quals=(), srcs=(a,))
-        return replace(ins, opcode="shr", quals=(), srcs=(a, Operand("imm", "u32", value=k)))
-    return replace(ins, opcode="and", quals=(), srcs=(a, Operand("imm", t, value=(1 << k) - 1)))
+    a, k = pairs[0]
+    if k == 0:
+        return replace(ins, opcode="mov", quals=(), srcs=(a,))
+    return replace(ins, opcode="shl", quals=(), srcs=(a, Operand("imm", "u32", value=k)))
 
 
 def remove_dead(prog: Program) -> Program:

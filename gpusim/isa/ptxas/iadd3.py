@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gpusim.isa.program import Instruction, Program
-from gpusim.isa.ptxas.code import Code, Label, make
+from gpusim.isa.ptxas.code import Code, Label, basic_blocks, make
 from gpusim.isa.ptxas.dataflow import liveness
 from gpusim.isa.types import TYPES
 
@@ -29,15 +29,7 @@ def fuse_adds(prog: Program) -> Program:
     _, live_out = liveness(prog)
     instrs = prog.instructions
     code = Code.of(prog)
-    # instructions of each basic block, in order (a block ends at a label or after a branch/exit)
-    blocks: list[list[int]] = [[]]
-    for it in code.items:
-        if isinstance(it, Label):
-            blocks.append([])
-            continue
-        blocks[-1].append(it.pc)
-        if it.opcode in ("bra", "exit"):
-            blocks.append([])
+    blocks = basic_blocks(code)
     replaced: dict[int, Instruction] = {}
     removed: set[int] = set()
     for block in blocks:

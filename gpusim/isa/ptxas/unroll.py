@@ -11,7 +11,8 @@ A loop qualifies when it is
   immediate, and N is an immediate or a register the body does not write; the loop goes on while
   i < N / i <= N (C > 0), i > N / i >= N (C < 0) or i != N (C = +-1), signed or unsigned as the setp;
 - free of warp-synchronous and ordering operations (bar, shfl, vote, mma, ldmatrix, cp.async, membar,
-  fence), and no longer than MAX_BODY instructions; p is read by the branch only.
+  fence), and no longer than MAX_BODY instructions; p is read by the branch only;
+- not marked `.pragma "nounroll"` in PTX (nvcc's mark on the remainder loops of the loops it unrolled).
 Anything else is left as it is.
 
 The loop becomes (K = (UNROLL-1)*|C|; `lim` computed once, saturating, so that `i < lim` holds exactly when
@@ -79,6 +80,8 @@ def counted_loop(prog: Program, end: int, targeted: set[int]) -> CountedLoop | N
     if br.opcode != "bra" or br.guard < 0 or br.target > end:
         return None
     head = br.target
+    if instrs[head].line in prog.nounroll:
+        return None  # `.pragma "nounroll"` (PTX): ptxas leaves the loop as it is
     body = instrs[head:end]
     if not body or len(body) + 1 > MAX_BODY:
         return None
