@@ -49,13 +49,13 @@ def test_simulate_runs_the_compiled_kernel_and_program_order_on_request():
     compiled = wl.for_config(H200).program
     assert on.run.result.program == compiled
     # each of the 128 warps: program order, 27 instructions around 64 iterations of the loop's 8; compiled,
-    # what stands before the main loop, 16 trips of its M instructions, the test after it (setp, bra:
-    # n = 64 leaves no remainder) and what follows the original loop
+    # what stands before the loop's head, 16 trips of its four copies with their check and test (n = 64
+    # leaves no single iteration), the branch out and what follows the loop
     assert off.kernel["warp_instructions"] == 128 * (27 + 64 * 8)
     labels = dict(compiled.labels)
-    main_at, rem_at, exit_at = labels["$ptxas_main_1"], labels["$ptxas_rem_1"], labels["$ptxas_exit_1"]
-    m = rem_at - 2 - main_at
-    assert on.kernel["warp_instructions"] == 128 * (main_at + 16 * m + 2 + len(compiled) - exit_at)
+    head, one, out = labels["$ptxas_head_1"], labels["$ptxas_one_1"], labels["$ptxas_exit_1"]
+    trip = one - 1 - head
+    assert on.kernel["warp_instructions"] == 128 * (head + 16 * trip + 1 + len(compiled) - out)
     assert on.cycles < off.cycles / 2  # the loads of four iterations in flight at once
 
 
@@ -109,8 +109,8 @@ $L__BB0_1:
 """
     marked = ptxas(read_ptx(ptx.replace("PRAGMA", '.pragma "nounroll";')), H200)
     unmarked = ptxas(read_ptx(ptx.replace("PRAGMA", "")), H200)
-    assert not any(n.startswith("$ptxas_main") for n, _ in marked.labels)
-    assert any(n.startswith("$ptxas_main") for n, _ in unmarked.labels)
+    assert not any(n.startswith("$ptxas_head") for n, _ in marked.labels)
+    assert any(n.startswith("$ptxas_head") for n, _ in unmarked.labels)
 
 
 def test_run_program_order_and_asm_ptxas(capsys):
@@ -123,7 +123,7 @@ def test_run_program_order_and_asm_ptxas(capsys):
     assert "--program-order needs the timing model" in capsys.readouterr().err
     assert main(["asm", "matmul_naive", "--ptxas", "-c", "h200", "--plain"]) == 0
     text = capsys.readouterr().out
-    assert "$ptxas_main_1:" in text and assemble(text) == ptxas(load_workload("matmul_naive").program, H200)
+    assert "$ptxas_head_1:" in text and assemble(text) == ptxas(load_workload("matmul_naive").program, H200)
     assert main(["asm", "matmul_naive"]) == 0
     assert "$ptxas" not in capsys.readouterr().out
 

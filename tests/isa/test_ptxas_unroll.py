@@ -38,33 +38,30 @@ LOOP:
 """
 
 
-def test_a_counted_loop_becomes_a_main_loop_of_four_copies_and_the_original_for_the_rest():
+def test_a_counted_loop_becomes_four_copies_and_one_iteration_under_one_head():
     copy = """    ld.global.f32 %x{r}, [%pa];
     add.f32 %acc, %acc, %x{r};
     add.u64 %pa, %pa, 4;
     add.u32 %k, %k, 1;
 """
     regs = ".reg .pred %p, %q_p1\n.reg .u32 %lim_p1\n.reg .f32 %x_p1, %x_p2, %x_p3\n"
-    expected = DOT.replace(".reg .pred %p\n", regs)
-    expected = expected.replace("LOOP:\n", """LOOP:
+    expected = DOT.replace(".reg .pred %p\n", regs).replace("LOOP:\n", """LOOP:
     sub.sat.u32 %lim_p1, %n, 3;
+$ptxas_head_1:
     setp.lt.u32 %q_p1, %k, %lim_p1;
-    @!%q_p1 bra $ptxas_rem_1;
-$ptxas_main_1:
-""" + "".join(copy.format(r=r) for r in ("", "_p1", "_p2", "_p3")) + """    setp.lt.u32 %q_p1, %k, %lim_p1;
-    @%q_p1 bra $ptxas_main_1;
-    setp.lt.u32 %p, %k, %n;
-    @!%p bra $ptxas_exit_1;
-$ptxas_rem_1:
-""").replace("    @%p bra LOOP;\n", "    @%p bra $ptxas_rem_1;\n$ptxas_exit_1:\n")
+    @!%q_p1 bra $ptxas_one_1;
+""" + "".join(copy.format(r=r) for r in ("", "_p1", "_p2", "_p3")) + """    setp.lt.u32 %p, %k, %n;
+    @%p bra $ptxas_head_1;
+    bra $ptxas_exit_1;
+$ptxas_one_1:
+""").replace("    @%p bra LOOP;\n", "    @%p bra $ptxas_head_1;\n$ptxas_exit_1:\n")
     assert_rewrites(unroll_loops, DOT, expected)
 
 
 def test_the_whole_model_on_the_loop_hoists_the_loads_and_folds_the_address_steps():
     prog = ptxas(assemble(DOT), H200)
-    first = dict(prog.labels)["$ptxas_main_1"]
-    last = next(i.pc for i in prog.instructions[first:] if i.opcode == "bra")
-    main = prog.instructions[first:last + 1]
+    labels = dict(prog.labels)
+    main = prog.instructions[labels["$ptxas_head_1"]:labels["$ptxas_one_1"]]  # the check, 4 copies, the test
     loads = [i for i in main if i.opcode == "ld"]
     assert [ld.srcs[0].value for ld in loads] == [0, 4, 8, 12]  # [%pa], [%pa+4], [%pa+8], [%pa+12]
     adds = [i for i in main if i.mnemonic == "add.f32"]
@@ -136,7 +133,7 @@ def test_unrolled_loops_run_every_trip_count_of_the_original(cmp, inc, start, bo
     text = LOOP.replace("CMP", cmp).replace("INC", inc).replace("MASK", str(mask))
     before = assemble(text)
     after = ptxas(before, H200)
-    unrolled = any(name.startswith("$ptxas_main") for name, _ in after.labels)
+    unrolled = any(name.startswith("$ptxas_head") for name, _ in after.labels)
     assert unrolled
     args = [np.zeros(64 * 3, np.uint32), start, bound]
     want, got = outputs(before, args, block=64)[0], outputs(after, args, block=64)[0]

@@ -19,21 +19,23 @@ The loop becomes (K = (UNROLL-1)*|C|; `lim` computed once, saturating, so that `
 the next UNROLL tests would all pass, with no wrap-around):
 
         sub.sat.T lim, N, K              // (add.sat for a descending loop; N an immediate: lim too)
-        setp.lt.T q, i, lim              // at least UNROLL iterations from here?
-        @!q bra REM
-    MAIN:
+    HEAD:                                // the next iteration runs (the loop's entry, or a test passed)
+        setp.lt.T q, i, lim              // and the UNROLL - 1 after it?
+        @!q bra ONE
         body (copy 1) ... body (copy UNROLL)    // the tests left out; registers local to an
-        setp.lt.T q, i, lim                     // iteration renamed in copies 2..UNROLL
-        @q bra MAIN
-        setp.CMP.T p, i, N               // the original test of the last iteration
-        @!p bra EXIT
-    REM:
-        the original loop (its branch now to REM) // the 0..UNROLL-1 iterations left
+        setp.CMP.T p, i, N                      // iteration renamed in copies 2..UNROLL
+        @p bra HEAD                      // the last copy's test
+        bra EXIT
+    ONE:
+        body; setp.CMP.T p, i, N         // one iteration as written
+        @p bra HEAD
     EXIT:
 
 so no iteration runs that the original would not have run (nothing is speculated past the loop's exit),
 and every register live after the loop holds what it held. A register is renamed when the body writes
 it and it is live neither at the loop's head nor after the loop: its value never crosses an iteration.
+One header, HEAD, takes both back edges (as one loop, the sampler's loop caps cut the unrolled and the
+single iterations alike: a loop of its own for the rest would run whatever a cut left).
 (`i != N` takes `sub.u32 t, N, i; setp.ge.u32 q, t, UNROLL` instead of the lim test.)"""
 
 from __future__ import annotations
@@ -200,7 +202,7 @@ def _unrolled(code: Code, prog: Program, lp: CountedLoop, exit_label: str, live_
     setp, br = instrs[lp.setp], instrs[lp.end]
     t = lp.type
     out: list = []
-    # the preheader: lim, the first check
+    # the preheader: lim
     lim: Operand | None = None
     if lp.cmp != "ne":
         if lp.bound.kind == "imm":
@@ -213,25 +215,24 @@ def _unrolled(code: Code, prog: Program, lp: CountedLoop, exit_label: str, live_
                             like=setp))
             lim = reg(limr, t)
     q = code.fresh_register("pred", "%q")
-    main, rem = code.fresh_label("main"), code.fresh_label("rem")
+    head, one = code.fresh_label("head"), code.fresh_label("one")
+    out.append(Label(head))
     out += _check(code, lp, lim, q, setp)
-    out.append(branch(rem, like=br, guard=q, negate=True))
-    # the main loop: UNROLL copies of the body without its test
-    out.append(Label(main))
+    out.append(branch(one, like=br, guard=q, negate=True))
+    # UNROLL copies of the body without their tests, then the last one's test
     carried = live_in[lp.head] | live_out[lp.end]
     local = sorted({r for ins in body for r in ins.regs_written() if not carried >> r & 1})
     for copy in range(UNROLL):
         names = {r: r if copy == 0 else code.fresh_register(prog.registers[r].type, prog.registers[r].name)
                  for r in local}
         out += [_renamed(ins, names) for ins in body]
-    out += _check(code, lp, lim, q, setp)
-    out.append(branch(main, like=br, guard=q))
     out.append(setp)
-    out.append(branch(exit_label, like=br, guard=br.guard, negate=not br.guard_negate))
-    # the remainder: the original loop
-    out.append(Label(rem))
+    out.append(replace(br, srcs=tuple(replace(o, name=head) if o.kind == "label" else o for o in br.srcs)))
+    out.append(branch(exit_label, like=br))
+    # one iteration as written, for the 0..UNROLL-1 left
+    out.append(Label(one))
     out += list(instrs[lp.head:lp.end])
-    out.append(replace(br, srcs=tuple(replace(o, name=rem) if o.kind == "label" else o for o in br.srcs)))
+    out.append(replace(br, srcs=tuple(replace(o, name=head) if o.kind == "label" else o for o in br.srcs)))
     return out
 
 
