@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from gpusim.compiler import CompilerError, Graph, GraphError, evaluate, import_onnx, lower
-from gpusim.compiler.control_flow import emit_if, emit_loop, run_control_flow, unroll_loops
+from gpusim.compiler.control_flow import emit_if, emit_loop, unroll_loops
+from gpusim.compiler.control_flow_run import run_control_flow
 from gpusim.compiler.cost import AnalyticalCost
 from gpusim.compiler.cost.base import launch_overhead_cycles
 

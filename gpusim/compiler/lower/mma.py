@@ -47,7 +47,7 @@ from gpusim.compiler.errors import CompilerError
 from gpusim.compiler.lower.asm import WARP, WIDTH, Asm
 from gpusim.compiler.lower.expr import Indexer, Values
 from gpusim.compiler.lower.kernel import Kernel, Template, declare, finish
-from gpusim.compiler.lower.matmul import _dims, _rebatched, find_matmul, transposed
+from gpusim.compiler.lower.matmul import find_matmul, matmul_dims, rebatched, transposed
 from gpusim.compiler.lower.region import Region
 from gpusim.config import Config
 from gpusim.functional import Launch
@@ -83,7 +83,7 @@ def unsupported(region: Region, cfg: Config | None) -> str | None:
 def _layout(region: Region) -> str | None:
     """Why the template cannot read `region`'s operands as they lie in memory (None: it can)."""
     a = operands(region)[0]
-    _, m, k, n = _dims(region)
+    _, m, k, n = matmul_dims(region)
     ta, tb = transposed(find_matmul(region))
     if ta:
         return "A is read transposed (an ldmatrix.trans of A^T is not written)"
@@ -99,7 +99,7 @@ def _layout(region: Region) -> str | None:
 
 def default(region: Region) -> dict[str, Any]:
     """A 32 x 32 warp tile, the block tile no larger than the matrix needs, three stages."""
-    _, m, _, n = _dims(region)
+    _, m, _, n = matmul_dims(region)
     bm, bn = (min(64, max(16, 1 << (d - 1).bit_length())) for d in (m, n))
     dt = operands(region)[0]
     return {"BM": bm, "BN": bn, "BK": 64 // WIDTH[dt], "WM": max(1, bm // 32), "WN": max(1, bn // 32),
@@ -108,7 +108,7 @@ def default(region: Region) -> dict[str, Any]:
 
 def space(region: Region, cfg: Config) -> dict[str, tuple]:
     """Tiles up to twice M and N, k tiles of 32, 64 or 128 bytes, 1 to 4 warps each way, 1 to 4 stages."""
-    _, m, _, n = _dims(region)
+    _, m, _, n = matmul_dims(region)
     es = WIDTH[operands(region)[0]]
     return {"BM": tuple(t for t in TILES if t < 2 * m or t == TILES[0]),
             "BN": tuple(t for t in TILES if t < 2 * n or t == TILES[0]),
@@ -191,7 +191,7 @@ def _issue(e: Asm, ops: list[_Operand], stage: str | int, more: str | None, k: i
             at = f"[{place}+{stage}]" if isinstance(stage, int) else f"[{e.value('add.u32', 'u32', place, stage)}]"
             at = at.replace("+0]", "]")
             e("cp.async.cg.shared.global", at, f"[{address}]", str(CHUNK), guard=e.both(inside, more))
-            e.load_bytes += e._weight * WARP * CHUNK  # a warp's copy: 512 bytes from L2 (cp.async.cg skips L1)
+            e.load_bytes += e.weight * WARP * CHUNK  # a warp's copy: 512 bytes from L2 (cp.async.cg skips L1)
             if inside is not None:
                 e("st.shared.v4.u32", at, f"{{{zero}, {zero}, {zero}, {zero}}}", guard=f"!{inside}")
             e("add.u64", address, address, str(op.tile_step))
@@ -201,7 +201,7 @@ def _issue(e: Asm, ops: list[_Operand], stage: str | int, more: str | None, k: i
 
 
 def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
-    batch, m, k, n = _dims(region)
+    batch, m, k, n = matmul_dims(region)
     batches = math.prod(batch)
     bm, bn, bk, wm_n, wn_n, stages = (int(params[p]) for p in ("BM", "BN", "BK", "WM", "WN", "num_stages"))
     mm = find_matmul(region)
@@ -232,7 +232,7 @@ def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
     tb = transposed(mm)[1]
     e = Asm(name)
     names = declare(e, region)
-    region = _rebatched(e, region, names, batch, mm)
+    region = rebatched(e, region, names, batch, mm)
     a_param, b_param = (names[i] for i in mm.inputs)
     kc = bk * es // CHUNK  # chunks of a row along K
     row0, col0 = (e.value("mul.lo.u32", "u32", f"%ctaid.{axis}", str(t)) for axis, t in (("y", bm), ("x", bn)))
@@ -283,7 +283,7 @@ def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
 
     def compute(stage: str) -> None:
         """The mma of one k tile, the next k step's fragments loaded before this step's mma."""
-        e.round_trips["shared"] += e._weight  # the first step's fragments, after the barrier
+        e.round_trips["shared"] += e.weight  # the first step's fragments, after the barrier
         frags = fragments(stage, 0)
         for s in range(steps):
             following = fragments(stage, s + 1) if s + 1 < steps else None
@@ -301,9 +301,9 @@ def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
         with e.loop(tiles):
             _issue(e, ops, 0, None, k, zero)
             e("cp.async.wait_group", "0")
-            e.round_trips["global"] += e._weight
+            e.round_trips["global"] += e.weight
             e("bar.sync", "0")
-            before = e._weight
+            before = e.weight
             compute("0")
             mma_count += before * steps * mi_n * nj_n
             e("bar.sync", "0")
@@ -323,7 +323,7 @@ def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
             if tiles > 1:
                 later = e.value("add.u32", "u32", kt, str(stages - 1))
                 _issue(e, ops, ls, e.value("setp.lt.u32", "pred", later, str(tiles)), k, zero)
-            before = e._weight
+            before = e.weight
             compute(cs)
             mma_count += before * steps * mi_n * nj_n
             if tiles > 1:
