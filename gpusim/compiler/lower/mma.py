@@ -200,16 +200,14 @@ def _issue(e: Asm, ops: list[_Operand], stage: str | int, more: str | None, k: i
     e("cp.async.commit_group")
 
 
-def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
-    batch, m, k, n = matmul_dims(region)
-    batches = math.prod(batch)
-    bm, bn, bk, wm_n, wn_n, stages = (int(params[p]) for p in ("BM", "BN", "BK", "WM", "WN", "num_stages"))
-    mm = find_matmul(region)
-    dt = operands(region)[0]
+def _warp_tile(region: Region, dt: str, shape: tuple[int, ...], tiles: tuple[int, ...]) -> tuple[int, int, int]:
+    """A warp's tile (BM/WM x BN/WN) and the threads of a block, once the parameters (BM, BN, BK, WM, WN,
+    num_stages) are checked against the tensor cores and the region (its result of `shape`, operands of
+    dtype `dt`); CompilerError naming what does not fit."""
+    bm, bn, bk, wm_n, wn_n, stages = tiles
     if dt not in MMA or operands(region)[1] != dt:
         raise CompilerError(f"mma: operands {'/'.join(operands(region))}; the tensor-core template takes f16, "
                             "bf16 or i8 pairs")
-    mnemonic, acc_type, precision, _, fmas = MMA[dt]
     es = WIDTH[dt]
     if stages not in STAGES:
         raise CompilerError(f"mma: num_stages {stages}; must be 1..4")
@@ -223,12 +221,24 @@ def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
     threads = WARP * wm_n * wn_n
     if threads > 1024:
         raise CompilerError(f"mma: WM x WN = {wm_n * wn_n} warps; at most 32")
-    if region.root.shape != (*batch, m, n):
+    if region.root.shape != shape:
         raise CompilerError(f"node %{region.node.name}: the epilogue's result {region.root.type} is not "
-                            f"{'x'.join(map(str, (*batch, m, n)))}")
+                            f"{'x'.join(map(str, shape))}")
     reason = _layout(region)
     if reason is not None:
         raise CompilerError(f"node %{region.node.name}: the tensor-core template does not apply: {reason}")
+    return tm, tn, threads
+
+
+def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
+    batch, m, k, n = matmul_dims(region)
+    batches = math.prod(batch)
+    bm, bn, bk, wm_n, wn_n, stages = (int(params[p]) for p in ("BM", "BN", "BK", "WM", "WN", "num_stages"))
+    mm = find_matmul(region)
+    dt = operands(region)[0]
+    tm, tn, threads = _warp_tile(region, dt, (*batch, m, n), (bm, bn, bk, wm_n, wn_n, stages))
+    mnemonic, acc_type, precision, _, fmas = MMA[dt]
+    es = WIDTH[dt]
     tb = transposed(mm)[1]
     e = Asm(name)
     names = declare(e, region)
