@@ -41,7 +41,7 @@ from gpusim.compiler.tensor import FLOAT_DTYPES, TensorType, dtype_of
 
 Infer = Callable[[tuple[TensorType, ...], Mapping[str, Any]], TensorType]
 Compute = Callable[[list[np.ndarray], Mapping[str, Any]], np.ndarray]
-HostRun = Callable[..., np.ndarray]  # (node, input values, the host's run) -> the node's value
+HostRun = Callable[..., np.ndarray]  # (node, input values, config, cost model, the run, label) -> its value
 
 FUSION_KINDS = ("elementwise", "epilogue", "reduction")
 

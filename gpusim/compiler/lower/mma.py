@@ -40,7 +40,7 @@ warp's tile is a multiple of 16 x 16), num_stages (1..4)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from gpusim.compiler.errors import CompilerError
@@ -262,7 +262,6 @@ def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
         _copy_slots(e, op, tid, threads, e.value("add.u32", "u32", origin, str(op.base)) if op.base else origin,
                     k, bk)
     zero = e.value("mov.u32", "u32", "0")
-    tiles = -(-k // bk)
 
     # ldmatrix addresses of this lane (stage 0): A per k step, B per k step (B^T) or per pair of n8 tiles (B)
     lane = e.value("and.b32", "u32", tid, "31")
@@ -305,17 +304,29 @@ def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
                     e(mnemonic, f"{{{c}}}", f"{{{', '.join(af[mi])}}}", f"{{{', '.join(bregs)}}}", f"{{{c}}}")
             frags = following
 
-    ops = [a, b]
-    mma_count = 0.0
+    mma_count = _k_loop(e, [a, b], compute, stages, stage_bytes, k, bk, zero) * steps * mi_n * nj_n
+    _epilogue(e, region, names, mm, acc, acc_type, (m, n), (bm, bn, tm, tn), (wm, wn), lane)
+    launch = Launch.make((-(-n // bn), -(-m // bm), batches), (threads, 1))
+    # every block copies its panels once (cp.async.cg: from L2, no L1), so the unique bytes are the bytes
+    return finish(e, region, "mma", params, launch,
+                  flops=batches * (2 * m * n * k + m * n * (len(region.ops) - 1)),
+                  tensor_fma={precision: mma_count * fmas})
+
+
+def _k_loop(e: Asm, ops: list[_Operand], compute: Callable[[str], None], stages: int, stage_bytes: int, k: int,
+            bk: int, zero: str) -> float:
+    """The loop over K's tiles: with one stage, copy a tile, wait, compute, and let every warp finish
+    before the next copy; with S stages, S - 1 tiles in flight in a ring (one barrier a tile). Returns how
+    many times a thread runs `compute` (the loop's trips)."""
+    tiles = -(-k // bk)
     if stages == 1:
         with e.loop(tiles):
             _issue(e, ops, 0, None, k, zero)
             e("cp.async.wait_group", "0")
             e.round_trips["global"] += e.weight
             e("bar.sync", "0")
-            before = e.weight
+            weight = e.weight
             compute("0")
-            mma_count += before * steps * mi_n * nj_n
             e("bar.sync", "0")
     else:
         for s in range(stages - 1):  # the prologue: tiles 0 .. S-2 (empty groups past the last)
@@ -333,9 +344,8 @@ def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
             if tiles > 1:
                 later = e.value("add.u32", "u32", kt, str(stages - 1))
                 _issue(e, ops, ls, e.value("setp.lt.u32", "pred", later, str(tiles)), k, zero)
-            before = e.weight
+            weight = e.weight
             compute(cs)
-            mma_count += before * steps * mi_n * nj_n
             if tiles > 1:
                 for reg in (cs, ls):
                     e("add.u32", reg, reg, str(stage_bytes))
@@ -344,12 +354,7 @@ def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
         # the copy latency is waited for once, then one wait per S - 1 tiles (the copies of S - 1 tiles
         # in flight behind the mma)
         e.round_trips["global"] += (tiles - 1) / (stages - 1)
-    _epilogue(e, region, names, mm, acc, acc_type, (m, n), (bm, bn, tm, tn), (wm, wn), lane)
-    launch = Launch.make((-(-n // bn), -(-m // bm), batches), (threads, 1))
-    # every block copies its panels once (cp.async.cg: from L2, no L1), so the unique bytes are the bytes
-    return finish(e, region, "mma", params, launch,
-                  flops=batches * (2 * m * n * k + m * n * (len(region.ops) - 1)),
-                  tensor_fma={precision: mma_count * fmas})
+    return weight
 
 
 def _kmajor_reads(e: Asm, op: _Operand, origin: str, lane: str, warp_index: str, warp_rows: int, steps: int,
