@@ -139,10 +139,12 @@ def references(config: str, figures: list[str] | None = None) -> list[tuple[dict
 # microbenchmarks
 
 
-def _cycles(workload: str, cfg: Config, warm_l2: float | None = None, **params) -> int:
+def _cycles(workload: str, cfg: Config, warm_l2: float | None = None, max_steps: int | None = None,
+            **params) -> int:
     import gpusim
 
-    return gpusim.simulate(workload, cfg, params=params, warm_l2=warm_l2).kernel["cycles"]
+    return gpusim.simulate(workload, cfg, params=params, warm_l2=warm_l2,
+                           max_steps_per_warp=max_steps).kernel["cycles"]
 
 
 def measure(config: str, m: dict[str, Any], overrides: dict[str, Any] | None = None) -> float:
@@ -156,8 +158,9 @@ def measure(config: str, m: dict[str, Any], overrides: dict[str, Any] | None = N
 
     if bench == "chase":
         k, fp, stride = int(m["steps"]), int(m["footprint"]), int(m["stride"])
-        c1 = _cycles("latency_chase", cfg, footprint=fp, stride=stride, steps=k)
-        c2 = _cycles("latency_chase", cfg, footprint=fp, stride=stride, steps=2 * k)
+        big = m.get("max_steps")  # a chase walking a whole footprint outlasts the runaway guard's default
+        c1 = _cycles("latency_chase", cfg, footprint=fp, stride=stride, steps=k, max_steps=big)
+        c2 = _cycles("latency_chase", cfg, footprint=fp, stride=stride, steps=2 * k, max_steps=big)
         return (c2 - c1) / k - cfg.units["int"].latency_cycles
     if bench in ("op_latency", "op_throughput"):
         op = OPS.index(m["op"])

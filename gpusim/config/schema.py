@@ -204,6 +204,10 @@ class SharedMemorySpec:
     replay_cycles: int = spec("cycles each wavefront after the first adds to the latency of a conflicted access "
                               "(its replays; the pipe serves other warps' wavefronts in between, so under load "
                               "it still takes one a cycle); default 1", "cycles", (1, 1000), default=1)
+    atomic_replay_cycles: int = spec("cycles the pipe spends on each pass of a shared-memory atomic after its "
+                                     "first: a pass per distinct address that shares a bank with another (each "
+                                     "a read-modify-write of the bank), lanes on one address combined into one "
+                                     "update; default 1", "cycles", (1, 1000), default=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +229,13 @@ class L2Spec:
     partitions: int = spec("partitions the slices split into, evenly in slice order; an SM's requests go to "
                            "its near partition, which also keeps copies of lines whose home (by address) is "
                            "a far one; default 1", "count", (1, 64), default=1)
+    partition_policy: str = spec("what the partitions hold (with partitions > 1): `home` - every line lives in its "
+                                 "home partition (by address), the near partition keeps copies of far-homed lines "
+                                 "it reads; `spill` - lines are cached in the partition of the SMs that use them "
+                                 "(a read that misses there finds them in another partition, or DRAM), a "
+                                 "partition's victims spill into the next one, writes and atomics invalidate the "
+                                 "other partitions' copies (a crossing each way); default home",
+                                 choices=("home", "spill"), default="home")
     rmw_sector_cycles: float = spec("cycles a slice's data port is held by a read-modify-write of one sector: "
                                     "a store that writes only part of the sector (merged into it; the ECC "
                                     "granule is the sector) or an atomic's update of it; 0: as a full sector's "

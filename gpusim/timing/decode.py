@@ -123,6 +123,7 @@ class Code(NamedTuple):
     wr_off: np.ndarray
     writes: np.ndarray
     groups: np.ndarray
+    atomic: np.ndarray  # atom or red (a shared one's passes are read-modify-writes)
 
 
 struct_type(Code)
@@ -141,4 +142,4 @@ def code_arrays(info: list[TimingInfo]) -> Code:
     dep_off, deps = csr([ti.deps for ti in info])
     wr_off, writes = csr([ti.writes for ti in info])
     return Code(col("kind"), col("port"), col("interval"), col("latency"), col("dep_reason"),
-                col("throttle_reason"), dep_off, deps, wr_off, writes, col("groups"))
+                col("throttle_reason"), dep_off, deps, wr_off, writes, col("groups"), col("opcode_is_atomic"))

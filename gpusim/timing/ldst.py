@@ -65,11 +65,8 @@ class AddressStage:
             widths = self.width[pcs[s]]
             for width in np.unique(widths).tolist():
                 sel = s[widths == width]
+                # (an atomic's lanes on one address are one update: its passes are the bank wavefronts)
                 wave, ideal = self.banks.wavefront_arrays(rows, width, sel)
-                atomic = self.atomic[pcs[sel]]
-                if atomic.any():
-                    # same-address atomics serialise on top of bank conflicts
-                    wave[atomic] = np.maximum(wave[atomic], self.coalescer.max_lanes_per_address(rows[sel[atomic]]))
                 lo[sel], hi[sel] = wave, ideal
         return Plans(lo, hi, lines, masks, ops)
 

@@ -330,7 +330,7 @@ def _issue_other(M, w, t, pc, g, kind):
         return
     if kind == SHARED:
         a = st.acc[st.pos[W.h[w]]]
-        ready = _smem.access(M.smem, s, t, st.a_lo[a], st.a_hi[a])
+        ready = _smem.access(M.smem, s, t, st.a_lo[a], st.a_hi[a], code.atomic[pc] != 0)
         write_regs(W, code, w, pc, ready, code.dep_reason[pc])
         busy_until = M.smem.free_at[s]
         _sp.occupy(P, g, LDST, busy_until)

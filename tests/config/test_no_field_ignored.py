@@ -189,6 +189,7 @@ FIELDS: dict[str, tuple] = {
     "shared_memory.bank_width_bytes": ({"shared_memory.bank_width_bytes": 8}, [BANKS]),
     "shared_memory.latency_cycles": ({"shared_memory.latency_cycles": 200}, [BANKS]),
     "shared_memory.replay_cycles": ({"shared_memory.replay_cycles": 9}, [BANKS]),
+    "shared_memory.atomic_replay_cycles": ({"shared_memory.atomic_replay_cycles": 50}, [HIST]),
     "l2.size_bytes": ({"l2.size_bytes": 4 * 128 * 16 * 128}, [BIG], "gtx980", {"l2.size_bytes": 4 * 128 * 16 * 2}),
     "l2.ways": ({"l2.ways": 1}, [BIG], "gtx980", {"l2.size_bytes": 4 * 128 * 16 * 16}),  # L1 caches no loads
     "l2.line_size_bytes": ({"l2.line_size_bytes": 256}, [REUSE, SAXPY]),
@@ -206,6 +207,7 @@ FIELDS: dict[str, tuple] = {
     "interconnect.gpc_partitions": ({"interconnect.gpc_partitions": [1, 0, 0, 0, 1, 1, 1]}, [SAXPY]),
     "l2.partitions": ({"l2.partitions": 1}, [SAXPY]),
     "l2.rmw_sector_cycles": ({"l2.rmw_sector_cycles": 500}, [SCATTER]),
+    "l2.partition_policy": ({"l2.partition_policy": "spill"}, [SOFTMAX]),
     "l2.atomic_op_cycles": ({"l2.atomic_op_cycles": 100}, [HIST]),
     "dram.technology": INFORMATIONAL,
     "dram.controllers": ({"dram.controllers": 1}, [SAXPY]),

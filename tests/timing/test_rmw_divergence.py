@@ -176,3 +176,90 @@ def test_decode_unchanged_by_the_new_fields():
     cfg = load_config("h200")
     prog = gpusim.load_workload("saxpy").program
     assert code_arrays(decode(prog, cfg)).kind.size == len(prog)
+
+
+# -- shared-memory atomics ------------------------------------------------------------------------
+
+
+def test_a_shared_atomic_holds_the_pipe_for_its_passes():
+    cfg = load_config("h200", overrides={"shared_memory.atomic_replay_cycles": 12, "shared_memory.replay_cycles": 2})
+    m = _smem.make_shared_memory(cfg, 1)
+    lat = cfg.shared_memory.latency_cycles
+    # three passes (distinct addresses in one bank): the pipe 1 + 2 x 12 cycles, the result as long after
+    assert _smem.access(m, 0, 100, 3, 1, True) == 100 + lat + 2 * 12
+    assert int(m.free_at[0]) == 100 + 1 + 2 * 12
+    # a one-pass atomic (conflict-free, or all lanes on one address) costs what a load does
+    assert _smem.access(m, 0, 200, 1, 1, True) == 200 + lat and int(m.free_at[0]) == 201
+
+
+def test_lanes_on_one_shared_address_are_one_pass_of_an_atomic():
+    """The address stage plans a shared atomic's passes as its bank wavefronts: 32 lanes on one word are one
+    pass (ATOMS.POPC.INC), 32 distinct words in one bank 32, four words in four banks one."""
+    from gpusim.timing.decode import decode
+    from gpusim.timing.ldst import AddressStage
+    from gpusim.timing.shared_memory import BankMap
+
+    cfg = load_config("h200")
+    prog = gpusim.load_workload("histogram").program
+    info = decode(prog, cfg)
+    pc = next(i.pc for i in prog.instructions if i.opcode == "red" and i.space == "shared")
+    stage = AddressStage(info, Coalescer(128, 32), BankMap(cfg))
+    rows = np.array([np.zeros(32), np.arange(32) * 128, np.arange(32) % 4 * 4], dtype=np.int64)
+    plans = stage.plan(rows, np.full(3, pc))
+    assert plans.lo.tolist() == [1, 32, 1]
+
+
+# -- the L2 partitions' spill policy --------------------------------------------------------------
+
+
+def _two_partitions(policy="spill"):
+    """Two partitions of one slice each, one set of 2 ways (256 B of lines per slice)."""
+    cfg = load_config("h200", overrides={"l2.slices": 2, "l2.partitions": 2, "l2.size_bytes": 512, "l2.ways": 2,
+                                         "l2.partition_policy": policy, "interconnect.partition_latency_cycles": 100,
+                                         **FLAT_DRAM})
+    l2, d, noc = _l2.make_l2(cfg), _dram.make_dram(cfg), _noc.make_interconnect(cfg)
+    assert (l2.nsets, l2.slices, l2.per_partition, l2.spill) == (1, 2, 1, policy == "spill")
+    return cfg, l2, d, noc
+
+
+def test_spill_keeps_a_partitions_victims_in_the_other_partition():
+    cfg, l2, d, noc = _two_partitions()
+    hit, cross = cfg.l2.hit_latency_cycles, 2 * 100
+    dram = cfg.dram.latency_cycles
+    t = 1000.0
+    reply = lambda line: _l2.read(l2, noc, d, 0, t, line, 0b1111) - t  # noqa: E731  (slice 0: partition 0)
+    first = reply(10)
+    assert first >= dram + cross  # a miss everywhere: asked of the other partition, then DRAM
+    t += 10000
+    assert reply(10) == hit  # now near
+    t += 10000
+    reply(11)
+    t += 10000
+    reply(12)  # the set (2 ways) is full: line 10, the least recent, leaves for partition 1
+    t += 10000
+    assert _l2._tags.find(l2.tags, _l2._row(l2, 1, 10), 10) >= 0
+    assert reply(10) == hit + cross  # found in the other partition: the far latency, and copied near
+    # a write, at the line's home (slice 0: this partition), drops the other partition's copy
+    t += 10000
+    assert _noc.home_slice(noc, 10) == 0
+    assert _l2.write(l2, noc, d, 0, t, 10, 0b0001, 0) - t == hit
+    assert _l2._tags.find(l2.tags, _l2._row(l2, 1, 10), 10) == -1
+
+
+@pytest.mark.parametrize("policy", ["home", "spill"])
+def test_a_near_victim_is_dropped_at_home_and_kept_far_by_spill(policy):
+    """Lines 10, 12, 14 are homed in partition 0 (even lines: slice 0), the reader's own. Reading 10, 12, 14
+    in turn evicts 10 from the 2-way set: `home` drops it (its home is this partition: back to DRAM),
+    `spill` moves it to partition 1 (back at the far latency)."""
+    cfg, l2, d, noc = _two_partitions(policy)
+    assert [_noc.home_slice(noc, x) for x in (10, 12, 14)] == [0, 0, 0]
+    t = 1000.0
+    for line in (10, 12, 14):
+        _l2.read(l2, noc, d, 0, t, line, 0b1111)
+        t += 10000
+    again = _l2.read(l2, noc, d, 0, t, 10, 0b1111) - t
+    hit, far = cfg.l2.hit_latency_cycles, cfg.l2.hit_latency_cycles + 200
+    if policy == "home":  # a fourth miss, from DRAM
+        assert again >= cfg.dram.latency_cycles and int(l2.misses.sum()) == 4 * 4
+    else:  # found in the other partition
+        assert again == far and int(l2.misses.sum()) == 3 * 4 and int(l2.far.sum()) == 4
