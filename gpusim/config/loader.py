@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from gpusim.config.overrides import OVERRIDE_FILE, derive, resolve_overrides
 from gpusim.config.schema import (
     OPCODES,
     OPTIONAL_UNIT_CLASSES,
@@ -26,8 +27,6 @@ from gpusim.config.schema import (
 )
 from gpusim.data import data_dir
 from gpusim.errors import ConfigError
-
-OVERRIDE_FILE = "<overrides>"
 
 # where[path] = (file, line) of the key that last set `path` ("" is the document itself)
 Where = dict[str, tuple[str, int | None]]
@@ -76,18 +75,40 @@ def load_config(name_or_path: str | os.PathLike,
     """Load, overlay, override and validate a configuration.
 
     `name_or_path` is a built-in name (`"a100"`, see `builtin_configs()`) or a path to a YAML file.
-    `overrides` maps dotted field paths to values (`{"chip.sm_count": 54}`), applied last and
-    validated like the file; an error in one names `<overrides>` and the field."""
+    `overrides` maps fields to values (`{"chip.sm_count": 54}`, or by a unique tail: `{"sm_count": 54}`;
+    gpusim.config.overrides), applied last and validated like the file, with the fields derived from
+    them moved along (`dram.bandwidth_gbps` sets `dram.data_rate_mtps`); an error in one names
+    `<overrides>` and the field."""
+    overrides = resolve_overrides(overrides)
     path = resolve(name_or_path)
     if path is None:
         raise ConfigError(f"no built-in config or file named {str(name_or_path)!r} "
                           f"(built-ins: {', '.join(builtin_configs()) or 'none'})")
     data, where = _load_tree(path, chain=())
-    for key, value in (overrides or {}).items():
+    for key, value in overrides.items():
         _apply_override(data, where, key, value)
-    cfg = _build_config(data, where, name=_config_name(path), source=str(path))
-    _check_consistency(cfg, where)
+    moved = derive(overrides, lambda p: _get(data, p))
+    for key, (value, _) in moved.items():
+        _apply_override(data, where, key, value)
+    try:
+        cfg = _build_config(data, where, name=_config_name(path), source=str(path))
+        _check_consistency(cfg, where)
+    except ConfigError as exc:
+        if exc.field not in moved:
+            raise
+        raise ConfigError(f"moves {exc.field} with it: {exc.reason}", file=OVERRIDE_FILE,
+                          field=moved[exc.field][1]) from None
     return cfg
+
+
+def _get(data: dict, path: str) -> Any:
+    """The value at a dotted path of the tree, or None."""
+    node: Any = data
+    for part in path.split("."):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(part)
+    return node
 
 
 def _config_name(path: Path) -> str:
@@ -482,7 +503,15 @@ def _opcodes(value: Any, path: str, where: Where) -> UnitTable:
 def _check_consistency(cfg: Config, where: Where) -> None:
     chip, sm, l1, l2, dram = cfg.chip, cfg.sm, cfg.l1, cfg.l2, cfg.dram
 
+    overridden = [k for k, (file, _) in where.items() if file == OVERRIDE_FILE and k]
+
     def fail(path: str, message: str) -> None:
+        """The error names `path`, unless an override it does not name made it fail: then the override
+        (whose name the message mentions), not the file's line."""
+        if where.get(path, (None,))[0] != OVERRIDE_FILE:
+            for key in overridden:
+                if re.search(rf"\b{re.escape(key.rpartition('.')[2])}\b", message):
+                    raise ConfigError(f"makes {path} fail its check: {message}", file=OVERRIDE_FILE, field=key)
         raise _err(where, path, message)
 
     if chip.sm_count > chip.gpcs * chip.sms_per_gpc:

@@ -28,8 +28,8 @@ from gpusim.errors import GpusimError
 from gpusim.stats.files import write_atomic
 from gpusim.stats.metrics import KERNEL_METRICS
 
-SWEEP_FIXED = ("point", "workload", "config", "config_hash", "label", "warp_scheduler", "seed", "status", "error",
-               "verified", "cached", "wall_seconds", "verdict", "verdict_reason")
+SWEEP_FIXED = ("point", "workload", "config", "config_hash", "config_file", "label", "warp_scheduler", "seed", "status",
+               "error", "verified", "cached", "wall_seconds", "verdict", "verdict_reason")
 SWEEP_REQUIRED = ("config", "status")
 OVERRIDE = "override."
 FORMATS = {".png": "png", ".svg": "svg"}
@@ -72,6 +72,15 @@ class SweepTable:
         vary = [c for c in self.params if len({r.get(c) for r in rows}) > 1]
         return sorted(vary, key=lambda c: PREFERRED_X.index(c) if c in PREFERRED_X else len(PREFERRED_X))
 
+    def axes(self) -> list[str]:
+        """Every column the points differ in over the ok rows, the chart's x axis first: the parameters
+        (`varying`), then the config overrides (`override.chip.clock_mhz`), then `config` and
+        `warp_scheduler`, which are names, not numbers."""
+        rows = self.ok_rows
+        overrides = [c for c in self.columns if c.startswith(OVERRIDE) and len({repr(r.get(c)) for r in rows}) > 1]
+        names = [c for c in ("config", "warp_scheduler") if c in self.columns and len({r.get(c) for r in rows}) > 1]
+        return [*self.varying(), *overrides, *names]
+
     def require(self, *columns: str) -> None:
         missing = [c for c in columns if c not in self.columns]
         if missing:
@@ -89,6 +98,7 @@ class KernelPoint:
     config_hash: str | None = None
     overrides: dict[str, Any] = field(default_factory=dict)
     source: str = "<result>"
+    config_file: str | None = None
 
     def metric(self, name: str) -> Any:
         """A kernel metric by name (`warp_states_pct` gives the dict); an error naming the file if absent."""
@@ -149,7 +159,7 @@ def result_points(results: list[Any]) -> list[KernelPoint]:
         params = " ".join(f"{k}={v}" for k, v in (r.get("params") or {}).items())
         label = " ".join(filter(None, [r.get("workload"), params, f"on {r.get('config')}" if several else ""]))
         points.append(KernelPoint(label, require_kernel(r), r.get("config") or "?", r.get("config_hash"),
-                                  source=source_of(r)))
+                                  source=source_of(r), config_file=r.get("config_file")))
     return points
 
 
@@ -171,24 +181,37 @@ def sweep_points(table: SweepTable) -> list[KernelPoint]:
             overrides.setdefault("scheduler.policy", r["warp_scheduler"])
         label = " ".join([str(r.get("label") or r["config"])] + [f"{c}={r.get(c)}" for c in vary])
         points.append(KernelPoint(label, kernel, str(r["config"]), r.get("config_hash"), overrides,
-                                  source=table.path))
+                                  source=table.path, config_file=r.get("config_file")))
     return points
 
 
 def point_config(point: KernelPoint) -> Config:
     """The config a point ran on (see `run_config`)."""
-    return run_config(point.config, point.config_hash, point.overrides, source=point.source)
+    return run_config(point.config, point.config_hash, point.overrides, source=point.source,
+                      config_file=point.config_file)
 
 
 def run_config(name: str | None, config_hash: str | None, overrides: dict[str, Any] | None = None, *,
-               source: str = "<result>") -> Config:
-    """The config a run names, loaded with its overrides and checked against its hash."""
+               source: str = "<result>", config_file: str | None = None) -> Config:
+    """The config a run names, loaded with its overrides and checked against its hash. It is looked for
+    where the run read it (`config_file`, when that file still exists), then by its name: a built-in, or
+    NAME.yaml beside the result's file or in the working folder."""
     if not name:
         raise GpusimError(f"{source}: names no config; name it with --config")
-    try:
-        cfg = _load_config(name, tuple(sorted((overrides or {}).items())))
-    except GpusimError as exc:
-        raise GpusimError(f"{source}: cannot load its config {name!r} ({exc}); name it with --config") from None
+    key = tuple(sorted((overrides or {}).items()))
+    places = [str(Path(p).resolve()) for p in (config_file, Path(source).parent / f"{name}.yaml", f"{name}.yaml")
+              if p and Path(p).is_file() and Path(p).stem == name]
+    loaded, problem = [], None
+    for place in [*dict.fromkeys(places), name]:
+        try:
+            loaded.append(_load_config(place, key))
+        except GpusimError as exc:
+            problem = problem or exc
+        if loaded and (not config_hash or loaded[-1].hash() == config_hash):
+            break
+    if not loaded:
+        raise GpusimError(f"{source}: cannot load its config {name!r} ({problem}); name it with --config") from None
+    cfg = next((c for c in loaded if not config_hash or c.hash() == config_hash), loaded[0])
     if config_hash and cfg.hash() != config_hash:
         raise GpusimError(f"{source}: ran on config {name!r} with hash {config_hash}, but {name!r} now loads "
                           f"with hash {cfg.hash()} (overrides, or an edited file?); describe the hardware "

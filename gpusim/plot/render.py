@@ -32,7 +32,7 @@ KINDS = ("occupancy", "stalls", "units", "memory", "roofline", "sol", "sweep", "
 SINGLE_RESULT = ("occupancy", "timeline")
 
 
-def render(kind: str, paths: Sequence[str | Path], *, metric: str = "cycles", intensity: str = "hierarchical",
+def render(kind: str, paths: Sequence[str | Path], *, metric: str | None = None, intensity: str = "hierarchical",
            stall_scale: str = "cycles", cfg: Config | None = None) -> Figure:
     """The `kind` chart of the files at `paths` (see the module docstring); a GpusimError naming the file
     for input the kind cannot draw."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,6 +77,7 @@ class SimResult:
             "gpusim_version": __version__,
             "config": cfg.name if cfg is not None else None,
             "config_hash": cfg.hash() if cfg is not None else None,
+            "config_file": os.path.abspath(cfg.source) if cfg is not None and cfg.source else None,
             "workload": getattr(run, "workload", None),
             "params": dict(getattr(run, "params", {}) or {}),
             "launch": {"grid": list(launch.grid), "block": list(launch.block)} if launch is not None else None,

@@ -34,7 +34,7 @@ def test_one_row_per_point_with_the_same_columns(blocks):
     assert [r["point"] for r in rows] == [0, 1, 2, 3] and [r["block"] for r in rows] == [64, 128, 256, 2048]
     assert all(list(r) == blocks.columns for r in rows)
     cols = blocks.columns
-    assert tuple(cols[:5]) == HEAD and cols[5:7] == ["n", "block"] and tuple(cols[7:14]) == RUN
+    assert tuple(cols[:6]) == HEAD and cols[6:8] == ["n", "block"] and tuple(cols[8:15]) == RUN
     assert tuple(cols[-2:]) == TAIL
     for name in ("cycles", "kernel_seconds", "achieved_gflops", "achieved_occupancy", "warp_states_pct.long_scoreboard",
                  "unit_utilisation_pct.fp32", "dram_bytes_read"):
