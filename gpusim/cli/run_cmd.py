@@ -27,6 +27,7 @@ from gpusim.errors import GpusimError
 from gpusim.functional.executor import DEFAULT_MAX_STEPS_PER_WARP
 from gpusim.stats import simulate, trace_json
 from gpusim.stats.source import execute_per_pc, format_source, line_records, pc_records
+from gpusim.workloads.verify import verified_text
 
 
 def register(subparsers) -> None:
@@ -106,7 +107,7 @@ def run_timing(args: argparse.Namespace) -> int:
         title = f"source view: {result.provenance['workload']} on {result.provenance['config']} (timing)"
         summary = lambda: result.summary_table() + "\n\n" + format_source(result.source, title=title)  # noqa: E731
     _emit(args, result.to_dict(), result, summary)
-    if not result.verified:
+    if result.verified is False:
         print(result.run.message(), file=sys.stderr)
         return 1
     return 0
@@ -195,7 +196,7 @@ def format_summary(s: dict, occ) -> str:
         ("shared memory", f"{st['shared_bytes_read']:,} B read, {st['shared_bytes_written']:,} B written"),
         ("atomics / barriers", f"{st['atomics']:,} / {st['barriers']:,}"),
         ("by unit", ", ".join(f"{k} {v:,}" for k, v in st["warp_instructions_by_unit"].items())),
-        ("verified", "yes" if s["verified"] else "NO"),
+        ("verified", verified_text(s["verified"])),
         ("wall time", f"{s['wall_seconds']:.3f} s, of which the kernel {s['exec_seconds']:.3f} s "
                       f"({rate / 1e6:.1f} M thread-instructions/s)"),
     ]

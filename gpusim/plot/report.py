@@ -29,6 +29,7 @@ from gpusim.plot.stalls import stalls_figure
 from gpusim.plot.timeline import timeline_figure
 from gpusim.plot.units import units_figure
 from gpusim.stats.files import write_atomic
+from gpusim.workloads.verify import verified_text
 
 STYLE = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; max-width: 1100px;
@@ -95,9 +96,10 @@ def _e(value: Any) -> str:
 def _launch_line(r: dict[str, Any]) -> str:
     launch = r.get("launch") or {}
     grid, block = launch.get("grid") or [], launch.get("block") or []
-    verified = {True: "verified against numpy", False: "values DIFFER from numpy", None: "not verified"}
+    v = r.get("verified")
+    said = {True: "verified against the numpy reference", False: "values DIFFER from the numpy reference"}
     return (f"{r.get('config')} · grid ({','.join(map(str, grid))}) x block ({','.join(map(str, block))}) · "
-            f"{verified.get(r.get('verified'), 'not verified')}")
+            f"{said.get(v, verified_text(v))}")
 
 
 def _verdict(r: dict[str, Any]) -> str:

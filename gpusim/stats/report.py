@@ -30,6 +30,7 @@ from gpusim.stats.bottleneck import Verdict, diagnose
 from gpusim.stats.metrics import KERNEL_METRICS, SM_METRICS, flatten, kernel_metrics, sm_metrics, timeline_rows, unit_of
 from gpusim.stats.source import line_records, pc_records
 from gpusim.timing.counters import KernelTiming
+from gpusim.workloads.verify import verified_text
 
 CSV_COLUMNS = ("workload", "config", "scope", "sm", "block", "metric", "value", "unit")
 LABEL = 19  # width of the summary table's label column
@@ -111,7 +112,8 @@ class SimResult:
 
     @property
     def verified(self) -> bool | None:
-        return self.run.ok if self.run is not None else None
+        """The run's `verified` (gpusim.workloads.verify): True, False, or None where nothing checked it."""
+        return getattr(self.run, "verified", None)
 
     # the main metrics as typed fields (`kernel` has them all, by the names of docs/stats.md)
     warp_instructions = _metric("warp_instructions", int)
@@ -194,7 +196,7 @@ class SimResult:
             g, b = p["launch"]["grid"], p["launch"]["block"]
             add(("launch", f"grid ({g[0]},{g[1]},{g[2]}) x block ({b[0]},{b[1]},{b[2]}), {k['blocks']:,} blocks, "
                            f"{k['warps']:,} warps on {k['sms_active']} of {k['sms']} SMs"))
-            add(("verified", "yes" if self.verified else "NO"))
+            add(("verified", verified_text(self.verified)))
         us = 1e6
         add(("cycles", f"{k['cycles']:,} = {k['kernel_seconds'] * us:.3f} us at {k['clock_mhz']:g} MHz "
                        f"(+ launch overhead {k['launch_overhead_cycles']:,} cycles: {k['total_seconds'] * us:.3f} us)"))

@@ -34,7 +34,7 @@ def make_row(point: Point, *, workload: str, config: str, config_hash: str | Non
     if "error" in outcome:
         return {**row, "status": "error", "error": outcome["error"], "verified": None, "cached": cached,
                 "wall_seconds": None}
-    bad = verify and not outcome["verified"]
+    bad = verify and outcome["verified"] is False
     return {**row, "status": "error" if bad else "ok", "error": outcome["mismatch"] if bad else None,
             "verified": outcome["verified"], "cached": cached, "wall_seconds": outcome["wall_seconds"],
             **outcome["metrics"], "verdict": outcome["verdict"], "verdict_reason": outcome["verdict_reason"]}
