@@ -101,6 +101,9 @@ def run(args: argparse.Namespace) -> int:
         print(result.table())
         print()
         print(result.explain())
+        warned = result.warned()
+        if warned:
+            print("\nabove peak (the CSV's warnings column):\n" + "\n".join(f"  {w}" for w in warned))
         print(f"\n{len(result.rows)} points: {len(result.rows) - cached} simulated, {cached} from the cache")
     failed = sum(r["status"] != "ok" for r in result.rows)
     if failed:

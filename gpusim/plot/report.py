@@ -29,6 +29,8 @@ from gpusim.plot.stalls import stalls_figure
 from gpusim.plot.timeline import timeline_figure
 from gpusim.plot.units import units_figure
 from gpusim.stats.files import write_atomic
+from gpusim.stats.metrics import throughput_source
+from gpusim.stats.peaks import kernel_warnings
 from gpusim.workloads.verify import verified_text
 
 STYLE = """
@@ -39,6 +41,8 @@ h1 { font-size: 1.55em; margin: 0.2em 0 0.1em; } h2 { font-size: 1.2em; margin: 
 .sub { color: #5a6573; margin: 0 0 1em; }
 .verdict { border-left: 6px solid #c0392b; background: #fbeeec; padding: 0.7em 1em; border-radius: 4px; }
 .verdict b { font-size: 1.15em; } .verdict ul { margin: 0.4em 0 0; }
+.warn { border-left: 6px solid #b7791f; background: #fdf6e3; padding: 0.5em 1em; margin-top: 0.6em;
+        border-radius: 4px; }
 .ok { color: #1e7d32; } .bad { color: #b3261e; }
 table { border-collapse: collapse; margin: 0.3em 0; font-variant-numeric: tabular-nums; }
 td, th { padding: 0.22em 0.8em 0.22em 0; text-align: left; vertical-align: top; }
@@ -67,7 +71,7 @@ def report_html(result: Any, *, cfg: Config | None = None) -> str:
         f"<title>gpusim: {_e(name)} on {_e(r.get('config'))}</title>", f"<style>{STYLE}</style></head><body>",
         f"<h1>{_e(name)} <span class=sub>{_e(params)}</span></h1>",
         f'<p class=sub>{_e(_launch_line(r))}</p>',
-        _verdict(r),
+        _verdict(r), _warnings(kernel_warnings(kernel, cfg.derived()["peak_fp32_gflops"])),
         "<h2>Summary</h2>", _summary(r, kernel),
         "<h2>Warp states</h2>", _warp_states(kernel),
         "<h2>Charts</h2>", _charts(r, cfg),
@@ -111,6 +115,14 @@ def _verdict(r: dict[str, Any]) -> str:
             + (f"<ul>{evidence}</ul>" if evidence else "") + "</div>")
 
 
+def _warnings(warnings: list) -> str:
+    """The figures above the config's peak, each with why (gpusim.stats.peaks)."""
+    if not warnings:
+        return ""
+    return ("<div class=warn><b>Above the peak</b><ul>" + "".join(f"<li>{_e(w)}</li>" for w in warnings)
+            + "</ul></div>")
+
+
 def _rows(items: list[tuple[str, str]]) -> str:
     return "<table>" + "".join(f"<tr><th>{_e(k)}</th><td>{v}</td></tr>" for k, v in items) + "</table>"
 
@@ -125,8 +137,10 @@ def _summary(r: dict[str, Any], k: dict[str, Any]) -> str:
     speed = [
         ("duration", f"{k['cycles']:,} cycles = {k['kernel_seconds'] * 1e6:.3f} µs at {clock:g} MHz"),
         ("launch overhead", f"{k.get('launch_overhead_cycles', 0):,} cycles (the host's, not the kernel's)"),
-        ("compute throughput", _pct(k.get("compute_throughput_pct")) + " of the busiest unit's peak"),
-        ("memory throughput", _pct(k.get("memory_throughput_pct")) + " (DRAM busy)"),
+        ("compute throughput", _pct(k.get("compute_throughput_pct")) + f" ({throughput_source(k, 'compute')}, "
+                               "the busiest of the math pipes and the issue slots)"),
+        ("memory throughput", _pct(k.get("memory_throughput_pct")) + f" ({throughput_source(k, 'memory')}, the "
+                              "busiest of DRAM bandwidth, DRAM busy and L2 busy)"),
         ("IPC", f"{k.get('ipc', 0):.3f} per active SM cycle"),
         ("issue slots busy", _pct(k.get("issue_slot_utilisation_pct"))),
     ]
@@ -134,7 +148,7 @@ def _summary(r: dict[str, Any], k: dict[str, Any]) -> str:
         ("DRAM", f"{k.get('dram_bytes_read', 0):,} B read, {k.get('dram_bytes_written', 0):,} B written; "
                  f"{k.get('dram_bandwidth_gbps', 0):.1f} GB/s = {_pct(k.get('dram_bandwidth_pct'))} of "
                  f"{k.get('peak_dram_bandwidth_gbps', 0):g} GB/s"),
-        ("L1", f"{_pct(k.get('l1_hit_rate_pct'))} sector hit rate, {k.get('l1_requests', 0):,} requests"),
+        ("L1", f"{_pct(k.get('l1_hit_rate_pct'))} sector hit rate, {k.get('l1_tag_lookups', 0):,} tag lookups"),
         ("L2", f"{_pct(k.get('l2_hit_rate_pct'))} hit rate, {_pct(k.get('l2_busy_pct'))} busy"),
         ("shared memory", f"{k.get('shared_requests', 0):,} requests, {k.get('shared_bank_conflicts', 0):,} "
                           "bank conflicts"),

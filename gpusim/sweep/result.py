@@ -9,12 +9,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpusim.stats.peaks import kernel_warnings
 from gpusim.stats.ranking import ranked_by
 from gpusim.sweep.points import Point
 
 HEAD = ("point", "workload", "config", "config_hash", "config_file", "label")  # then the parameters, overrides
 RUN = ("warp_scheduler", "seed", "status", "error", "verified", "cached", "wall_seconds")  # then the metrics
-TAIL = ("verdict", "verdict_reason")
+TAIL = ("verdict", "verdict_reason", "warnings")
 OVERRIDE = "override."  # prefix of the override columns
 # Points within this many percent of the best point's cycles are ties: the timing model is validated to
 # about 15 % against hardware (docs/validation.md), so a 0.3 % difference names no winner.
@@ -37,7 +38,8 @@ def make_row(point: Point, *, workload: str, config: str, config_hash: str | Non
     bad = verify and outcome["verified"] is False
     return {**row, "status": "error" if bad else "ok", "error": outcome["mismatch"] if bad else None,
             "verified": outcome["verified"], "cached": cached, "wall_seconds": outcome["wall_seconds"],
-            **outcome["metrics"], "verdict": outcome["verdict"], "verdict_reason": outcome["verdict_reason"]}
+            **outcome["metrics"], "verdict": outcome["verdict"], "verdict_reason": outcome["verdict_reason"],
+            "warnings": "; ".join(map(str, kernel_warnings(outcome["metrics"]))) or None}
 
 
 @dataclass
@@ -167,11 +169,15 @@ class SweepResult:
         return json.dumps(self.to_dict(), indent=1) + "\n"
 
     # -- the terminal --
+    def warned(self) -> list[str]:
+        """One line per point with a figure above the config's peak: `point N (its axes): why`."""
+        return [f"point {r['point']} ({self.describe(r)}): {r['warnings']}" for r in self.rows if r.get("warnings")]
+
     def table(self) -> str:
         """One line per point: its axes, status, cycles, kernel time, achieved occupancy, verdict and top
         stall (or the error)."""
         axes = self.axes or ["label"]
-        header = ["#", *(a.rpartition(".")[2] for a in axes), "status", "cycles", "time us", "occupancy",
+        header = ["#", *(a.rpartition(".")[2] for a in axes), "status", "cycles", "time us", "achieved occ.",
                   "verdict", "top stall"]
         right = [True, *(isinstance(self.rows[0][a], int | float) for a in axes), False, True, True, True, False,
                  False]
