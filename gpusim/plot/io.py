@@ -125,15 +125,39 @@ def load_input(path: str | Path) -> dict[str, Any] | SweepTable:
         return _sweep_rows(str(path), data["points"], data.get("columns"))
     if isinstance(data, list):
         return _sweep_rows(str(path), data)
-    if isinstance(data, dict) and "workload" in data and ("kernel" in data or "stats" in data):
-        return {**data, SOURCE: str(path)}
+    if isinstance(data, dict) and "workload" in data and ("kernel" in data or "stats" in data
+                                                          or data.get("mode") == "sampled"):
+        return {**as_result(data), SOURCE: str(path)}
     raise GpusimError(f"{path}: neither a result (gpusim run --json) nor a sweep table (a list of rows "
                       "or {\"points\": [...]})")
 
 
 def as_result(result: Any) -> dict[str, Any]:
-    """A result's dict: a SimResult's `to_dict()`, or the dict itself."""
-    return result.to_dict() if hasattr(result, "to_dict") else result
+    """A result's dict: a SimResult's or a sampled run's (`simulate_sampled`'s) `to_dict()`, or the dict
+    itself; a sampled run's as `sampled_view` shows it, the same figures the terminal prints."""
+    d = result.to_dict() if hasattr(result, "to_dict") else result
+    sampled = isinstance(d, dict) and d.get("mode") == "sampled" and "sampled" not in d  # (not a view already)
+    return sampled_view(d) if sampled else d
+
+
+SAMPLED_RUN = "the largest sampled run"  # what a sampled result's metrics describe, until it carries the kernel's
+
+
+def sampled_view(d: dict[str, Any]) -> dict[str, Any]:
+    """A sampled run's dict (`gpusim run --sample`: the estimate, its verification and `detail`, the run
+    simulated in detail) as one result: the provenance and verification of the whole kernel over the
+    detail's metrics, SMs and timeline, and `sampled` = {cycles, confidence, cycles_low, cycles_high,
+    kernel_seconds, sampling, metrics_of}: the estimate the terminal prints, and what `kernel` describes
+    (the whole kernel where the sampled result carries its metrics, else SAMPLED_RUN)."""
+    detail = d.get("detail") or {}
+    view = {**detail, **{k: v for k, v in d.items() if k != "detail"}}
+    whole = d.get("kernel")
+    view["kernel"] = whole or detail.get("kernel")
+    view["sampled"] = {"cycles": d.get("cycles"), "confidence": d.get("confidence"),
+                       "cycles_low": d.get("cycles_low"), "cycles_high": d.get("cycles_high"),
+                       "kernel_seconds": d.get("kernel_seconds"), "sampling": d.get("sampling") or {},
+                       "metrics_of": "the whole kernel" if whole else SAMPLED_RUN}
+    return view
 
 
 def source_of(result: dict[str, Any]) -> str:
@@ -158,8 +182,9 @@ def result_points(results: list[Any]) -> list[KernelPoint]:
     for r in results:
         params = " ".join(f"{k}={v}" for k, v in (r.get("params") or {}).items())
         label = " ".join(filter(None, [r.get("workload"), params, f"on {r.get('config')}" if several else ""]))
-        points.append(KernelPoint(label, require_kernel(r), r.get("config") or "?", r.get("config_hash"),
-                                  source=source_of(r), config_file=r.get("config_file")))
+        points.append(KernelPoint(label or "kernel", require_kernel(r), r.get("config") or "?", r.get("config_hash"),
+                                  dict(r.get("config_overrides") or {}), source=source_of(r),
+                                  config_file=r.get("config_file")))
     return points
 
 
@@ -189,6 +214,15 @@ def point_config(point: KernelPoint) -> Config:
     """The config a point ran on (see `run_config`)."""
     return run_config(point.config, point.config_hash, point.overrides, source=point.source,
                       config_file=point.config_file)
+
+
+def result_config(result: dict[str, Any], cfg: Config | None = None) -> Config:
+    """The config a result (as_result's dict) ran on: `cfg` when given, else the one it names, with the
+    overrides it records (`config_overrides`), found as `run_config` finds it."""
+    if cfg is not None:
+        return cfg
+    return run_config(result.get("config"), result.get("config_hash"), result.get("config_overrides"),
+                      source=source_of(result), config_file=result.get("config_file"))
 
 
 def run_config(name: str | None, config_hash: str | None, overrides: dict[str, Any] | None = None, *,

@@ -26,6 +26,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from gpusim.config.overrides import config_overrides
 from gpusim.stats.bottleneck import Verdict, diagnose
 from gpusim.stats.metrics import KERNEL_METRICS, SM_METRICS, flatten, kernel_metrics, sm_metrics, timeline_rows, unit_of
 from gpusim.stats.peaks import PeakWarning, kernel_warnings
@@ -80,6 +81,7 @@ class SimResult:
             "config": cfg.name if cfg is not None else None,
             "config_hash": cfg.hash() if cfg is not None else None,
             "config_file": os.path.abspath(cfg.source) if cfg is not None and cfg.source else None,
+            "config_overrides": config_overrides(cfg) if cfg is not None else {},
             "workload": getattr(run, "workload", None),
             "params": dict(getattr(run, "params", {}) or {}),
             "launch": {"grid": list(launch.grid), "block": list(launch.block)} if launch is not None else None,
