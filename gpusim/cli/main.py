@@ -18,7 +18,7 @@ import threading
 
 import gpusim
 from gpusim import progress
-from gpusim.cli.args import output_problem
+from gpusim.cli.args import Parser, output_problem
 from gpusim.config.overrides import OVERRIDE_FILE
 from gpusim.errors import ConfigError, GpusimError
 
@@ -32,7 +32,7 @@ class Terminated(KeyboardInterrupt):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="gpusim", description="A GPU architecture simulator.")
+    parser = Parser(prog="gpusim", description="A GPU architecture simulator.")
     parser.add_argument("--version", action="version", version=f"gpusim {gpusim.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in SUBCOMMANDS:
