@@ -217,3 +217,13 @@ def test_readme_bench_table_has_the_pinned_cycles():
 
     rows = {m.group(1): _numbers(m.group(2)) for m in re.finditer(r"^\| (\w+) \|([^\n]*)$", README.read_text(), re.M)}
     assert {name: rows[name][1] for name in PINNED_CYCLES} == PINNED_CYCLES
+
+
+def test_readme_shows_every_subcommand_and_no_page_repeats_a_section():
+    from gpusim.cli.main import SUBCOMMANDS
+
+    shown = {cmd.split()[1] for cmd, _ in page_commands(README)}
+    assert set(SUBCOMMANDS) - shown == set(), "README runs no example of these subcommands"
+    for page in PAGES:
+        heads = re.findall(r"^#+ .*$", page.read_text(), re.M)
+        assert len(heads) == len(set(heads)), f"{page.name} repeats a section: {heads}"
