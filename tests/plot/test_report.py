@@ -10,8 +10,8 @@ import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 
@@ -143,7 +143,7 @@ def test_the_source_view_is_in_the_report(tmp_path, monkeypatch, capsys):
 
 
 @pytest.mark.parametrize(("ci", "outcome"), [("true", f"Failed: CI=true and {NO_BROWSER}"),
-                                             ("", f"SKIPPED [1] tests/plot/test_report.py")])
+                                             ("", "SKIPPED [1] tests/plot/test_report.py")])
 def test_the_browser_test_cannot_skip_in_ci(ci, outcome, tmp_path):
     """The browser test run with no browser on PATH: in CI it fails, elsewhere it skips."""
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTEST_XDIST_WORKER")}
