@@ -6,6 +6,7 @@ file that last set it, so an error in a child of `extends:` names the child)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 import typing
@@ -109,6 +110,35 @@ def _get(data: dict, path: str) -> Any:
             return None
         node = node.get(part)
     return node
+
+
+def config_overrides(cfg: Any) -> dict[str, Any]:
+    """The dotted overrides that turn the config's own file (`cfg.source`) into `cfg`: every field whose
+    value differs, derived ones included (so a result records what it ran on beyond the file's name;
+    loading the file with them gives `cfg.hash()` again). Empty when the file cannot be read."""
+    try:
+        base = _file_config(cfg.source, os.stat(cfg.source).st_mtime_ns)
+    except Exception:  # noqa: BLE001 - a file moved or edited since: nothing to compare with
+        return {}
+    mine = cfg.to_dict()
+    out: dict[str, Any] = {}
+
+    def walk(a: Any, b: Any, path: str) -> None:
+        if isinstance(a, dict) and isinstance(b, dict) and path.count(".") < 3:
+            for key in dict.fromkeys([*a, *b]):
+                walk(a.get(key), b.get(key), f"{path}.{key}" if path else key)
+        elif a != b:
+            out[path] = b
+
+    walk({k: v for k, v in base.items() if k not in ("name", "source")},
+         {k: v for k, v in mine.items() if k not in ("name", "source")}, "")
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _file_config(path: str, mtime_ns: int) -> dict[str, Any]:
+    """A config file as loaded without overrides (to_dict), once per version of the file."""
+    return load_config(path).to_dict()
 
 
 def _config_name(path: Path) -> str:

@@ -18,8 +18,6 @@ whether they agree, naming the override)."""
 from __future__ import annotations
 
 import difflib
-import functools
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -130,37 +128,6 @@ def derive(overrides: Mapping[str, Any], get: Callable[[str], Any]) -> dict[str,
     return out
 
 
-def config_overrides(cfg: Any) -> dict[str, Any]:
-    """The dotted overrides that turn the config's own file (`cfg.source`) into `cfg`: every field whose
-    value differs, derived ones included (so a result records what it ran on beyond the file's name;
-    loading the file with them gives `cfg.hash()` again). Empty when the file cannot be read."""
-    try:
-        base = _file_config(cfg.source, os.stat(cfg.source).st_mtime_ns)
-    except Exception:  # noqa: BLE001 - a file moved or edited since: nothing to compare with
-        return {}
-    mine = cfg.to_dict()
-    out: dict[str, Any] = {}
-
-    def walk(a: Any, b: Any, path: str) -> None:
-        if isinstance(a, dict) and isinstance(b, dict) and path.count(".") < 3:
-            for key in dict.fromkeys([*a, *b]):
-                walk(a.get(key), b.get(key), f"{path}.{key}" if path else key)
-        elif a != b:
-            out[path] = b
-
-    walk({k: v for k, v in base.items() if k not in ("name", "source")},
-         {k: v for k, v in mine.items() if k not in ("name", "source")}, "")
-    return out
-
-
-@functools.lru_cache(maxsize=16)
-def _file_config(path: str, mtime_ns: int) -> dict[str, Any]:
-    """A config file as loaded without overrides (to_dict), once per version of the file."""
-    from gpusim.config.loader import load_config  # (the loader imports this module)
-
-    return load_config(path).to_dict()
-
-
 def _numbers(*values: Any) -> bool:
     return all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
 
@@ -172,5 +139,4 @@ def _like(old: Any, value: float) -> Any:
     return round(value, 6) if isinstance(value, float) else value
 
 
-__all__ = ["DERIVED", "OVERRIDE_FILE", "Derived", "config_overrides", "derive", "field_paths", "resolve_field",
-           "resolve_overrides"]
+__all__ = ["DERIVED", "OVERRIDE_FILE", "Derived", "derive", "field_paths", "resolve_field", "resolve_overrides"]

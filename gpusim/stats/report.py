@@ -26,7 +26,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from gpusim.config.overrides import config_overrides
+from gpusim.config.loader import config_overrides
 from gpusim.stats.bottleneck import Verdict, diagnose
 from gpusim.stats.metrics import KERNEL_METRICS, SM_METRICS, flatten, kernel_metrics, sm_metrics, timeline_rows, unit_of
 from gpusim.stats.peaks import PeakWarning, kernel_warnings
