@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusim.errors import LaunchError
+from gpusim.errors import GpusimError, LaunchError
 from gpusim.functional import GlobalMemory, Launch, execute
 from gpusim.isa import Program, load_kernel
 from gpusim.isa.ptx import with_dynamic_shared
@@ -209,19 +209,29 @@ def triton_attrs(signature: dict[str, str], aligned: Sequence[str]) -> dict:
 
 def from_triton(kernel, signature: dict[str, str], constexprs: dict[str, Any] | None = None, *,
                 num_warps: int = 4, cc: int = 80, num_stages: int | None = None,
-                aligned: Sequence[str] = ()) -> TritonKernel:
+                aligned: Sequence[str] = ()) -> TritonKernel | TritonAutotuned:
     """A `@triton.jit` kernel compiled to PTX for `signature` (Triton's: {"x_ptr": "*fp32", "n": "i32",
     "BLOCK": "constexpr"}) and `constexprs` ({"BLOCK": 1024}) on a GPUTarget("cuda", cc, 32), which needs
     no GPU, ready to launch on gpusim: `from_triton(add, sig, {"BLOCK": 1024})[grid](x, y, out, n)`.
     `num_stages`: the software pipeline's depth of a loop (Triton's option; its default when None);
-    `aligned`: the arguments divisible by 16 (see triton_attrs)."""
+    `aligned`: the arguments divisible by 16 (see triton_attrs). An `@triton.autotune` kernel gives a
+    TritonAutotuned: each of its configs compiled (their constexprs over `constexprs`, their num_warps
+    and num_stages), the fastest one chosen on gpusim at the first launch of each autotune key."""
+    if _is_autotuner(kernel):
+        return TritonAutotuned(kernel, signature, constexprs or {}, cc=cc, aligned=aligned)
+    return _compile_triton(kernel, signature, constexprs or {}, num_warps=num_warps, cc=cc, num_stages=num_stages,
+                           aligned=aligned)
+
+
+def _compile_triton(kernel, signature: dict[str, str], constexprs: dict[str, Any], *, num_warps: int, cc: int,
+                    num_stages: int | None, aligned: Sequence[str]) -> TritonKernel:
     triton = _needs("triton", "triton", "from_triton")
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
     options = {"num_warps": num_warps} | ({"num_stages": num_stages} if num_stages is not None else {})
     try:
-        src = ASTSource(fn=kernel, signature=signature, constexprs=constexprs or {},
+        src = ASTSource(fn=kernel, signature=signature, constexprs=constexprs,
                         attrs=triton_attrs(signature, aligned))
         compiled = triton.compile(src, target=GPUTarget("cuda", cc, 32), options=options)
     except Exception as exc:
@@ -230,3 +240,93 @@ def from_triton(kernel, signature: dict[str, str], constexprs: dict[str, Any] | 
                           field="from_triton") from None
     md = compiled.metadata
     return TritonKernel(compiled.asm["ptx"], md.name, md.num_warps, int(md.shared))
+
+
+def _is_autotuner(kernel) -> bool:
+    """An `@triton.autotune` kernel (triton.runtime.autotuner.Autotuner): the jitted function and its configs."""
+    return hasattr(kernel, "configs") and hasattr(kernel, "fn") and not callable(kernel.configs)
+
+
+class TritonAutotuned:
+    """An `@triton.autotune` kernel on gpusim: `k[grid](*args)` with `grid` a tuple or, as Triton's, a
+    function of the config's constexprs (`lambda meta: (triton.cdiv(n, meta["BLOCK"]),)`). At the first
+    launch of each autotune key (the values, or arrays' shapes, of the arguments the autotuner's `key`
+    names) every config runs on copies of the arrays and the one with the least simulated kernel time is
+    kept; its outputs are written back and its SimResult returned, and later launches of that key run it
+    alone. `best` maps each key to the chosen config's index, `timings` to every config's seconds (None
+    for one that did not compile or launch, `errors` saying why)."""
+
+    def __init__(self, autotuner, signature: dict[str, str], constexprs: dict[str, Any], *, cc: int = 80,
+                 aligned: Sequence[str] = ()):
+        self.autotuner, self.signature, self.constexprs = autotuner, dict(signature), dict(constexprs)
+        self.configs = list(autotuner.configs)
+        if not self.configs:
+            raise LaunchError("the autotuned kernel has no configs", field="from_triton")
+        self.keys = list(getattr(autotuner, "keys", None) or getattr(autotuner, "key", None) or [])
+        self.cc, self.aligned = cc, tuple(aligned)
+        self.kernels: dict[int, TritonKernel | LaunchError] = {}
+        self.best: dict[tuple, int] = {}
+        self.timings: dict[tuple, list[float | None]] = {}
+        self.errors: dict[int, str] = {}
+
+    def meta(self, i: int) -> dict[str, Any]:
+        """Config `i`'s constexprs over the fixed ones, and its num_warps and num_stages (Triton's `meta`)."""
+        c = self.configs[i]
+        return {**self.constexprs, **dict(getattr(c, "kwargs", {}) or {}), "num_warps": getattr(c, "num_warps", 4),
+                "num_stages": getattr(c, "num_stages", None)}
+
+    def kernel(self, i: int) -> TritonKernel:
+        """Config `i` compiled (once); a LaunchError where it does not compile."""
+        if i not in self.kernels:
+            m = self.meta(i)
+            constexprs = {k: v for k, v in m.items() if k not in ("num_warps", "num_stages")}
+            try:
+                self.kernels[i] = _compile_triton(self.autotuner.fn, self.signature, constexprs,
+                                                  num_warps=m["num_warps"], cc=self.cc, num_stages=m["num_stages"],
+                                                  aligned=self.aligned)
+            except LaunchError as exc:
+                self.kernels[i] = exc
+        k = self.kernels[i]
+        if isinstance(k, LaunchError):
+            raise k
+        return k
+
+    def key(self, args: Sequence[Any]) -> tuple:
+        names = [n for n, t in self.signature.items() if t != "constexpr"]
+        values = dict(zip(names, args, strict=False))
+        return tuple((n, (v.shape, str(v.dtype)) if isinstance(v, np.ndarray) else v)
+                     for n, v in values.items() if n in self.keys)
+
+    def launch(self, grid, args: Sequence[Any] = (), config: Any = "a100", mode: str = "timing", **kw):
+        key = self.key(args)
+        if key in self.best or mode != "timing":  # (functional mode has no time to tune by: the first config)
+            i = self.best.get(key, 0)
+            return self.kernel(i).launch(self._grid(grid, i), None, args, config, mode, **kw)
+        runs: list[tuple[float, int, list[Any], Any]] = []
+        seconds: list[float | None] = []
+        for i in range(len(self.configs)):
+            copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+            try:
+                r = self.kernel(i).launch(self._grid(grid, i), None, copies, config, mode, **kw)
+            except GpusimError as exc:
+                self.errors[i] = str(exc)
+                seconds.append(None)
+                continue
+            seconds.append(r.kernel_seconds)
+            runs.append((r.kernel_seconds, i, copies, r))
+        self.timings[key] = seconds
+        if not runs:
+            raise LaunchError(f"no config of the autotuned kernel ran: {'; '.join(self.errors.values())}",
+                              field="from_triton")
+        _, i, copies, result = min(runs, key=lambda run: (run[0], run[1]))
+        self.best[key] = i
+        for a, c in zip(args, copies, strict=True):
+            if isinstance(a, np.ndarray) and a.flags.writeable:
+                a[...] = c
+        return result
+
+    def _grid(self, grid, i: int):
+        return grid(self.meta(i)) if callable(grid) else grid
+
+    def __getitem__(self, grid):
+        return lambda *args, **kw: self.launch(grid, args, **kw)

@@ -6,6 +6,7 @@ file that last set it, so an error in a child of `extends:` names the child)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 import typing
@@ -14,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from gpusim.config.overrides import OVERRIDE_FILE, derive, resolve_overrides
 from gpusim.config.schema import (
     OPCODES,
     OPTIONAL_UNIT_CLASSES,
@@ -26,8 +28,6 @@ from gpusim.config.schema import (
 )
 from gpusim.data import data_dir
 from gpusim.errors import ConfigError
-
-OVERRIDE_FILE = "<overrides>"
 
 # where[path] = (file, line) of the key that last set `path` ("" is the document itself)
 Where = dict[str, tuple[str, int | None]]
@@ -76,18 +76,69 @@ def load_config(name_or_path: str | os.PathLike,
     """Load, overlay, override and validate a configuration.
 
     `name_or_path` is a built-in name (`"a100"`, see `builtin_configs()`) or a path to a YAML file.
-    `overrides` maps dotted field paths to values (`{"chip.sm_count": 54}`), applied last and
-    validated like the file; an error in one names `<overrides>` and the field."""
+    `overrides` maps fields to values (`{"chip.sm_count": 54}`, or by a unique tail: `{"sm_count": 54}`;
+    gpusim.config.overrides), applied last and validated like the file, with the fields derived from
+    them moved along (`dram.bandwidth_gbps` sets `dram.data_rate_mtps`); an error in one names
+    `<overrides>` and the field."""
+    overrides = resolve_overrides(overrides)
     path = resolve(name_or_path)
     if path is None:
         raise ConfigError(f"no built-in config or file named {str(name_or_path)!r} "
                           f"(built-ins: {', '.join(builtin_configs()) or 'none'})")
     data, where = _load_tree(path, chain=())
-    for key, value in (overrides or {}).items():
+    for key, value in overrides.items():
         _apply_override(data, where, key, value)
-    cfg = _build_config(data, where, name=_config_name(path), source=str(path))
-    _check_consistency(cfg, where)
+    moved = derive(overrides, lambda p: _get(data, p))
+    for key, (value, _) in moved.items():
+        _apply_override(data, where, key, value)
+    try:
+        cfg = _build_config(data, where, name=_config_name(path), source=str(path))
+        _check_consistency(cfg, where)
+    except ConfigError as exc:
+        if exc.field not in moved:
+            raise
+        raise ConfigError(f"moves {exc.field} with it: {exc.reason}", file=OVERRIDE_FILE,
+                          field=moved[exc.field][1]) from None
     return cfg
+
+
+def _get(data: dict, path: str) -> Any:
+    """The value at a dotted path of the tree, or None."""
+    node: Any = data
+    for part in path.split("."):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(part)
+    return node
+
+
+def config_overrides(cfg: Any) -> dict[str, Any]:
+    """The dotted overrides that turn the config's own file (`cfg.source`) into `cfg`: every field whose
+    value differs, derived ones included (so a result records what it ran on beyond the file's name;
+    loading the file with them gives `cfg.hash()` again). Empty when the file cannot be read."""
+    try:
+        base = _file_config(cfg.source, os.stat(cfg.source).st_mtime_ns)
+    except Exception:  # noqa: BLE001 - a file moved or edited since: nothing to compare with
+        return {}
+    mine = cfg.to_dict()
+    out: dict[str, Any] = {}
+
+    def walk(a: Any, b: Any, path: str) -> None:
+        if isinstance(a, dict) and isinstance(b, dict) and path.count(".") < 3:
+            for key in dict.fromkeys([*a, *b]):
+                walk(a.get(key), b.get(key), f"{path}.{key}" if path else key)
+        elif a != b:
+            out[path] = b
+
+    walk({k: v for k, v in base.items() if k not in ("name", "source")},
+         {k: v for k, v in mine.items() if k not in ("name", "source")}, "")
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _file_config(path: str, mtime_ns: int) -> dict[str, Any]:
+    """A config file as loaded without overrides (to_dict), once per version of the file."""
+    return load_config(path).to_dict()
 
 
 def _config_name(path: Path) -> str:
@@ -485,7 +536,15 @@ def _opcodes(value: Any, path: str, where: Where) -> UnitTable:
 def _check_consistency(cfg: Config, where: Where) -> None:
     chip, sm, l1, l2, dram = cfg.chip, cfg.sm, cfg.l1, cfg.l2, cfg.dram
 
+    overridden = [k for k, (file, _) in where.items() if file == OVERRIDE_FILE and k]
+
     def fail(path: str, message: str) -> None:
+        """The error names `path`, unless an override it does not name made it fail: then the override
+        (whose name the message mentions), not the file's line."""
+        if where.get(path, (None,))[0] != OVERRIDE_FILE:
+            for key in overridden:
+                if re.search(rf"\b{re.escape(key.rpartition('.')[2])}\b", message):
+                    raise ConfigError(f"makes {path} fail its check: {message}", file=OVERRIDE_FILE, field=key)
         raise _err(where, path, message)
 
     if chip.sm_count > chip.gpcs * chip.sms_per_gpc:

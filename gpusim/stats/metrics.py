@@ -15,6 +15,9 @@ from gpusim.timing.counters import KernelTiming, SMCounters
 from gpusim.timing.decode import PORTS, WARP_STATES
 
 MATH_UNITS = ("fp32", "int", "fp64", "sfu", "tensor")  # the ports whose saturation means compute-bound
+# memory_throughput_pct is the largest of these (metric -> what it measures, as reports name it)
+MEMORY_THROUGHPUT_PARTS = {"dram_bandwidth_pct": "DRAM bandwidth", "dram_busy_pct": "DRAM busy",
+                           "l2_busy_pct": "L2 busy"}
 
 # Nsight Compute names of the units' pipes (sm__pipe_<name>_cycles_active / sm__inst_executed_pipe_<name>).
 UNIT_PIPES = {"fp32": "fma", "int": "alu", "fp64": "fp64", "sfu": "xu", "ldst": "lsu", "branch": "cbu",
@@ -50,7 +53,8 @@ KERNEL_METRICS: dict[str, tuple[str, str]] = {
     "divergent_branches": ("branches", "smsp__sass_branch_targets_threads_divergent.sum"),
     "unit_utilisation_pct": ("%", "sm__pipe_<pipe>_cycles_active.avg.pct_of_peak_sustained_active"),
     "compute_throughput_pct": ("%", "sm__throughput.avg.pct_of_peak_sustained_elapsed (Compute Throughput)"),
-    "l1_requests": ("requests", "l1tex__t_requests_pipe_lsu_mem_global.sum"),
+    "l1_tag_lookups": ("lookups", "(L1 tag lookups: one per cache line a global warp access touches; Nsight's "
+                                  "l1tex__t_requests counts warp requests, global_requests here)"),
     "l1_hit_sectors": ("sectors", "l1tex__t_sectors_pipe_lsu_mem_global_lookup_hit.sum"),
     "l1_miss_sectors": ("sectors", "l1tex__t_sectors_pipe_lsu_mem_global_lookup_miss.sum"),
     "l1_hit_rate_pct": ("%", "l1tex__t_sector_hit_rate.pct"),
@@ -254,7 +258,7 @@ def _memory_metrics(timing: KernelTiming, stats: Any, seconds: float) -> dict[st
     global_sectors = l1_hit + l1_miss + l2.get("write_sectors", 0)
     excessive = max(0, global_sectors - ideal_sectors) if ideal_sectors is not None else None
     return {
-        "l1_requests": _sum(sms, "l1_requests"),
+        "l1_tag_lookups": _sum(sms, "l1_requests"),
         "l1_hit_sectors": l1_hit,
         "l1_miss_sectors": l1_miss,
         "l1_hit_rate_pct": pct(l1_hit, l1_hit + l1_miss),
@@ -276,8 +280,22 @@ def _memory_metrics(timing: KernelTiming, stats: Any, seconds: float) -> dict[st
         "peak_dram_bandwidth_gbps": peak_bpc * timing.clock_mhz / 1000.0,
         "dram_bandwidth_pct": dram_pct,
         "dram_busy_pct": dram_busy,
-        "memory_throughput_pct": max(dram_pct, dram_busy, l2_busy),
+        "memory_throughput_pct": max(dram_pct, dram_busy, l2_busy),  # MEMORY_THROUGHPUT_PARTS
     }
+
+
+def throughput_source(kernel: dict[str, Any], which: str) -> str:
+    """What produced a kernel's `compute_throughput_pct` (`which` "compute": the busiest math pipe, as
+    "fp32 pipe", or "issue slots") or `memory_throughput_pct` ("memory": "DRAM bandwidth", "DRAM busy" or
+    "L2 busy"), read from the metrics that the throughput is the largest of."""
+    if which == "memory":
+        parts = {label: kernel.get(m) for m, label in MEMORY_THROUGHPUT_PARTS.items()}
+    else:
+        util = kernel.get("unit_utilisation_pct") or {}
+        parts = {f"{u} pipe": util.get(u) for u in MATH_UNITS if u in util}
+        parts["issue slots"] = kernel.get("issue_slot_utilisation_pct")
+    known = {label: v for label, v in parts.items() if v is not None}
+    return max(known, key=lambda label: known[label]) if known else "n/a"
 
 
 def sm_metrics(timing: KernelTiming, *, issue_width: int = 1) -> list[dict[str, Any]]:

@@ -156,7 +156,7 @@ FIELDS: dict[str, tuple] = {
     "sm.max_threads_per_block": ({"sm.max_threads_per_block": 128, "sm.max_block_dims": [128, 128, 64]}, [SAXPY]),
     "sm.max_block_dims": ({"sm.max_block_dims": [128, 128, 64]}, [SAXPY]),
     "sm.max_warps_per_sm": ({"sm.max_warps_per_sm": 32, "sm.max_threads_per_sm": 1024}, [occupancy(256, 16)]),
-    "sm.max_threads_per_sm": ({"sm.max_threads_per_sm": 1024}, []),
+    "sm.max_threads_per_sm": ({"sm.max_threads_per_sm": 1024}, [occupancy(256, 16)]),  # moves max_warps_per_sm
     "sm.max_blocks_per_sm": ({"sm.max_blocks_per_sm": 1}, [occupancy(256, 16)]),
     "sm.registers_per_sm": ({"sm.registers_per_sm": 32768, "sm.max_registers_per_block": 32768},
                             [occupancy(256, 64)]),
@@ -211,9 +211,9 @@ FIELDS: dict[str, tuple] = {
     "l2.atomic_op_cycles": ({"l2.atomic_op_cycles": 100}, [HIST]),
     "dram.technology": INFORMATIONAL,
     "dram.controllers": ({"dram.controllers": 1}, [SAXPY]),
-    "dram.bus_width_bits": ({"dram.bus_width_bits": 1024}, []),
-    "dram.data_rate_mtps": ({"dram.data_rate_mtps": 100}, []),
-    "dram.bandwidth_gbps": ({"dram.bandwidth_gbps": 10}, []),
+    "dram.bus_width_bits": ({"dram.bus_width_bits": 1280}, [SAXPY]),  # moves bandwidth_gbps with it
+    "dram.data_rate_mtps": ({"dram.data_rate_mtps": 100}, [SAXPY]),  # moves bandwidth_gbps with it
+    "dram.bandwidth_gbps": ({"dram.bandwidth_gbps": 10}, [SAXPY]),
     "dram.latency_cycles": ({"dram.latency_cycles": 2000}, [SAXPY]),
     "dram.queue_depth": ({"dram.queue_depth": 1}, [COPY], "gtx980", ONE_BANK),
     "dram.efficiency": ({"dram.efficiency": 0.1}, [SAXPY]),

@@ -258,7 +258,7 @@ def test_a_near_victim_is_dropped_at_home_and_kept_far_by_spill(policy):
         _l2.read(l2, noc, d, 0, t, line, 0b1111)
         t += 10000
     again = _l2.read(l2, noc, d, 0, t, 10, 0b1111) - t
-    hit, far = cfg.l2.hit_latency_cycles, cfg.l2.hit_latency_cycles + 200
+    far = cfg.l2.hit_latency_cycles + 200
     if policy == "home":  # a fourth miss, from DRAM
         assert again >= cfg.dram.latency_cycles and int(l2.misses.sum()) == 4 * 4
     else:  # found in the other partition
