@@ -277,6 +277,8 @@ class SassOps:
             if set(ins.mods) & {"ARV"}:
                 return self._sass_fault(ins, b, "BAR.ARV")
             return self._barrier(ins, b)
+        if op == "CALL" and ins.guard >= 0:  # a guarded call is a jump its lanes may or may not take
+            return self._branch(ins, b)
         if op in ("CALL", "RET"):
             return self._call(ins, b)
         try:
@@ -1173,16 +1175,15 @@ class SassOps:
             off, buf = self._offsets(b, ins, lanes, a, width, space)
             n = off.size
             view = buf.view(dt)
-            if popc:
+            raw = U64 if width == 8 else U32
+            if popc:  # POPC.INC: each lane adds one (the hardware adds the popcount of the lanes sharing an address)
                 v = np.ones(n, dt)
             else:
-                v = np.broadcast_to(np.asarray(rv[0](lanes)).view(dt) if np.ndim(rv[0](lanes))
-                                    else np.asarray(rv[0](lanes)).astype(U64 if width == 8 else U32).view(dt), (n,))
+                v = np.broadcast_to(np.asarray(rv[0](lanes)).astype(raw).view(dt), (n,))
             c = None
-            if aop == "cas":
-                c = np.broadcast_to(np.asarray(rv[1](lanes)).astype(U64 if width == 8 else U32).view(dt), (n,))
-                v, c = v, c  # (compare value, new value)
-            old = atomics.apply(view, off // width, "inc" if popc else aop, v, c)
+            if aop == "cas":  # (compare value, new value)
+                c = np.broadcast_to(np.asarray(rv[1](lanes)).astype(raw).view(dt), (n,))
+            old = atomics.apply(view, off // width, "add" if popc else aop, v, c)
             if rd is not None:
                 rd(lanes, np.asarray(old).view(U64 if width == 8 else U32))
             stats.atomics += n

@@ -181,7 +181,12 @@ def flat_index(op: SassOperand, nregs: int) -> int:
 # ---- control flow ----------------------------------------------------------------------------------
 
 def _ends_block(ins: SassInstruction) -> bool:
-    return ins.opcode in ("BRA", "EXIT", "RET", "BRX", "JMP", "JMX", "KILL") and not ins.guard_false
+    return (ins.opcode in ("BRA", "EXIT", "RET", "BRX", "JMP", "JMX", "KILL") or _guarded_call(ins)) and not ins.guard_false
+
+
+def _guarded_call(ins: SassInstruction) -> bool:
+    """A guarded CALL (ptxas jumps to a kernel's tail this way): for control flow, a guarded branch."""
+    return ins.opcode == "CALL" and ins.guard >= 0
 
 
 def _successors(ins: SassInstruction, n: int) -> tuple[int, ...]:
@@ -189,7 +194,7 @@ def _successors(ins: SassInstruction, n: int) -> tuple[int, ...]:
     op = ins.opcode
     if op in ("EXIT", "RET", "KILL") and not ins.guard_false:
         return (EXIT_PC,) + (nxt if ins.guard >= 0 else ())
-    if op == "BRA" and not ins.guard_false:
+    if (op == "BRA" or _guarded_call(ins)) and not ins.guard_false:
         return (ins.target,) if ins.guard < 0 else tuple(dict.fromkeys(nxt + (ins.target,)))
     return nxt
 
@@ -220,6 +225,6 @@ def with_reconvergence(instrs: tuple[SassInstruction, ...]) -> tuple[SassInstruc
     out = list(instrs)
     for b in blocks:
         ins = instrs[b.end]
-        if ins.opcode == "BRA" and ins.guard >= 0:
+        if (ins.opcode == "BRA" or _guarded_call(ins)) and ins.guard >= 0:
             out[b.end] = replace(ins, reconv=blocks[ipdom[b.index]].start if ipdom[b.index] >= 0 else EXIT_PC)
     return tuple(out)
