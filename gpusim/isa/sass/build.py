@@ -119,10 +119,13 @@ def compile_sass(source: str | Path, arch: int, out_dir: Path) -> tuple[Path, Pa
     out_dir.mkdir(parents=True, exist_ok=True)
     cubin, listing = checked_in(out_dir / source.name, arch)
     text = source.read_text()
-    with tempfile.TemporaryDirectory(prefix="gpusim-sass-") as tmp:
-        where = Path(tmp)
+    # nvcc records the folder it compiles in (the line tables): one fixed folder makes the same cubin anywhere
+    where = Path(tempfile.gettempdir()) / "gpusim-sass" / f"sm_{arch}"
+    where.mkdir(parents=True, exist_ok=True)
+    if True:
         local = where / source.name
         local.write_text(text)
+        os.utime(local, (0, 0))  # (and the source's modification time: a fixed one)
         flags = [*NVCC_FLAGS, f"-arch=sm_{arch}"]
         how = f"nvcc {' '.join(flags)}; nvdisasm {' '.join(DISASM_FLAGS)}"
         try:
