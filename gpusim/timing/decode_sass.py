@@ -53,7 +53,9 @@ def decode_sass(program, cfg: Config, kinds: dict) -> list:
         latency = t.latency_cycles
         width = next((_MEM_BYTES[x] for x in ins.mods if x in _MEM_BYTES), 4)
         held = 0
-        if op in _GLOBAL_LD or op == "LDGSTS":
+        if ins.guard_false:  # `@!PT`: issues and does nothing (ptxas's padding); no memory access
+            pass
+        elif op in _GLOBAL_LD or op == "LDGSTS":
             kind, dep, thr = kinds["global_ld"], S["long_scoreboard"], S["lg_throttle"]
         elif op in _GLOBAL_ST:
             kind, dep, thr = kinds["global_st"], S["long_scoreboard"], S["lg_throttle"]
@@ -88,7 +90,7 @@ def decode_sass(program, cfg: Config, kinds: dict) -> list:
             dep, thr = S["short_scoreboard"], S["mio_throttle"]
         interval = held or max(1, math.ceil(warp / lanes))
         writes = []
-        if op != "LDGSTS":
+        if op != "LDGSTS" and not ins.guard_false:
             writes = [sb0 + k for k in (ctrl.wbar, ctrl.rbar) if k >= 0]
             if kind == kinds["alu"] and ctrl.wbar < 0:
                 writes = [sb0 + ctrl.rbar] if ctrl.rbar >= 0 else []

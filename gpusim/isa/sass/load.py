@@ -64,8 +64,8 @@ def build_program(text: str, file: str = "<sass>", entry: str | None = None,
         for op in r.operands:
             if op.kind == "R" and op.index != 255:
                 used = max(used, op.index + 4)
-    nregs = cubin.registers if cubin is not None and cubin.registers else used
-    nregs = max(nregs, used)  # (wide operands may name registers past the count's last)
+    regcount = cubin.registers if cubin is not None and cubin.registers else used
+    nregs = max(regcount, used)  # the simulated file: wide operands may name registers past the count's last
     if cubin is not None:
         _check_encodings(raws, cubin, file)
     by_addr = {r.addr: k for k, r in enumerate(raws)}
@@ -125,8 +125,8 @@ def build_program(text: str, file: str = "<sass>", entry: str | None = None,
                           key=lambda x: x[1]))
     return SassProgram(name=demangle(lst.name), params=params, registers=register_file(nregs), instructions=instrs,
                        labels=labels, arch=arch, nregs=nregs, param_base=base, shared_window=window,
-                       shared_reserved=reserved, frame_bytes=frame, symbol=lst.name, maxnreg=nregs,
-                       live_registers=nregs, source=file)
+                       shared_reserved=reserved, frame_bytes=frame, symbol=lst.name, maxnreg=regcount,
+                       live_registers=regcount, source=file)
 
 
 def _param_type(ptx_type: str, size: int) -> str:

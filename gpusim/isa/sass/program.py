@@ -116,7 +116,8 @@ class SassProgram:
 
     @property
     def regs_per_thread(self) -> int:
-        return max(1, self.nregs)
+        """The cubin's register count (EIATTR_REGCOUNT), what occupancy is computed from."""
+        return max(1, self.maxnreg or self.nregs)
 
     @property
     def pred_base(self) -> int:
