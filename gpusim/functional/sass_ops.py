@@ -289,9 +289,11 @@ class SassOps:
                 make = getattr(self, f"_s_{op.lower()}", None)
                 if make is None:
                     raise Unsupported(op)
-                body = make(ins, b)
+                body = self._checked(ins, b, make(ins, b))
         except Unsupported as exc:
             return self._sass_fault(ins, b, str(exc))
+        except (ValueError, IndexError, TypeError, KeyError, AttributeError, StopIteration):
+            return self._sass_fault(ins, b, "operands of a form it does not take")
         uniform = op.startswith("U") or op in ("S2UR", "R2UR", "VOTEU", "ULDC")
         if uniform and op not in ("R2UR", "VOTEU"):
             inner = body
@@ -300,6 +302,17 @@ class SassOps:
             def body(G, lanes):  # a uniform result is the warp's: every lane of the warp holds it
                 inner(G, (G[:, None] * ws + lane_ids).ravel() if not isinstance(lanes, slice) else lanes)
         return self._advance(ins, b, self._guarded(ins, b, body))
+
+    def _checked(self, ins, b, body) -> Callable:
+        """`body`, whose operand mix-ups (an operand of the wrong kind in a hand-edited listing) are faults
+        naming the instruction rather than Python errors."""
+        def run(G, lanes):
+            try:
+                body(G, lanes)
+            except (ValueError, IndexError, TypeError, KeyError, AttributeError, StopIteration, Unsupported) as exc:
+                self.fault(b, ins, int(G[0]) * b.ws, f"unsupported SASS: {ins.mnemonic} (operands of a form it does not "
+                           f"take: {type(exc).__name__})")
+        return run
 
     def _advance(self, ins, b, guarded) -> Callable:
         st, nxt = b.stack, ins.pc + 1
@@ -1038,7 +1051,9 @@ class SassOps:
 
     def _access(self, ins, b, space: str):
         """(address function, bytes -> element offsets function) for a memory instruction's [..] operand."""
-        mem_op = next(o for o in ins.operands if o.kind == "mem")
+        mem_op = next((o for o in ins.operands if o.kind == "mem"), None)
+        if mem_op is None:
+            raise Unsupported("a memory instruction without its [address]")
         addr = self._address(mem_op, b, ins, space == "global")
         return mem_op, addr
 

@@ -315,6 +315,7 @@ class WarpScheduler:
         stats = self.stats
         by_unit = stats.by_unit
         global_access = [self._global_access(i) for i in prog.instructions]
+        ninstr = len(prog.instructions)
         per_block = None  # loop-cap mode: warp instructions of each block of this batch
         if self.loop_cap is not None:
             per_block = self.block_warp_instructions[b.first_block: b.first_block + b.nblocks]
@@ -329,6 +330,8 @@ class WarpScheduler:
                     return
                 self._deadlock(b)
             G = np.flatnonzero(pcs_buf == p)
+            if p >= ninstr:  # (a listing whose last instruction falls through)
+                self.fault(b, prog.instructions[-1], int(G[0]) * b.ws, "ran past the kernel's last instruction")
             ins = prog.instructions[p]
             if b.full and G.size == b.W:
                 lanes = slice(None)
