@@ -20,7 +20,7 @@ from gpusim.compiler.passes.manager import run_pipeline
 from gpusim.compiler.passes.precision import PRECISIONS, convert
 from gpusim.compiler.placement import place
 from gpusim.compiler.shard import STRATEGIES as PARALLEL
-from gpusim.compiler.shard import compiler_cost, run_sharded
+from gpusim.compiler.shard_cost import compiler_cost, run_sharded
 from gpusim.compiler.tune import STRATEGIES, Tuner
 
 

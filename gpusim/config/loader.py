@@ -456,6 +456,9 @@ def _units(value: Any, path: str, where: Where) -> UnitTable:
             if (getattr(table[key], f) is None) == (key == "tensor"):
                 raise _err(where, f"{path}.{key}.{f}", "missing key" if key == "tensor" else
                            "only the tensor unit has per-precision FMA throughputs", at=f"{path}.{key}")
+        if table[key].divergence_cycles is not None and key != "branch":
+            raise _err(where, f"{path}.{key}.divergence_cycles", "only the branch unit has divergence_cycles",
+                       at=f"{path}.{key}")
     return UnitTable(table)
 
 

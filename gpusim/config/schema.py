@@ -129,6 +129,11 @@ class UnitSpec:
                                    (1, 1 << 20), default=None)
     s8_fma_per_cycle: int = spec("units.tensor only: as f16_fma_per_cycle for 8-bit integer inputs (s32 "
                                  "accumulate)", "FMA/cycle", (1, 1 << 20), default=None)
+    divergence_cycles: int = spec("units.branch only (optional, default 0): cycles a warp loses each time its "
+                                  "set of active threads changes at a branch or a reconvergence point (the "
+                                  "split of a divergent branch, the switch to its other side, the rejoin: "
+                                  "SASS's BSSY/BSYNC convergence barrier); a change where threads exit is free",
+                                  "cycles", (0, 100000), default=None)
 
     def fma_per_cycle(self, precision: str) -> int:
         """Tensor-core multiply-adds per cycle per sub-partition for inputs of `precision` (f16, bf16,
@@ -137,6 +142,7 @@ class UnitSpec:
 
 
 TENSOR_FIELDS = ("f16_fma_per_cycle", "bf16_fma_per_cycle", "tf32_fma_per_cycle", "s8_fma_per_cycle")
+UNIT_ONLY_FIELDS = (*TENSOR_FIELDS, "divergence_cycles")  # fields one unit class has: left out of the others
 
 UNIT_CLASSES = ("fp32", "int", "fp64", "sfu", "ldst", "branch", "sync")
 OPTIONAL_UNIT_CLASSES = ("tensor",)
@@ -195,6 +201,9 @@ class SharedMemorySpec:
     bank_width_bytes: int = spec("bytes one bank delivers per cycle", "bytes", (1, 64))
     latency_cycles: int = spec("load-to-use latency of a conflict-free shared-memory load", "cycles",
                                (1, 10000))
+    replay_cycles: int = spec("cycles each wavefront after the first adds to the latency of a conflicted access "
+                              "(its replays; the pipe serves other warps' wavefronts in between, so under load "
+                              "it still takes one a cycle); default 1", "cycles", (1, 1000), default=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +225,12 @@ class L2Spec:
     partitions: int = spec("partitions the slices split into, evenly in slice order; an SM's requests go to "
                            "its near partition, which also keeps copies of lines whose home (by address) is "
                            "a far one; default 1", "count", (1, 64), default=1)
+    rmw_sector_cycles: float = spec("cycles a slice's data port is held by a read-modify-write of one sector: "
+                                    "a store that writes only part of the sector (merged into it; the ECC "
+                                    "granule is the sector) or an atomic's update of it; 0: as a full sector's "
+                                    "transfer", "cycles", (0, 10000), default=0.0)
+    atomic_op_cycles: float = spec("cycles between two lanes of one atomic on the same address (the slice "
+                                   "applies them one after another); default 1", "cycles", (0, 10000), default=1.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,6 +327,16 @@ class LaunchSpec:
     kernel_launch_overhead_ns: float = spec("host-side time from launch call to the first block running",
                                             "ns", (0, 1e9))
     block_dispatch_cycles: int = spec("cycles to place one block on an SM", "cycles", (0, 100000))
+    event_latency_ns: float = spec(
+        "what a pair of CUDA events recorded around one launch adds to the kernel's own time: the launch "
+        "reaching the GPU and its first block, and the completion reaching the second event (`gpusim "
+        "validate --kernels` adds it to every simulated kernel); default kernel_launch_overhead_ns", "ns",
+        (0, 1e9), default=None)
+
+    @property
+    def event_ns(self) -> float:
+        """`event_latency_ns`, or the launch overhead where the config gives none."""
+        return self.kernel_launch_overhead_ns if self.event_latency_ns is None else self.event_latency_ns
 
 
 # ----------------------------------------------------------------------------------------------
@@ -563,9 +588,9 @@ class Config:
 
 
 def _plain(obj: Any) -> Any:
-    if dataclasses.is_dataclass(obj):  # (the tensor-only fields are left out of the other units)
+    if dataclasses.is_dataclass(obj):  # (one unit's own fields are left out of the other units)
         return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)
-                if not (f.name in TENSOR_FIELDS and getattr(obj, f.name) is None)}
+                if not (f.name in UNIT_ONLY_FIELDS and getattr(obj, f.name) is None)}
     if isinstance(obj, Mapping):
         return {k: _plain(v) for k, v in obj.items()}
     if isinstance(obj, tuple):

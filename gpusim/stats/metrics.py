@@ -167,33 +167,19 @@ def kernel_metrics(timing: KernelTiming, *, stats: Any = None, flops: float | No
     issue_pct = pct(issued, sched * issue_width, 0.0)
     math = [util[u] for u in MATH_UNITS if u in util]
 
-    l1_hit, l1_miss = _sum(sms, "l1_hit_sectors"), _sum(sms, "l1_miss_sectors")
-    l2, dram = timing.l2, timing.dram
-    l2_hit, l2_miss = l2.get("hit_sectors", 0), l2.get("miss_sectors", 0)
-    l2_busy = pct(l2.get("busy_cycles", 0), l2.get("slices", 0) * cycles, 0.0)
-    rd, wr = dram.get("bytes_read", 0), dram.get("bytes_written", 0)
-    peak_bpc = dram.get("peak_bytes_per_cycle", 0.0)
-    peak_gbps = peak_bpc * timing.clock_mhz / 1000.0
-    dram_gbps = (rd + wr) / seconds / 1e9 if seconds else 0.0
-    dram_pct = pct(rd + wr, peak_bpc * cycles, 0.0)
-    # busy cycles are summed over the channels (each controller's buses), so the share is per channel
-    dram_busy = pct(dram.get("busy_cycles", 0), dram.get("channels", dram.get("controllers", 0)) * cycles, 0.0)
+    memory = _memory_metrics(timing, stats, seconds)
+    peak_gbps = memory["peak_dram_bandwidth_gbps"]
 
     wave, ideal = _sum(sms, "shared_wavefronts"), _sum(sms, "shared_ideal_wavefronts")
     sreq = _sum(sms, "shared_requests")
     states = warp_state_totals(timing)
     state_total = sum(states.values())
 
-    simt = threads = divergent = requests = ideal_sectors = None
+    simt = threads = divergent = None
     if stats is not None:
         simt = stats.simt_efficiency
         threads = stats.thread_instructions
         divergent = stats.divergent_branches
-        requests = stats.global_requests
-        # a lower bound: each request's bytes packed into whole sectors, over all requests together
-        ideal_sectors = -(-stats.global_bytes_read // 32) + -(-stats.global_bytes_written // 32)
-    global_sectors = l1_hit + l1_miss + l2.get("write_sectors", 0)
-    excessive = max(0, global_sectors - ideal_sectors) if ideal_sectors is not None else None
     flops = flops or None
     bytes_moved = bytes_moved or None
     gflops = flops / seconds / 1e9 if flops and seconds else None
@@ -227,6 +213,47 @@ def kernel_metrics(timing: KernelTiming, *, stats: Any = None, flops: float | No
         "divergent_branches": divergent,
         "unit_utilisation_pct": util,
         "compute_throughput_pct": max([*math, issue_pct]),
+        **memory,
+        "shared_requests": sreq,
+        "shared_wavefronts": wave,
+        "shared_ideal_wavefronts": ideal,
+        "shared_bank_conflicts": wave - ideal,
+        "shared_wavefronts_per_request": ratio(wave, sreq),
+        "shared_conflict_factor": ratio(wave, ideal),
+        "shared_pipe_utilisation_pct": pct(wave, active, 0.0),
+        "warp_cycles": warp_cycles,
+        "warp_cycles_per_issued_instruction": ratio(state_total, issued),
+        "warp_states": states,
+        "warp_states_pct": {k: pct(v, state_total, 0.0) for k, v in states.items()},
+        "flops": flops,
+        "achieved_gflops": gflops,
+        "achieved_gflops_pct": pct(gflops, peak_fp32_gflops) if gflops is not None and peak_fp32_gflops else None,
+        "bytes_moved": bytes_moved,
+        "useful_bandwidth_gbps": useful,
+        "useful_bandwidth_pct": pct(useful, peak_gbps) if useful is not None else None,
+    }
+
+
+def _memory_metrics(timing: KernelTiming, stats: Any, seconds: float) -> dict[str, Any]:
+    """kernel_metrics' rows of the memory system, L1 to DRAM (in KERNEL_METRICS order)."""
+    sms, cycles = timing.sms, timing.cycles
+    l1_hit, l1_miss = _sum(sms, "l1_hit_sectors"), _sum(sms, "l1_miss_sectors")
+    l2, dram = timing.l2, timing.dram
+    l2_hit, l2_miss = l2.get("hit_sectors", 0), l2.get("miss_sectors", 0)
+    l2_busy = pct(l2.get("busy_cycles", 0), l2.get("slices", 0) * cycles, 0.0)
+    rd, wr = dram.get("bytes_read", 0), dram.get("bytes_written", 0)
+    peak_bpc = dram.get("peak_bytes_per_cycle", 0.0)
+    dram_pct = pct(rd + wr, peak_bpc * cycles, 0.0)
+    # busy cycles are summed over the channels (each controller's buses), so the share is per channel
+    dram_busy = pct(dram.get("busy_cycles", 0), dram.get("channels", dram.get("controllers", 0)) * cycles, 0.0)
+    requests = ideal_sectors = None
+    if stats is not None:
+        requests = stats.global_requests
+        # a lower bound: each request's bytes packed into whole sectors, over all requests together
+        ideal_sectors = -(-stats.global_bytes_read // 32) + -(-stats.global_bytes_written // 32)
+    global_sectors = l1_hit + l1_miss + l2.get("write_sectors", 0)
+    excessive = max(0, global_sectors - ideal_sectors) if ideal_sectors is not None else None
+    return {
         "l1_requests": _sum(sms, "l1_requests"),
         "l1_hit_sectors": l1_hit,
         "l1_miss_sectors": l1_miss,
@@ -245,28 +272,11 @@ def kernel_metrics(timing: KernelTiming, *, stats: Any = None, flops: float | No
         "l2_busy_pct": l2_busy,
         "dram_bytes_read": rd,
         "dram_bytes_written": wr,
-        "dram_bandwidth_gbps": dram_gbps,
-        "peak_dram_bandwidth_gbps": peak_gbps,
+        "dram_bandwidth_gbps": (rd + wr) / seconds / 1e9 if seconds else 0.0,
+        "peak_dram_bandwidth_gbps": peak_bpc * timing.clock_mhz / 1000.0,
         "dram_bandwidth_pct": dram_pct,
         "dram_busy_pct": dram_busy,
         "memory_throughput_pct": max(dram_pct, dram_busy, l2_busy),
-        "shared_requests": sreq,
-        "shared_wavefronts": wave,
-        "shared_ideal_wavefronts": ideal,
-        "shared_bank_conflicts": wave - ideal,
-        "shared_wavefronts_per_request": ratio(wave, sreq),
-        "shared_conflict_factor": ratio(wave, ideal),
-        "shared_pipe_utilisation_pct": pct(wave, active, 0.0),
-        "warp_cycles": warp_cycles,
-        "warp_cycles_per_issued_instruction": ratio(state_total, issued),
-        "warp_states": states,
-        "warp_states_pct": {k: pct(v, state_total, 0.0) for k, v in states.items()},
-        "flops": flops,
-        "achieved_gflops": gflops,
-        "achieved_gflops_pct": pct(gflops, peak_fp32_gflops) if gflops is not None and peak_fp32_gflops else None,
-        "bytes_moved": bytes_moved,
-        "useful_bandwidth_gbps": useful,
-        "useful_bandwidth_pct": pct(useful, peak_gbps) if useful is not None else None,
     }
 
 

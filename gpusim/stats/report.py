@@ -29,6 +29,7 @@ from gpusim.stats.bottleneck import Verdict, diagnose
 from gpusim.stats.metrics import KERNEL_METRICS, SM_METRICS, flatten, kernel_metrics, sm_metrics, timeline_rows, unit_of
 from gpusim.stats.source import line_records, pc_records
 from gpusim.timing.counters import KernelTiming
+from gpusim.version import __version__
 
 CSV_COLUMNS = ("workload", "config", "scope", "sm", "block", "metric", "value", "unit")
 LABEL = 19  # width of the summary table's label column
@@ -63,8 +64,6 @@ class SimResult:
         """Compute the metrics and the verdict. `cfg` (a Config) and `run` (a WorkloadRun) may be None
         for a bare KernelTiming: the metrics that need them (peak GFLOP/s, the functional counters,
         flops, bytes moved) are then None."""
-        from gpusim import __version__  # the package imports this module
-
         stats = getattr(getattr(run, "result", None), "stats", None)
         issue_width = cfg.scheduler.issue_width if cfg is not None else 1
         peak = cfg.derived()["peak_fp32_gflops"] if cfg is not None else None

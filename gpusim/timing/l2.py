@@ -47,6 +47,8 @@ class L2(NamedTuple):
     sector_bytes: int
     hit_latency: int
     write_back: bool
+    rmw: float  # port cycles per sector read-modified-written (a partial write, an atomic's update)
+    atomic_op: float  # cycles per lane of an atomic on its busiest address
 
 
 struct_type(L2)
@@ -62,7 +64,8 @@ def make_l2(cfg: Config) -> L2:
     z = lambda: np.zeros(n, dtype=np.int64)  # noqa: E731
     return L2(make_fifos(n), make_tags(n * nsets, l2.ways, REPLACEMENT_POLICIES.index(l2.replacement)),
               z(), z(), z(), z(), z(), service, n, l2.partitions, n // l2.partitions, nsets, l2.line_size_bytes,
-              l2.sector_size_bytes, l2.hit_latency_cycles, l2.write_policy == "write_back")
+              l2.sector_size_bytes, l2.hit_latency_cycles, l2.write_policy == "write_back",
+              float(l2.rmw_sector_cycles), float(l2.atomic_op_cycles))
 
 
 @njit
@@ -153,12 +156,22 @@ def _at_home(c, noc, sl, line):
 
 
 @njit
-def write(c, noc, d, sl, t, line, mask):
-    """Write the sectors `mask` of `line` (whole sectors) at its home slice, sent through slice `sl`;
-    returns the cycle the write is acknowledged."""
+def _rmw_service(c, nsec, nrmw):
+    """The data port's time for `nsec` sectors of which `nrmw` are read-modified-written."""
+    full = c.service[nsec - nrmw]
+    rmw = nrmw * c.rmw
+    fast = c.service[nsec] - full  # the same sectors moved whole
+    return full + (rmw if rmw > fast else fast)
+
+
+@njit
+def write(c, noc, d, sl, t, line, mask, partial):
+    """Write the sectors `mask` of `line` at its home slice, sent through slice `sl`; the sectors of
+    `partial` are written only in part, so the slice merges them into the sector it holds (a
+    read-modify-write, `l2.rmw_sector_cycles` each). Returns the cycle the write is acknowledged."""
     sl, cross = _at_home(c, noc, sl, line)
     nsec = popcount(mask)
-    start = serve(c.port, sl, t, c.service[nsec])
+    start = serve(c.port, sl, t, _rmw_service(c, nsec, popcount(partial & mask)))
     missing, row, way = _lookup(c, d, sl, start, line, mask)
     c.writes[sl] += nsec
     if c.write_back:
@@ -170,13 +183,16 @@ def write(c, noc, d, sl, t, line, mask):
 
 @njit
 def atomic(c, noc, d, sl, t, line, mask, operations):
-    """Perform `operations` lane atomics on `line` at its home slice (sent through slice `sl`), one
-    per cycle, after fetching any missing sectors; returns the cycle the old values are back at the SM."""
+    """Perform a warp's atomics on `line` at its home slice (sent through slice `sl`), after fetching any
+    missing sectors: each sector touched is read-modified-written (`l2.rmw_sector_cycles`), and the
+    `operations` lanes on the busiest address are applied one after another (`l2.atomic_op_cycles`
+    apart); the port is held for the longer. Returns the cycle the old values are back at the SM."""
     sl, cross = _at_home(c, noc, sl, line)
     nsec = popcount(mask)
-    service = c.service[nsec]
-    if operations > service:
-        service = float(operations)
+    service = _rmw_service(c, nsec, nsec)
+    serial = operations * c.atomic_op
+    if serial > service:
+        service = serial
     start = serve(c.port, sl, t, service)
     missing, row, way = _lookup(c, d, sl, start, line, mask)
     ready = start
@@ -188,7 +204,7 @@ def atomic(c, noc, d, sl, t, line, mask, operations):
         c.tags.dirty[row, way] |= mask
     if start > ready:
         ready = start
-    return ready + operations + c.hit_latency + cross
+    return ready + service + c.hit_latency + cross
 
 
 def kernel_dirty_sectors(c: L2) -> int:

@@ -1,6 +1,8 @@
 """Shared memory: a scratchpad of `banks` banks, each `bank_width_bytes` wide. Lanes of a warp that
 touch distinct words of one bank are served in separate wavefronts (a bank conflict); lanes reading
-the same word share it (broadcast). The SM's shared-memory pipe serves one wavefront per cycle."""
+the same word share it (broadcast). The SM's shared-memory pipe serves one wavefront per cycle; a
+conflicted access's own wavefronts (its replays) are `shared_memory.replay_cycles` apart, so a lone
+warp's n-way conflict costs latency + replay x (n - 1) while many warps still get one wavefront a cycle."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ class SharedMemoryPipes(NamedTuple):
     wavefronts: np.ndarray
     ideal_wavefronts: np.ndarray
     latency: int
+    replay: int  # cycles each further wavefront of one access adds to its latency
 
 
 struct_type(SharedMemoryPipes)
@@ -27,18 +30,19 @@ struct_type(SharedMemoryPipes)
 
 def make_shared_memory(cfg: Config, sms: int) -> SharedMemoryPipes:
     z = lambda: np.zeros(sms, dtype=np.int64)  # noqa: E731
-    return SharedMemoryPipes(z(), z(), z(), z(), cfg.shared_memory.latency_cycles)
+    return SharedMemoryPipes(z(), z(), z(), z(), cfg.shared_memory.latency_cycles, cfg.shared_memory.replay_cycles)
 
 
 @njit
 def access(m, sm, t, wavefronts, ideal):
-    """Serve one warp access at cycle `t` on SM `sm`; returns the cycle its data is usable."""
+    """Serve one warp access at cycle `t` on SM `sm`; returns the cycle its data is usable. The pipe
+    takes one wavefront a cycle; one access's replays follow each other `replay` cycles apart."""
     start = m.free_at[sm] if m.free_at[sm] > t else t
     m.free_at[sm] = start + wavefronts
     m.requests[sm] += 1
     m.wavefronts[sm] += wavefronts
     m.ideal_wavefronts[sm] += ideal
-    return start + m.latency + wavefronts - 1
+    return start + m.latency + m.replay * (wavefronts - 1)
 
 
 class BankMap:

@@ -55,7 +55,7 @@ from gpusim.timing.policies import scheduler
 from gpusim.timing.stream import advance, check_hunger
 from gpusim.timing.warp import HELD, OFF, cp_commit, cp_wait, deps_ready, write_regs
 
-BARRIER_STATE, DRAIN, LONG_SB = S["barrier"], S["drain"], S["long_scoreboard"]
+BARRIER_STATE, DRAIN, LONG_SB, BRANCH_RESOLVING = S["barrier"], S["drain"], S["long_scoreboard"], S["branch_resolving"]
 WAIT_STATE = S["wait"]  # a warp held by its last instruction's stall count (SASS; 1 cycle, no wait, for PTX)
 LDST = PORT["ldst"]
 
@@ -106,12 +106,13 @@ class SMs(NamedTuple):
     max_warps: int  # warp slots per SM
     sync_latency: int
     refill_below: int  # the engine stops for the feeder when fewer blocks are staged
+    divergence: int  # cycles a change of a warp's active threads costs (units.branch.divergence_cycles)
 
 
 struct_type(SMs)
 
 
-def make_sms(n: int, nsp: int, blocks: int, max_warps: int, wpb: int, sync_latency: int) -> SMs:
+def make_sms(n: int, nsp: int, blocks: int, max_warps: int, wpb: int, sync_latency: int, divergence: int = 0) -> SMs:
     z = lambda *s: np.zeros((n, *s), dtype=np.int64)  # noqa: E731
     nb = n * blocks
     free = np.tile(np.arange(max_warps, dtype=np.int64)[::-1], (n, 1)) + (np.arange(n) * max_warps)[:, None]
@@ -121,7 +122,7 @@ def make_sms(n: int, nsp: int, blocks: int, max_warps: int, wpb: int, sync_laten
                np.zeros(nb, np.int64), np.zeros(nb, np.int64), np.zeros(nb, np.int64), np.zeros(nb, np.int64),
                np.zeros(nb, np.bool_), np.zeros((nb, max(1, wpb)), np.int64), np.zeros(nb, np.int64),
                z(), z(), z(), z(), z(), z(), np.zeros(1, np.int64), np.zeros(2, np.int64),
-               nsp, blocks, max_warps, sync_latency, 2 * blocks + 2)
+               nsp, blocks, max_warps, sync_latency, 2 * blocks + 2, divergence)
 
 
 class Machine(NamedTuple):
@@ -281,6 +282,11 @@ def next_instr(M, w, t, floor, floor_reason):
     W.pc[w] = pc
     W.port[w] = code.port[pc]
     check_hunger(st, h)
+    if st.flag[pos] and t + M.sms.divergence > floor:
+        # the warp's active threads change here (a divergent branch, the switch to its other side, the
+        # rejoin): the convergence barrier's cost, charged as the branch resolving
+        floor = t + M.sms.divergence
+        floor_reason = BRANCH_RESOLVING
     at, why = deps_ready(W, code, w, pc, floor, floor_reason)
     if at > t + 1:
         _sp.account(M.P, W.sp[w], w, prev if at == floor else pc, why, t + 1, at)
@@ -377,7 +383,7 @@ def global_access(M, w, t):
             if ready > W.drain[w]:
                 W.drain[w] = ready
     elif kind == GLOBAL_ST:
-        ack, accepted = _l1.store(M.l1, M.noc, M.l2, M.dram, s, t, st.lines, st.masks, lo, hi)
+        ack, accepted = _l1.store(M.l1, M.noc, M.l2, M.dram, s, t, st.lines, st.masks, st.ops, lo, hi)
         if ack > W.drain[w]:
             W.drain[w] = ack
     else:

@@ -387,21 +387,12 @@ class PreparedLaunch:
 
 # ---- loading --------------------------------------------------------------------------------------
 
+FieldError = Callable[[str, str], WorkloadError]  # (field, message) -> "file:line: field: message"
+
+
 def _load_folder(folder: Path, isa: str | None = None) -> Workload:
     yml = folder / WORKLOAD_FILE
-    try:
-        text = yml.read_text()
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except OSError as e:
-        raise WorkloadError(f"{yml}: cannot read: {e.strerror}") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{yml}:{mark.line + 1}" if mark else str(yml)
-        raise WorkloadError(f"{where}: not valid YAML: {getattr(e, 'problem', None) or e}") from None
-    lines = {}
-    if isinstance(node, yaml.MappingNode):
-        lines = {k.value: k.start_mark.line + 1 for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
+    data, lines = _read_yaml(yml)
 
     def err(fld: str, msg: str) -> WorkloadError:
         top = fld.split(".")[0].split("[")[0]
@@ -421,9 +412,50 @@ def _load_folder(folder: Path, isa: str | None = None) -> Workload:
     if not isinstance(name, str) or name != folder.name:
         raise err("name", f"'{name}' must match the folder name '{folder.name}' "
                   "(workloads load by folder name)")
-    description = str(data.get("description", "") or "")
+    defaults = _params(data, err)
+    iraw = isa if isa is not None else data.get("isa", "ptx")
+    if iraw not in ISAS:
+        raise err("isa", f"expected one of {', '.join(ISAS)}, got {iraw!r}")
+    program = _kernel(data, folder, err, iraw)
+    launch_spec = _launch_spec(data, err)
+    tol = _tolerance(data, err)
+    for f in ("flops", "bytes_moved"):
+        v = data.get(f)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, str | int | float)):
+            raise err(f, f"expected a number or an expression of the parameters, got {v!r}")
+    problem = _problem(data, defaults, err)
+    ref, fns = _reference(data, folder, name, err)
+    wl = Workload(name=name, description=str(data.get("description", "") or ""), folder=folder.resolve(),
+                  program=program, defaults=defaults, test_sizes=(), launch_spec=launch_spec, tolerance=tol,
+                  flops_expr=data.get("flops"), bytes_expr=data.get("bytes_moved"), problem=problem,
+                  reference_file=ref, _inputs=fns["inputs"], _reference=fns["reference"], isa=iraw,
+                  kernel_file=(folder / data["kernel"]).resolve(), entry=data.get("entry"),
+                  arg_names=tuple(data["args"]) if data.get("args") is not None else None)
+    if iraw == "sass":
+        wl._programs[SASS_DEFAULT_ARCH] = program
+    return dataclasses.replace(wl, test_sizes=_test_sizes(wl, data["test_sizes"], yml, err))
 
-    # parameters
+
+def _read_yaml(yml: Path) -> tuple[Any, dict[str, int]]:
+    """workload.yaml's data, and the line of each top-level field."""
+    try:
+        text = yml.read_text()
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except OSError as e:
+        raise WorkloadError(f"{yml}: cannot read: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{yml}:{mark.line + 1}" if mark else str(yml)
+        raise WorkloadError(f"{where}: not valid YAML: {getattr(e, 'problem', None) or e}") from None
+    lines = {}
+    if isinstance(node, yaml.MappingNode):
+        lines = {k.value: k.start_mark.line + 1 for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
+    return data, lines
+
+
+def _params(data: dict, err: FieldError) -> dict[str, int | float]:
+    """`params`: parameter name -> default number."""
     raw = data["params"]
     if not isinstance(raw, dict) or not raw:
         raise err("params", "expected a mapping of parameter name -> default number, "
@@ -435,8 +467,11 @@ def _load_folder(folder: Path, isa: str | None = None) -> Workload:
         if isinstance(v, bool) or not isinstance(v, int | float):
             raise err(f"params.{k}", f"default must be a number, got {v!r}")
         defaults[k] = v
+    return defaults
 
-    # kernel
+
+def _kernel(data: dict, folder: Path, err: FieldError, isa: str = "ptx") -> Program:
+    """`kernel` (and `entry`) loaded, its parameters named by `args` if given (`isa` "sass": a .cu's SASS, sm_80)."""
     kname = data["kernel"]
     if not isinstance(kname, str) or not kname:
         raise err("kernel", f"expected the file name of the kernel (.sasm, .ptx or .cu), got {kname!r}")
@@ -448,12 +483,9 @@ def _load_folder(folder: Path, isa: str | None = None) -> Workload:
     entry = data.get("entry")
     if entry is not None and (not isinstance(entry, str) or not entry):
         raise err("entry", f"expected the kernel's name (mangled or not), got {entry!r}")
-    iraw = isa if isa is not None else data.get("isa", "ptx")
-    if iraw not in ISAS:
-        raise err("isa", f"expected one of {', '.join(ISAS)}, got {iraw!r}")
-    if iraw == "sass" and kpath.suffix != ".cu":
+    if isa == "sass" and kpath.suffix != ".cu":
         raise err("isa", f"isa: sass needs a CUDA C kernel (.cu), not '{kname}'")
-    program = load_kernel(kpath, entry) if iraw == "ptx" else _sass_program(kpath, SASS_DEFAULT_ARCH, entry, None)
+    program = load_kernel(kpath, entry) if isa == "ptx" else _sass_program(kpath, SASS_DEFAULT_ARCH, entry, None)
     # args: the names reference.py gives the kernel's parameters, in order (PTX names them _Z..._param_N)
     araw = data.get("args")
     if araw is not None:
@@ -464,9 +496,11 @@ def _load_folder(folder: Path, isa: str | None = None) -> Workload:
             raise err("args", f"{len(araw)} names for the {len(program.params)} parameters of kernel "
                       f"{program.name} ({', '.join('.' + p.type for p in program.params)})")
         program = program.with_param_names(araw)
-    arg_names = tuple(araw) if araw is not None else None
+    return program
 
-    # launch
+
+def _launch_spec(data: dict, err: FieldError) -> LaunchSpec:
+    """`launch`: grid and block, each an expression or a list of 1-3."""
     lraw = data["launch"]
     if not isinstance(lraw, dict) or set(lraw) != {"grid", "block"}:
         raise err("launch", "expected {grid: EXPR, block: EXPR} (or lists of 1-3 expressions), "
@@ -479,9 +513,11 @@ def _load_folder(folder: Path, isa: str | None = None) -> Workload:
                                            for e in exprs):
             raise err(f"launch.{fld}", f"expected an expression or a list of 1-3 expressions, got {v!r}")
         spec[fld] = exprs
-    launch_spec = LaunchSpec(spec["grid"], spec["block"])
+    return LaunchSpec(spec["grid"], spec["block"])
 
-    # tolerance
+
+def _tolerance(data: dict, err: FieldError) -> dict[str, float]:
+    """`tolerance` over the defaults: rtol and atol."""
     tol = dict(DEFAULT_TOLERANCE)
     traw = data.get("tolerance") or {}
     if not isinstance(traw, dict) or set(traw) - {"rtol", "atol"}:
@@ -490,26 +526,26 @@ def _load_folder(folder: Path, isa: str | None = None) -> Workload:
         if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
             raise err(f"tolerance.{k}", f"expected a non-negative number, got {v!r}")
         tol[k] = float(v)
+    return tol
 
-    for f in ("flops", "bytes_moved"):
-        v = data.get(f)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, str | int | float)):
-            raise err(f, f"expected a number or an expression of the parameters, got {v!r}")
 
-    # problem size: the `problem:` list, else the parameters the flops/bytes_moved expressions read
+def _problem(data: dict, defaults: Mapping[str, int | float], err: FieldError) -> tuple[str, ...]:
+    """The problem size: the `problem:` list, else the parameters the flops/bytes_moved expressions read."""
     praw = data.get("problem")
     if praw is None:
         used = {n for f in ("flops", "bytes_moved") for n in names_in(data.get(f))}
-        problem = tuple(k for k in defaults if k in used)
-    else:
-        if not isinstance(praw, list) or not all(isinstance(k, str) for k in praw):
-            raise err("problem", f"expected a list of parameter names, got {praw!r}")
-        unknown = [k for k in praw if k not in defaults]
-        if unknown:
-            raise err("problem", f"'{unknown[0]}' is not a parameter; parameters: {', '.join(defaults)}")
-        problem = tuple(dict.fromkeys(praw))
+        return tuple(k for k in defaults if k in used)
+    if not isinstance(praw, list) or not all(isinstance(k, str) for k in praw):
+        raise err("problem", f"expected a list of parameter names, got {praw!r}")
+    unknown = [k for k in praw if k not in defaults]
+    if unknown:
+        raise err("problem", f"'{unknown[0]}' is not a parameter; parameters: {', '.join(defaults)}")
+    return tuple(dict.fromkeys(praw))
 
-    # reference.py (or the file `reference:` names, relative to the folder: another workload's)
+
+def _reference(data: dict, folder: Path, name: str, err: FieldError) -> tuple[Path, dict[str, Callable]]:
+    """reference.py (or the file `reference:` names, relative to the folder: another workload's) and its
+    inputs() and reference() functions."""
     rraw = data.get("reference", REFERENCE_FILE)
     if not isinstance(rraw, str) or not rraw.endswith(".py"):
         raise err("reference", f"expected the path of a .py file, got {rraw!r}")
@@ -521,17 +557,11 @@ def _load_folder(folder: Path, isa: str | None = None) -> Workload:
         if not callable(f):
             raise WorkloadError(f"{ref}: missing function {fn}(p, {'rng' if fn == 'inputs' else 'inputs'})")
         fns[fn] = f
+    return ref, fns
 
-    wl = Workload(name=name, description=description, folder=folder.resolve(), program=program,
-                  defaults=defaults, test_sizes=(), launch_spec=launch_spec, tolerance=tol,
-                  flops_expr=data.get("flops"), bytes_expr=data.get("bytes_moved"), problem=problem,
-                  reference_file=ref, _inputs=fns["inputs"], _reference=fns["reference"], isa=iraw,
-                  kernel_file=kpath.resolve(), entry=entry, arg_names=arg_names)
-    if iraw == "sass":
-        wl._programs[SASS_DEFAULT_ARCH] = program
 
-    # test sizes: each is a set of overrides; check them (and the launch at each) now
-    sraw = data["test_sizes"]
+def _test_sizes(wl: Workload, sraw: Any, yml: Path, err: FieldError) -> tuple[dict, ...]:
+    """`test_sizes`: each a set of overrides, checked now (and the launch at each)."""
     if not isinstance(sraw, list) or not sraw or not all(isinstance(s, dict) for s in sraw):
         raise err("test_sizes", "expected a non-empty list of parameter overrides, "
                   "e.g. [{n: 1000}, {n: 4099}]")
@@ -549,7 +579,7 @@ def _load_folder(folder: Path, isa: str | None = None) -> Workload:
             raise err(f"test_sizes[{i - 1}]", str(e).removeprefix(f"{yml}: ")) from None
         if i:
             sizes.append(p)
-    return dataclasses.replace(wl, test_sizes=tuple(sizes))
+    return tuple(sizes)
 
 
 def _sass_program(kpath: Path, arch: int, entry: str | None, names: tuple[str, ...] | None):
