@@ -310,8 +310,8 @@ class SassOps:
             try:
                 body(G, lanes)
             except (ValueError, IndexError, TypeError, KeyError, AttributeError, StopIteration, Unsupported) as exc:
-                self.fault(b, ins, int(G[0]) * b.ws, f"unsupported SASS: {ins.mnemonic} (operands of a form it does not "
-                           f"take: {type(exc).__name__})")
+                self.fault(b, ins, int(G[0]) * b.ws, f"unsupported SASS: {ins.mnemonic} (operands of a form it "
+                           f"does not take: {type(exc).__name__})")
         return run
 
     def _advance(self, ins, b, guarded) -> Callable:

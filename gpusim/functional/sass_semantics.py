@@ -144,7 +144,8 @@ def round_f32(s, e, mode: str) -> np.ndarray:
             # a tie of s between two floats broken by the sign of e (s + e is not the tie)
             other = np.where(d > 0, np.nextafter(r, F32(-np.inf)), np.nextafter(r, F32(np.inf)))
             tie = (np.abs(d) == np.abs(other.astype(F64) - s)) & (e != 0) & np.isfinite(s)
-            pick_other = tie & (((other.astype(F64) > r.astype(F64)) & (e > 0)) | ((other.astype(F64) < r.astype(F64)) & (e < 0)))
+            up = other.astype(F64) > r.astype(F64)
+            pick_other = tie & ((up & (e > 0)) | (~up & (e < 0)))
             return np.where(pick_other, other, r).astype(F32)
         if mode == "RZ":
             toward = (np.abs(r.astype(F64)) > np.abs(s)) | ((r.astype(F64) == s) & (np.sign(e) == -np.sign(s)))

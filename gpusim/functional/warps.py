@@ -59,8 +59,8 @@ def _param_bytes(program: Program, params: dict) -> bytes:
         t = TYPES[p.type]
         v = params[p.name]
         try:
-            if t.is_float or (t.kind == "b" and isinstance(v, float | np.floating) and getattr(program, "isa", "") == "sass"
-                              and t.bits in (32, 64)):
+            if t.is_float or (t.kind == "b" and isinstance(v, float | np.floating) and t.bits in (32, 64)
+                              and getattr(program, "isa", "") == "sass"):
                 # (a SASS kernel's parameter typed by its size only: a float is passed as its bits)
                 t = TYPES[f"f{t.bits}"] if not t.is_float else t
                 arr = np.asarray(float(v), dtype=t.dtype)

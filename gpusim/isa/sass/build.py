@@ -53,7 +53,8 @@ def tool(name: str) -> str | None:
         return found
     roots = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], str(Path(sys.prefix) / "bin")}
     for root in roots:
-        for cand in sorted(Path(root).glob(f"nvidia/*/bin/{name}")) + sorted(Path(root).glob(f"nvidia/cuda_*/bin/{name}")):
+        found = sorted(Path(root).glob(f"nvidia/*/bin/{name}")) + sorted(Path(root).glob(f"nvidia/cuda_*/bin/{name}"))
+        for cand in found:
             if cand.is_file() and os.access(cand, os.X_OK):
                 return str(cand)
     return None

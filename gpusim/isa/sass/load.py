@@ -121,8 +121,8 @@ def build_program(text: str, file: str = "<sass>", entry: str | None = None,
     else:
         params, window, frame, base = (), 0, 0, PARAM_BASE.get(arch, 0x210)
     reserved = SHARED_RESERVED.get(arch, 0) if window else 0
-    labels = tuple(sorted(((n, by_addr[a]) for n, a in lst.labels.items() if a in by_addr and not n.startswith(".text")),
-                          key=lambda x: x[1]))
+    labels = tuple(sorted(((n, by_addr[a]) for n, a in lst.labels.items()
+                           if a in by_addr and not n.startswith(".text")), key=lambda x: x[1]))
     return SassProgram(name=demangle(lst.name), params=params, registers=register_file(nregs), instructions=instrs,
                        labels=labels, arch=arch, nregs=nregs, param_base=base, shared_window=window,
                        shared_reserved=reserved, frame_bytes=frame, symbol=lst.name, maxnreg=regcount,

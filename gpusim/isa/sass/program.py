@@ -182,7 +182,8 @@ def flat_index(op: SassOperand, nregs: int) -> int:
 # ---- control flow ----------------------------------------------------------------------------------
 
 def _ends_block(ins: SassInstruction) -> bool:
-    return (ins.opcode in ("BRA", "EXIT", "RET", "BRX", "JMP", "JMX", "KILL") or _guarded_call(ins)) and not ins.guard_false
+    return ((ins.opcode in ("BRA", "EXIT", "RET", "BRX", "JMP", "JMX", "KILL") or _guarded_call(ins))
+            and not ins.guard_false)
 
 
 def _guarded_call(ins: SassInstruction) -> bool:
