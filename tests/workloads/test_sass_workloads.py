@@ -124,3 +124,20 @@ def test_warp_instructions_are_static_blocks_times_trips(name, capsys):
             print(f"\n{workload(name)} {cfg} {size}: SASS {total:,} warp instructions, PTX {ptx_total:,} "
                   f"({total / ptx_total:.2f}x)", end="")
         assert 0 < total
+
+
+def test_source_view_per_sass_line_and_back_to_the_cuda_line():
+    wl = gpusim.load_workload("saxpy_cu", isa="sass")
+    r = gpusim.simulate(wl, config="h200", params={"n": 4096}, per_pc=True)
+    prog = wl.program_for("h200")
+    assert len(r.pcs) == len(prog)
+    listing = Path(prog.source).read_text().splitlines()
+    for row, ins in zip(r.pcs, prog.instructions, strict=True):
+        assert row["instruction"] == ins.text and ins.text in listing[row["asm_line"] - 1]
+        if ins.loc is not None:
+            assert (row["file"], row["line"]) == ins.loc
+    ffma = next(row for row in r.pcs if row["instruction"].startswith("FFMA"))
+    assert (ffma["file"], ffma["line"]) == ("saxpy.cu", 6)  # y[i] = a * x[i] + y[i]
+    by_line = {(s["file"], s["line"]): s["warp_instructions"] for s in r.source}
+    assert sum(by_line.values()) == r.run.result.stats.warp_instructions
+    assert by_line[("saxpy.cu", 6)] == sum(row["warp_instructions"] for row in r.pcs if row["line"] == 6)
