@@ -260,3 +260,56 @@ def test_mufu_rcp_and_ex2():
     x = np.array([0.5, 3.0, -8.0, 1e-3], np.float32)
     assert run_lanes(["MUFU.RCP R7, R4"], x).view(np.float32).tolist() == (1 / x).tolist()
     assert run_lanes(["MUFU.EX2 R7, R4"], x).view(np.float32).tolist() == np.exp2(x).tolist()
+
+
+# ---- the rest of the integer and float families --------------------------------------------------------------
+
+def test_bit_counts_minmax_and_viadd():
+    a, b = rand_u32(), rand_u32()[::-1].copy()
+    assert ints(run_lanes(["POPC R7, R4"], a)) == [bin(x).count("1") for x in ints(a)]
+    assert ints(run_lanes(["BREV R7, R4"], a)) == [int(f"{x:032b}"[::-1], 2) for x in ints(a)]
+    assert ints(run_lanes(["FLO.U32 R7, R4"], a)) == [(x.bit_length() - 1) & M32 for x in ints(a)]
+    assert ints(run_lanes(["IMNMX R7, R4, R5, PT"], a, b)) == [min(s32(x), s32(y)) & M32 for x, y in
+                                                               zip(ints(a), ints(b), strict=True)]
+    assert ints(run_lanes(["IMNMX.U32 R7, R4, R5, !PT"], a, b)) == [max(x, y) for x, y in
+                                                                    zip(ints(a), ints(b), strict=True)]
+    assert ints(run_lanes(["VIADD R7, R4, 0xffffffe0"], a)) == [(x - 32) & M32 for x in ints(a)]
+
+
+def test_plop3_p2r_and_r2p():
+    a = np.arange(N, dtype=np.uint32)
+    got = run_lanes(["LOP3.LUT P0, RZ, R4, 0x1, RZ, 0xc0, !PT", "LOP3.LUT P1, RZ, R4, 0x2, RZ, 0xc0, !PT",
+                     "PLOP3.LUT P2, PT, P0, P1, PT, 0x28, 0x0", "P2R R7, PR, RZ, 0x7", "R2P PR, R4, 0x3",
+                     "SEL R8, RZ, 0x1, !P0"], a, out_regs=2)
+    for x, (pr, p0) in zip(ints(a), got.tolist(), strict=True):
+        b0, b1 = x & 1, x >> 1 & 1
+        assert pr == b0 | b1 << 1 | (b0 ^ b1) << 2  # lut 0x28: a XOR b where c is true
+        assert p0 == b0  # R2P: P0 = bit 0 of R4
+
+
+def test_doubles_as_register_pairs():
+    x = RNG.standard_normal(N)
+    y = RNG.standard_normal(N)
+    lo = lambda v: v.view(np.uint32)[0::2].copy()  # noqa: E731
+    hi = lambda v: v.view(np.uint32)[1::2].copy()  # noqa: E731
+    ops = ["MOV R8, R4", "MOV R9, R5", "MOV R10, R6", "MOV R11, R6", "DFMA R12, R8, R8, R10", "DADD R14, R8, R12",
+           "MOV R7, R14", "MOV R8, R15"]
+    # (b is x's low half, c doubles as y's high half twice: the model builds the same doubles)
+    a_lo, b_hi = lo(x), hi(x)
+    c = hi(y)
+    got = run_lanes(ops, a_lo, b_hi, c, out_regs=2)
+    for k in range(N):
+        xv = np.array([a_lo[k], b_hi[k]], np.uint32).view(np.float64)[0]
+        cv = np.array([c[k], c[k]], np.uint32).view(np.float64)[0]
+        want = xv + (xv * xv + cv)
+        assert np.array(got[k], np.uint32).view(np.float64)[0] == want
+
+
+def test_f2fp_packs_two_f32_as_f16_and_hadd2_f32_unpacks():
+    a = np.array([1.5, -2.25, 65504.0, 1e-3], np.float32)
+    b = np.array([0.5, 3.0, -1.0, 7.0], np.float32)
+    got = run_lanes(["F2FP.F16.F32.PACK_AB R7, R4, R5"], a, b)
+    lo, hi = sem.f16_pair(got)
+    assert lo.tolist() == b.astype(np.float16).tolist() and hi.tolist() == a.astype(np.float16).tolist()
+    back = run_lanes(["F2FP.F16.F32.PACK_AB R6, R4, R5", "HADD2.F32 R7, -RZ, R6.H1_H1"], a, b).view(np.float32)
+    assert back.tolist() == a.astype(np.float16).astype(np.float32).tolist()
