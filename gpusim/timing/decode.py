@@ -53,7 +53,7 @@ def decode(program: Program, cfg: Config) -> list[TimingInfo]:
     if getattr(program, "isa", "") == "sass":  # the machine code, timed by its control codes (decode_sass.py)
         from gpusim.timing.decode_sass import decode_sass
 
-        return decode_sass(program, cfg, KIND)
+        return decode_sass(program, cfg, KIND, TimingInfo)
     out = []
     for ins in program.instructions:
         unit = ins.unit

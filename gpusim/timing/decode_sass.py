@@ -30,10 +30,9 @@ _SHARED = frozenset({"LDS", "STS", "ATOMS", "LDSM"})
 _MEM_BYTES = {"U8": 1, "S8": 1, "U16": 2, "S16": 2, "64": 8, "128": 16}
 
 
-def decode_sass(program, cfg: Config, kinds: dict) -> list:
-    """One TimingInfo per pc of a SassProgram (`kinds`: decode.py's kind numbers by name)."""
-    from gpusim.timing.decode import TimingInfo
-
+def decode_sass(program, cfg: Config, kinds: dict, TimingInfo) -> list:  # noqa: N803 (decode.py's record type)
+    """One TimingInfo per pc of a SassProgram (`kinds`: decode.py's kind numbers by name; `TimingInfo` its
+    record, passed in so that this module does not import decode.py, which dispatches here)."""
     table = load_table(arch_of(cfg))
     warp = cfg.sm.warp_size
     sb0 = program.barrier_base
