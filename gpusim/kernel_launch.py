@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from gpusim.stats.simulate import configure, timed_execute
 from gpusim.workloads.verify import WorkloadRun
 
 MODES = ("timing", "functional")
+ISAS = ("ptx", "sass")
 
 
 def _describe(program: Program) -> str:
@@ -71,7 +73,7 @@ def _bind(program: Program, args: Sequence[Any]) -> tuple[dict[str, Any], dict[s
 
 def launch(kernel: str | Path | Program, grid, block, args: Sequence[Any] = (), config: Any = "a100",
            kernel_name: str | None = None, mode: str = "timing", *, shared_bytes: int = 0,
-           max_steps_per_warp: int | None = None, max_cycles: int | None = None):
+           max_steps_per_warp: int | None = None, max_cycles: int | None = None, isa: str = "ptx"):
     """Run `kernel` (a .ptx, .cu or .sasm path, PTX text, or an assembled Program) over `grid` x `block`
     (an int or up to three) with `args`: numpy arrays (passed as pointers: copied into simulated global
     memory and back into the same arrays afterwards) and numbers or numpy scalars (by value), in the
@@ -79,15 +81,26 @@ def launch(kernel: str | Path | Program, grid, block, args: Sequence[Any] = (), 
     demangled name); `shared_bytes`, the dynamic shared memory of an `extern __shared__` array.
     `config`: a built-in name, a YAML path or a Config. mode "timing" returns the SimResult (cycles,
     metrics, verdict); mode "functional" (values and instruction counts only) the WorkloadRun, whose
-    `.result.stats` holds the counters."""
+    `.result.stats` holds the counters. `isa="sass"` runs the machine code instead: the SASS nvcc makes of a
+    .cu for the config's architecture (sm_80 on a100, sm_90 on h200; the cubin checked in beside it when there
+    is one), or a .cubin / .sass listing, timed by its control codes (docs/isa.md, "SASS")."""
     if mode not in MODES:
         raise LaunchError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}", field="mode")
+    if isa not in ISAS:
+        raise LaunchError(f"unknown isa {isa!r}; expected one of {', '.join(ISAS)}", field="isa")
     lnch = Launch.make(grid, block)
-    program = kernel if isinstance(kernel, Program) else load_kernel(kernel, kernel_name,
-                                                                      local_threads=lnch.threads_per_block)
-    if shared_bytes:
-        program = with_dynamic_shared(program, shared_bytes)
     cfg = configure(config)
+    if isa == "sass" or getattr(kernel, "isa", "") == "sass":
+        from gpusim.isa.sass import arch_of, load_sass
+
+        program = kernel if getattr(kernel, "isa", "") == "sass" else load_sass(kernel, arch_of(cfg), kernel_name)
+        if shared_bytes:
+            program = replace(program, shared_window=program.shared_window + shared_bytes)
+    else:
+        program = kernel if isinstance(kernel, Program) else load_kernel(kernel, kernel_name,
+                                                                          local_threads=lnch.threads_per_block)
+        if shared_bytes:
+            program = with_dynamic_shared(program, shared_bytes)
     values, arrays = _bind(program, args)
     nbytes = sum(a.nbytes for a in arrays.values())
     mem = GlobalMemory(capacity=max(1 << 16, nbytes + 512 * (len(arrays) + 1)))

@@ -35,7 +35,7 @@ from gpusim.config import Config, load_config
 from gpusim.workloads import list_workloads, load_workload
 
 SIZES = ("small", "medium", "large")  # the measured sizes of a kernel, in the order the file lists them
-FRONT_ENDS = ("sasm", "ptx")  # gpusim's .sasm workloads; nvcc's PTX of the CUDA port (`<kernel>_cu`)
+FRONT_ENDS = ("sasm", "ptx", "sass")  # gpusim's .sasm workloads; nvcc's PTX, and the SASS, of the CUDA port
 WITHIN_PCT = 30.0  # a pair within this error is "within" (the fidelity issue's acceptance)
 
 
@@ -45,7 +45,7 @@ class KernelRow:
 
     kernel: str  # the measured kernel
     workload: str  # the gpusim workload simulated
-    front_end: str  # "sasm" or "ptx"
+    front_end: str  # "sasm", "ptx" or "sass"
     size: str  # small / medium / large
     params: dict[str, Any]
     measured_us: float  # median event time of rotated launches
@@ -148,6 +148,7 @@ def ports(kernel: str) -> list[tuple[str, str]]:
         out.append((kernel, "sasm"))
     if f"{kernel}_cu" in known:
         out.append((f"{kernel}_cu", "ptx"))
+        out.append((f"{kernel}_cu", "sass"))  # the machine code ptxas makes of it (docs/isa.md, "SASS")
     return out
 
 
@@ -173,7 +174,9 @@ def simulate_pair(pair: Pair, workload: str, front_end: str, cfg: Config, *, sam
     from gpusim.analysis.sampling import simulate_sampled
     from gpusim.stats.simulate import simulate
 
-    wl = load_workload(workload)
+    wl = load_workload(workload, isa="sass" if front_end == "sass" else None)
+    if front_end == "sass":  # (the sampler's loop and memory analyses read PTX-shaped code: SASS runs whole)
+        sample = "off"
     launch_us = cfg.launch.event_ns / 1000
     t0 = time.perf_counter()
     sampled = None

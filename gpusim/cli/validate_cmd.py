@@ -30,9 +30,9 @@ def register(subparsers) -> None:
                                                                       "(repeatable)")
     p.add_argument("--size", action="append", choices=("small", "medium", "large"),
                    help="with --kernels: only this measured size (repeatable)")
-    p.add_argument("--front-end", action="append", choices=("sasm", "ptx"), dest="front_end",
-                   help="with --kernels: only this front end (repeatable): sasm (gpusim's .sasm workload) or ptx "
-                        "(nvcc's PTX of the CUDA port)")
+    p.add_argument("--front-end", action="append", choices=("sasm", "ptx", "sass"), dest="front_end",
+                   help="with --kernels: only this front end (repeatable): sasm (gpusim's .sasm workload), ptx "
+                        "(nvcc's PTX of the CUDA port) or sass (the SASS ptxas makes of it, run whole)")
     p.add_argument("--sample", choices=("auto", "on", "off"), default="auto",
                    help="with --kernels: sampled simulation of the large kernels (docs/sampling.md; default auto: "
                         "sampled where that gains, its bound shown beside the error)")

@@ -56,6 +56,7 @@ from gpusim.timing.stream import advance, check_hunger
 from gpusim.timing.warp import HELD, OFF, cp_commit, cp_wait, deps_ready, write_regs
 
 BARRIER_STATE, DRAIN, LONG_SB, BRANCH_RESOLVING = S["barrier"], S["drain"], S["long_scoreboard"], S["branch_resolving"]
+WAIT_STATE = S["wait"]  # a warp held by its last instruction's stall count (SASS; 1 cycle, no wait, for PTX)
 LDST = PORT["ldst"]
 
 # Where an SM's loop resumes (`stage`): at the top of a cycle; after waiting for the chip's clock to
@@ -301,10 +302,12 @@ def issue(M, w, t):
     g = W.sp[w]
     _sp.dispatch(P, g, code.port[pc], t + code.interval[pc])
     kind = code.kind[pc]
+    if code.yields[pc]:  # (SASS's yield bit)
+        scheduler.on_yield(P, g, w)
     if kind == ALU:
         write_regs(W, code, w, pc, t + code.latency[pc], code.dep_reason[pc])
         advance(M.streams, W.h[w])
-        next_instr(M, w, t, t + 1, 0)
+        next_instr(M, w, t, t + code.stall[pc], WAIT_STATE)
     elif kind == BRANCH or kind == EXIT:
         advance(M.streams, W.h[w])
         next_instr(M, w, t, t + code.latency[pc], code.dep_reason[pc])
@@ -356,7 +359,7 @@ def _issue_other(M, w, t, pc, g, kind):
         _arrive(M, w, t)
         return
     advance(st, W.h[w])
-    next_instr(M, w, t, t + 1, 0)
+    next_instr(M, w, t, t + code.stall[pc], WAIT_STATE)
 
 
 @njit_inline
@@ -392,7 +395,7 @@ def global_access(M, w, t):
             W.drain[w] = ready
     _sp.occupy(P, g, LDST, accepted)
     advance(st, W.h[w])
-    next_instr(M, w, t, t + 1, 0)
+    next_instr(M, w, t, t + code.stall[pc], WAIT_STATE)
 
 
 @njit_inline

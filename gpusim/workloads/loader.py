@@ -33,8 +33,10 @@ from gpusim.workloads.verify import WorkloadRun, compare
 
 WORKLOAD_FILE = "workload.yaml"
 REFERENCE_FILE = "reference.py"
+ISAS = ("ptx", "sass")
+SASS_DEFAULT_ARCH = 80  # a SASS workload's `program` (the default config, a100, is sm_80)
 REQUIRED_FIELDS = ("kernel", "params", "launch", "test_sizes")
-OPTIONAL_FIELDS = ("name", "description", "tolerance", "flops", "bytes_moved", "problem", "entry", "args",
+OPTIONAL_FIELDS = ("name", "description", "isa", "tolerance", "flops", "bytes_moved", "problem", "entry", "args",
                    "reference")
 DEFAULT_TOLERANCE = {"rtol": 1.0e-5, "atol": 1.0e-8}  # np.allclose's own defaults
 # host copies of a launch's buffers held at once: the inputs, their simulated device memory and, when
@@ -74,9 +76,13 @@ def find_workload(name: str) -> Path | None:
     return None
 
 
-def load_workload(name_or_path: str | os.PathLike) -> Workload:
+def load_workload(name_or_path: str | os.PathLike, isa: str | None = None) -> Workload:
     """Load a workload by name (`saxpy`, `pointer_chase`) or by the path of its folder (or of its
-    workload.yaml). Raises WorkloadError for a malformed folder, AssemblyError for a bad kernel."""
+    workload.yaml). Raises WorkloadError for a malformed folder, AssemblyError for a bad kernel.
+    `isa="sass"` runs a CUDA C (`.cu`) workload as the SASS nvcc makes of it, for the architecture of the
+    config it runs on (as `isa: sass` in its workload.yaml does); `isa="ptx"` as nvcc's PTX."""
+    if isa is not None and isa not in ISAS:
+        raise WorkloadError(f"isa {isa!r} is not one of {', '.join(ISAS)}")
     text = os.fspath(name_or_path)
     path = Path(text)
     if path.name == WORKLOAD_FILE and path.is_file():
@@ -90,7 +96,7 @@ def load_workload(name_or_path: str | os.PathLike) -> Workload:
             raise WorkloadError(f"unknown workload '{text}'; known workloads: {known} "
                                 f"(or give the path of a folder holding a {WORKLOAD_FILE})")
         path = found
-    return _load_folder(path)
+    return _load_folder(path, isa)
 
 
 # ---- the Workload ---------------------------------------------------------------------------------
@@ -108,7 +114,7 @@ class Workload:
     name: str
     description: str
     folder: Path
-    program: Program
+    program: Program  # for `isa: sass`, the sm_80 program; `program_for(cfg)` gives the config's
     defaults: dict[str, int | float]
     test_sizes: tuple[dict[str, int | float], ...]
     launch_spec: LaunchSpec
@@ -121,6 +127,27 @@ class Workload:
     reference_file: Path | None = None  # `reference:` in workload.yaml; None: the folder's reference.py
     _inputs: Callable[..., dict] = field(default=None, repr=False)
     _reference: Callable[..., dict] = field(default=None, repr=False)
+    isa: str = "ptx"  # "ptx": gpusim's PTX-shaped ISA (.sasm, .ptx, a .cu through nvcc's PTX); "sass"
+    kernel_file: Path | None = None
+    entry: str | None = None
+    arg_names: tuple[str, ...] | None = None
+    _programs: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def program_for(self, cfg: Any = None) -> Program:
+        """The program that runs on `cfg`: for a SASS workload, the SASS of the config's architecture (its
+        compute capability: sm_80 on the A100, sm_90 on the H200); otherwise `program`."""
+        if self.isa != "sass" or cfg is None:
+            return self.program
+        if isinstance(cfg, str | os.PathLike):
+            from gpusim.config import load_config
+
+            cfg = load_config(cfg)
+        from gpusim.isa.sass import arch_of
+
+        arch = arch_of(cfg)
+        if arch not in self._programs:
+            self._programs[arch] = _sass_program(self.kernel_file, arch, self.entry, self.arg_names)
+        return self._programs[arch]
 
     @property
     def yaml_path(self) -> Path:
@@ -226,7 +253,7 @@ class Workload:
         del inputs
         kwargs = {} if max_steps_per_warp is None else {"max_steps_per_warp": max_steps_per_warp}
         t0 = time.perf_counter()
-        result = (executor or execute)(self.program, launch, args, mem, cfg=cfg, **kwargs)
+        result = (executor or execute)(self.program_for(cfg), launch, args, mem, cfg=cfg, **kwargs)
         exec_seconds = time.perf_counter() - t0
         outputs: dict[str, np.ndarray] = {}
         for name, exp in expected.items():
@@ -257,7 +284,7 @@ class Workload:
         inputs = self.inputs(p, seed)
         self._check_memory(self._bind(inputs)[1], cfg, HOST_COPIES_PREPARED - 1)
         args, buffers, mem = self._load(inputs)
-        return PreparedLaunch(workload=self.name, params=p, launch=launch, program=self.program, args=args,
+        return PreparedLaunch(workload=self.name, params=p, launch=launch, program=self.program_for(cfg), args=args,
                               memory=mem, bytes_moved=self.bytes_moved(p, inputs), flops=self.flops(p),
                               seed=seed)
 
@@ -363,7 +390,7 @@ class PreparedLaunch:
 FieldError = Callable[[str, str], WorkloadError]  # (field, message) -> "file:line: field: message"
 
 
-def _load_folder(folder: Path) -> Workload:
+def _load_folder(folder: Path, isa: str | None = None) -> Workload:
     yml = folder / WORKLOAD_FILE
     data, lines = _read_yaml(yml)
 
@@ -386,7 +413,10 @@ def _load_folder(folder: Path) -> Workload:
         raise err("name", f"'{name}' must match the folder name '{folder.name}' "
                   "(workloads load by folder name)")
     defaults = _params(data, err)
-    program = _kernel(data, folder, err)
+    iraw = isa if isa is not None else data.get("isa", "ptx")
+    if iraw not in ISAS:
+        raise err("isa", f"expected one of {', '.join(ISAS)}, got {iraw!r}")
+    program = _kernel(data, folder, err, iraw)
     launch_spec = _launch_spec(data, err)
     tol = _tolerance(data, err)
     for f in ("flops", "bytes_moved"):
@@ -398,7 +428,11 @@ def _load_folder(folder: Path) -> Workload:
     wl = Workload(name=name, description=str(data.get("description", "") or ""), folder=folder.resolve(),
                   program=program, defaults=defaults, test_sizes=(), launch_spec=launch_spec, tolerance=tol,
                   flops_expr=data.get("flops"), bytes_expr=data.get("bytes_moved"), problem=problem,
-                  reference_file=ref, _inputs=fns["inputs"], _reference=fns["reference"])
+                  reference_file=ref, _inputs=fns["inputs"], _reference=fns["reference"], isa=iraw,
+                  kernel_file=(folder / data["kernel"]).resolve(), entry=data.get("entry"),
+                  arg_names=tuple(data["args"]) if data.get("args") is not None else None)
+    if iraw == "sass":
+        wl._programs[SASS_DEFAULT_ARCH] = program
     return dataclasses.replace(wl, test_sizes=_test_sizes(wl, data["test_sizes"], yml, err))
 
 
@@ -436,8 +470,8 @@ def _params(data: dict, err: FieldError) -> dict[str, int | float]:
     return defaults
 
 
-def _kernel(data: dict, folder: Path, err: FieldError) -> Program:
-    """`kernel` (and `entry`) loaded, its parameters named by `args` if given."""
+def _kernel(data: dict, folder: Path, err: FieldError, isa: str = "ptx") -> Program:
+    """`kernel` (and `entry`) loaded, its parameters named by `args` if given (`isa` "sass": a .cu's SASS, sm_80)."""
     kname = data["kernel"]
     if not isinstance(kname, str) or not kname:
         raise err("kernel", f"expected the file name of the kernel (.sasm, .ptx or .cu), got {kname!r}")
@@ -449,7 +483,9 @@ def _kernel(data: dict, folder: Path, err: FieldError) -> Program:
     entry = data.get("entry")
     if entry is not None and (not isinstance(entry, str) or not entry):
         raise err("entry", f"expected the kernel's name (mangled or not), got {entry!r}")
-    program = load_kernel(kpath, entry)
+    if isa == "sass" and kpath.suffix != ".cu":
+        raise err("isa", f"isa: sass needs a CUDA C kernel (.cu), not '{kname}'")
+    program = load_kernel(kpath, entry) if isa == "ptx" else _sass_program(kpath, SASS_DEFAULT_ARCH, entry, None)
     # args: the names reference.py gives the kernel's parameters, in order (PTX names them _Z..._param_N)
     araw = data.get("args")
     if araw is not None:
@@ -544,6 +580,13 @@ def _test_sizes(wl: Workload, sraw: Any, yml: Path, err: FieldError) -> tuple[di
         if i:
             sizes.append(p)
     return tuple(sizes)
+
+
+def _sass_program(kpath: Path, arch: int, entry: str | None, names: tuple[str, ...] | None):
+    from gpusim.isa.sass import load_sass
+
+    prog = load_sass(kpath, arch, entry)
+    return prog.with_param_names(names) if names is not None and len(names) == len(prog.params) else prog
 
 
 def _import_reference(path: Path, name: str):
