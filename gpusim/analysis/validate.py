@@ -66,6 +66,18 @@ class Validation:
                                                                                         for r in self.rows),
                 "failed": len(self.failed), "rows": [{"config": self.config, **asdict(r)} for r in self.rows]}
 
+    def markdown(self) -> str:
+        """The rows as a Markdown table under a heading with the counts (docs/validation.md's form)."""
+        gaps = sum(r.status == "known gap" for r in self.rows)
+        out = [f"#### {self.config}: {len(self.rows)} figures, {sum(r.within for r in self.rows)} within tolerance, "
+               f"{gaps} known gaps, {len(self.failed)} outside", "",
+               "| figure | kind | simulated | reference | error % | status | source |", "|---|---|---|---|---|---|---|"]
+        for r in self.rows:
+            status = f"known gap: {r.known_gap}" if r.status == "known gap" else r.status
+            out.append(f"| `{r.figure}` | {r.kind} | {r.simulated:.4g} | {r.reference:.4g} {r.units} | "
+                       f"{r.error_pct:+.1f} | {status} | {r.source} |")
+        return "\n".join(out)
+
     def table(self) -> str:
         head = ("figure", "simulated", "reference", "error %", "tolerance", "source")
         body = [(r.figure, f"{r.simulated:.4g} {r.units}", f"{r.reference:.4g}", f"{r.error_pct:+.1f}",
