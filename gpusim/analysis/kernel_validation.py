@@ -35,7 +35,7 @@ from gpusim.config import Config, load_config
 from gpusim.workloads import list_workloads, load_workload
 
 SIZES = ("small", "medium", "large")  # the measured sizes of a kernel, in the order the file lists them
-FRONT_ENDS = ("sasm", "ptx")  # gpusim's .sasm workloads; nvcc's PTX of the CUDA port (`<kernel>_cu`)
+FRONT_ENDS = ("sasm", "ptx", "sass")  # gpusim's .sasm workloads; nvcc's PTX, and the SASS, of the CUDA port
 WITHIN_PCT = 30.0  # a pair within this error is "within" (the fidelity issue's acceptance)
 
 
@@ -45,7 +45,7 @@ class KernelRow:
 
     kernel: str  # the measured kernel
     workload: str  # the gpusim workload simulated
-    front_end: str  # "sasm" or "ptx"
+    front_end: str  # "sasm", "ptx" or "sass"
     size: str  # small / medium / large
     params: dict[str, Any]
     measured_us: float  # median event time of rotated launches
@@ -94,6 +94,21 @@ class KernelValidation:
         """JSON-able; `rows` are flat records (pandas.DataFrame(d["rows"]))."""
         return {"config": self.config, "summary": self.summaries(),
                 "rows": [{"config": self.config, **asdict(r)} for r in self.rows]}
+
+    def markdown(self) -> str:
+        """The summary per front end and the pairs as Markdown tables (docs/validation.md's form)."""
+        out = ["| front end | pairs | MAPE | mean signed error | Pearson r (log times) | within +-30 % | worst |",
+               "|---|---|---|---|---|---|---|"]
+        for fe, s in self.summaries().items():
+            out.append(f"| {fe} | {s['pairs']} | {s['mape_pct']:.1f} % | {s['mean_signed_error_pct']:+.1f} % | "
+                       f"{s['pearson_log']:.3f} | {s['within_30_pct']} | {s['worst']} |")
+        out += ["", "| kernel | size | front end | measured us | simulated us | error % | mode (bound) |",
+                "|---|---|---|---|---|---|---|"]
+        for r in self.rows:
+            mode = f"sampled (+-{r.bound_pct:.1f} %)" if r.mode == "sampled" else r.mode
+            out.append(f"| {r.workload} | {r.size} | {r.front_end} | {r.measured_us:.1f} | {r.simulated_us:.1f} | "
+                       f"{r.error_pct:+.1f} | {mode} |")
+        return "\n".join(out)
 
     def table(self) -> str:
         head = ("kernel", "size", "front end", "measured us", "simulated us", "error %", "bound %", "mode")
@@ -148,6 +163,7 @@ def ports(kernel: str) -> list[tuple[str, str]]:
         out.append((kernel, "sasm"))
     if f"{kernel}_cu" in known:
         out.append((f"{kernel}_cu", "ptx"))
+        out.append((f"{kernel}_cu", "sass"))  # the machine code ptxas makes of it (docs/isa.md, "SASS")
     return out
 
 
@@ -173,7 +189,9 @@ def simulate_pair(pair: Pair, workload: str, front_end: str, cfg: Config, *, sam
     from gpusim.analysis.sampling import simulate_sampled
     from gpusim.stats.simulate import simulate
 
-    wl = load_workload(workload)
+    wl = load_workload(workload, isa="sass" if front_end == "sass" else None)
+    if front_end == "sass":  # (the sampler's loop and memory analyses read PTX-shaped code: SASS runs whole)
+        sample = "off"
     launch_us = cfg.launch.event_ns / 1000
     t0 = time.perf_counter()
     sampled = None

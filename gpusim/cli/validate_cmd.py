@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from gpusim.cli.args import add_config, add_config_set, add_json, add_output, add_quiet, add_renamed
-from gpusim.cli.common import emit_json, parse_sets, stdout_taken
+from gpusim.cli.common import emit_json, emit_text, parse_sets, stdout_taken
 
 
 def register(subparsers) -> None:
@@ -30,9 +30,9 @@ def register(subparsers) -> None:
                                                                       "(repeatable)")
     p.add_argument("--size", action="append", choices=("small", "medium", "large"),
                    help="with --kernels: only this measured size (repeatable)")
-    p.add_argument("--front-end", action="append", choices=("sasm", "ptx"), dest="front_end",
-                   help="with --kernels: only this front end (repeatable): sasm (gpusim's .sasm workload) or ptx "
-                        "(nvcc's PTX of the CUDA port)")
+    p.add_argument("--front-end", action="append", choices=("sasm", "ptx", "sass"), dest="front_end",
+                   help="with --kernels: only this front end (repeatable): sasm (gpusim's .sasm workload), ptx "
+                        "(nvcc's PTX of the CUDA port) or sass (the SASS ptxas makes of it, run whole)")
     p.add_argument("--sample", choices=("auto", "on", "off"), default="auto",
                    help="with --kernels: sampled simulation of the large kernels (docs/sampling.md; default auto: "
                         "sampled where that gains, its bound shown beside the error)")
@@ -41,6 +41,7 @@ def register(subparsers) -> None:
     p.add_argument("--list", action="store_true", help="list the figures with a reference for --config and exit")
     add_json(p, help="write the rows as JSON to FILE ('-' or no FILE: stdout)")
     add_output(p, "--chart", kind="image", metavar="FILE", help="write the correlation chart (.png or .svg)")
+    add_output(p, "--markdown", metavar="FILE", help="write the table(s) as Markdown (docs/validation.md's form)")
     add_quiet(p)
     add_renamed(p, "--set", to="--config-set (--set is a parameter of what runs)")
     p.set_defaults(func=run)
@@ -61,10 +62,11 @@ def run(args: argparse.Namespace) -> int:
         for fig, ref, source, _ in references(args.config, args.figure):
             print(f"{fig['id']:30s} {fig['kind']:16s} {ref:10.4g} {fig['units']:20s} {source}")
         return 0
-    quiet = stdout_taken(args.json) or args.quiet
+    quiet = stdout_taken(args.json, args.markdown) or args.quiet
     result = validate(args.config, figures=args.figure, overrides=parse_sets(args.config_sets, "--config-set"),
                       progress=None if quiet else lambda r: print(f"  {r.figure} ... {r.status}", file=sys.stderr))
     emit_json(result.to_dict(), args.json)
+    emit_text(result.markdown, args.markdown)
     if args.chart:
         from gpusim.plot.correlation import correlation_figure
         from gpusim.plot.io import save_figure
@@ -84,7 +86,7 @@ def run_kernels(args: argparse.Namespace) -> int:
         print(f"gpusim validate: error: {'--figure' if args.figure else '--list'} is for the microbenchmarks, "
               "not --kernels", file=sys.stderr)
         return 2
-    quiet = stdout_taken(args.json) or args.quiet
+    quiet = stdout_taken(args.json, args.markdown) or args.quiet
 
     def progress(r) -> None:
         if not quiet:
@@ -96,6 +98,7 @@ def run_kernels(args: argparse.Namespace) -> int:
                               sample=args.sample, overrides=parse_sets(args.config_sets, "--config-set"),
                               progress=progress)
     emit_json(result.to_dict(), args.json)
+    emit_text(result.markdown, args.markdown)
     if args.chart:
         from gpusim.plot.correlation import kernel_correlation_figure
         from gpusim.plot.io import save_figure
