@@ -10,7 +10,8 @@ The passes, in order, one file each:
 2. unroll.py: counted inner loops unrolled 4x (a main loop entered only while 4 iterations remain, the
    original loop for the rest), iteration-local registers renamed in the copies;
 3. offsets.py: constant increments of an address register folded into the following addresses;
-4. fold.py again (what the unrolled copies leave); select.py: an operation whose result a selp picks
+4. fold.py again (what the unrolled copies leave); ifconvert.py: a short forward branch around
+   straight-line code as that code predicated; select.py: an operation whose result a selp picks
    against the value it replaces, as one predicated operation; iadd3.py: two dependent integer adds as
    one add3;
 5. schedule.py: a list scheduler over each basic block (loads and SFU operations early, memory
@@ -23,6 +24,7 @@ from gpusim.isa.program import Program
 from gpusim.isa.ptxas.code import Code
 from gpusim.isa.ptxas.fold import fold
 from gpusim.isa.ptxas.iadd3 import fuse_adds
+from gpusim.isa.ptxas.ifconvert import if_convert
 from gpusim.isa.ptxas.offsets import fold_increments
 from gpusim.isa.ptxas.schedule import schedule
 from gpusim.isa.ptxas.select import predicate_selects
@@ -54,6 +56,7 @@ def _compile(program: Program, cfg) -> Program:
     prog = unroll_loops(prog)
     prog = fold_increments(prog)
     prog = fold(prog, cfg.sm.warp_size)
+    prog = if_convert(prog)
     prog = predicate_selects(prog)
     prog = fuse_adds(prog)
     prog = schedule(prog, cfg)
