@@ -23,7 +23,7 @@ from gpusim.config.overrides import OVERRIDE_FILE
 from gpusim.errors import ConfigError, GpusimError
 
 SUBCOMMANDS = ["run", "info", "occupancy", "asm", "list", "bench", "sweep", "plot", "report", "step", "compile",
-               "compare", "program", "validate"]
+               "compare", "program", "validate", "exec"]
 
 
 class Terminated(KeyboardInterrupt):
