@@ -155,7 +155,7 @@ def run_app(argv: list[str], config: Config | str = "a100", *, quiet: bool = Fal
     was = progress.enabled() if hasattr(progress, "enabled") else None
     progress.set_enabled(False)
     try:
-        proc = subprocess.Popen([str(path), *argv[1:]], pass_fds=(child.fileno(), mem.fd), env=env)
+        proc = subprocess.Popen([os.path.abspath(path), *argv[1:]], pass_fds=(child.fileno(), mem.fd), env=env)
     except OSError as exc:
         raise ExecError(f"{argv[0]}: cannot run: {exc.strerror or exc}") from None
     finally:

@@ -1,20 +1,24 @@
-/* Declarations CUDA 13 removed from its headers and older benchmark suites still call (Rodinia's
-   cudaThreadSynchronize). gpusim's runtime exports them; build such a program unmodified with
+/* Declarations CUDA 13 removed from its headers that older benchmark suites still call (Rodinia's and
+   PolyBench/GPU's cudaThreadSynchronize). Build such a program unmodified with
      nvcc -cudart shared -include "$(gpusim exec --include-dir)/gpusim_cuda_compat.h" ...
-   (docs/exec.md). */
+   (docs/exec.md). Each is the call CUDA documented as its replacement, inline, so the program links against
+   any libcudart.so.13 (NVIDIA's too) and runs on a GPU as under gpusim. gpusim's runtime also exports the
+   old names, for binaries built by older toolkits. */
 #ifndef GPUSIM_CUDA_COMPAT_H
 #define GPUSIM_CUDA_COMPAT_H
 #include <cuda_runtime_api.h>
-#ifdef __cplusplus
-extern "C" {
-#endif
-extern __host__ cudaError_t CUDARTAPI cudaThreadSynchronize(void);
-extern __host__ cudaError_t CUDARTAPI cudaThreadExit(void);
-extern __host__ cudaError_t CUDARTAPI cudaThreadGetLimit(size_t *value, enum cudaLimit limit);
-extern __host__ cudaError_t CUDARTAPI cudaThreadSetLimit(enum cudaLimit limit, size_t value);
-extern __host__ cudaError_t CUDARTAPI cudaThreadGetCacheConfig(enum cudaFuncCache *config);
-extern __host__ cudaError_t CUDARTAPI cudaThreadSetCacheConfig(enum cudaFuncCache config);
-#ifdef __cplusplus
+static inline cudaError_t cudaThreadSynchronize(void) { return cudaDeviceSynchronize(); }
+static inline cudaError_t cudaThreadExit(void) { return cudaDeviceReset(); }
+static inline cudaError_t cudaThreadGetLimit(size_t *value, enum cudaLimit limit) {
+    return cudaDeviceGetLimit(value, limit);
 }
-#endif
+static inline cudaError_t cudaThreadSetLimit(enum cudaLimit limit, size_t value) {
+    return cudaDeviceSetLimit(limit, value);
+}
+static inline cudaError_t cudaThreadGetCacheConfig(enum cudaFuncCache *config) {
+    return cudaDeviceGetCacheConfig(config);
+}
+static inline cudaError_t cudaThreadSetCacheConfig(enum cudaFuncCache config) {
+    return cudaDeviceSetCacheConfig(config);
+}
 #endif
