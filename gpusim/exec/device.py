@@ -98,6 +98,11 @@ ATTRIBUTE_FIELDS = {
 ATTRIBUTE_DIMS = {2: ("maxThreadsDim", 0), 3: ("maxThreadsDim", 1), 4: ("maxThreadsDim", 2),
                   5: ("maxGridSize", 0), 6: ("maxGridSize", 1), 7: ("maxGridSize", 2)}
 CLOCK_RATE, MEMORY_CLOCK_RATE, GPU_OVERLAP = 13, 36, 15
+# attributes of what gpusim's device is not: no kernel timeout (17), the default compute mode (20), no ECC (32),
+# PCI bus/device/domain 0 (33, 34, 50), no TCC driver (35), not a multi-GPU board (84, 85), no host-native or
+# pageable-memory access (86, 88), no compute preemption (90), no host pointers for registered memory (91),
+# no host page tables (100, 101)
+ZERO_ATTRIBUTES = frozenset({17, 20, 32, 33, 34, 35, 50, 84, 85, 86, 88, 90, 91, 100, 101})
 
 
 def attribute(cfg: Config, attr: int) -> int | None:
@@ -114,6 +119,8 @@ def attribute(cfg: Config, attr: int) -> int | None:
         return int(round(cfg.dram.data_rate_mtps * 1000 / 2))
     if attr == GPU_OVERLAP:
         return int(cfg.chip.copy_engines > 0)
+    if attr in ZERO_ATTRIBUTES:
+        return 0
     return None
 
 

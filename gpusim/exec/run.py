@@ -209,3 +209,20 @@ def write_trace(result: ExecResult, path: str) -> None:
 
     data = trace_dict(result.report) if result.report is not None else {"traceEvents": []}
     write_atomic(path, json.dumps(data))
+
+
+def program_html(data: dict[str, Any]) -> str:
+    """The program section of `gpusim report` for a `gpusim exec --json` file: its launches and totals."""
+    from html import escape
+
+    rows = "".join(
+        f"<tr><td>{r['launch']}</td><td>{escape(demangle(r['kernel']))}</td><td>{'x'.join(map(str, r['grid']))}</td>"
+        f"<td>{'x'.join(map(str, r['block']))}</td><td>{r['cycles']:,}</td><td>{r['seconds'] * 1e6:,.2f}</td>"
+        f"<td>{escape(r['verdict'] or ('FAULT' if r['fault'] else ''))}</td></tr>" for r in data["launches"])
+    longest = data["launches"][data["longest"]]
+    return (f"<h1>{escape(' '.join(data['argv']))} <span class=sub>gpusim exec on {escape(data['config'])}</span></h1>"
+            f"<p class=sub>exit status {data['exit_status']}; program's simulated GPU time "
+            f"{data['total_seconds'] * 1e6:,.2f} us (kernels {data['kernel_seconds'] * 1e6:,.2f} us, copies "
+            f"{data['copy_seconds'] * 1e6:,.2f} us)</p><table><tr><th>#</th><th>kernel</th><th>grid</th>"
+            f"<th>block</th><th>cycles</th><th>time (us)</th><th>verdict</th></tr>{rows}</table>"
+            f"<p class=note>Below: launch {longest['launch']}, the longest kernel.</p>")
