@@ -62,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
         for fig, ref, source, _ in references(args.config, args.figure):
             print(f"{fig['id']:30s} {fig['kind']:16s} {ref:10.4g} {fig['units']:20s} {source}")
         return 0
-    quiet = stdout_taken(args.json, args.markdown) or args.quiet
+    to_stdout = not stdout_taken(args.json, args.markdown)  # the table, unless JSON or Markdown go there
+    quiet = not to_stdout or args.quiet  # --quiet: no progress lines
     result = validate(args.config, figures=args.figure, overrides=parse_sets(args.config_sets, "--config-set"),
                       progress=None if quiet else lambda r: print(f"  {r.figure} ... {r.status}", file=sys.stderr))
     emit_json(result.to_dict(), args.json)
@@ -72,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         from gpusim.plot.io import save_figure
 
         save_figure(correlation_figure([result]), args.chart)
-    if not quiet:
+    if to_stdout:
         print(result.table())
         if args.chart:
             print(f"wrote {args.chart}")
@@ -86,7 +87,8 @@ def run_kernels(args: argparse.Namespace) -> int:
         print(f"gpusim validate: error: {'--figure' if args.figure else '--list'} is for the microbenchmarks, "
               "not --kernels", file=sys.stderr)
         return 2
-    quiet = stdout_taken(args.json, args.markdown) or args.quiet
+    to_stdout = not stdout_taken(args.json, args.markdown)  # the table, unless JSON or Markdown go there
+    quiet = not to_stdout or args.quiet  # --quiet: no progress lines
 
     def progress(r) -> None:
         if not quiet:
@@ -104,7 +106,7 @@ def run_kernels(args: argparse.Namespace) -> int:
         from gpusim.plot.io import save_figure
 
         save_figure(kernel_correlation_figure(result), args.chart)
-    if not quiet:
+    if to_stdout:
         print(result.table())
         if args.chart:
             print(f"wrote {args.chart}")

@@ -117,6 +117,18 @@ def test_a_ci_subset_through_the_cli(tmp_path, capsys):
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_quiet_drops_the_progress_lines_not_the_table(capsys):
+    argv = ["validate", "--kernels", "--size", "small", "--kernel", "saxpy", "--front-end", "sasm"]
+    assert main(argv + ["--quiet"]) == 0
+    quiet = capsys.readouterr()
+    assert quiet.err == ""
+    row = next(line for line in quiet.out.splitlines() if line.startswith("saxpy "))
+    assert row.split()[:3] == ["saxpy", "small", "sasm"]
+    assert main(argv) == 0
+    loud = capsys.readouterr()
+    assert "saxpy small:" in loud.err and loud.out == quiet.out
+
+
 def test_the_chart_draws_every_row():
     from gpusim.plot.correlation import kernel_correlation_figure
 
