@@ -6,12 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import gpusim
+from gpusim.cli.commands import COMMANDS
 from gpusim.isa.disassembler import format_instruction
 from gpusim.isa.program import EXIT_PC
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("asm", help="assemble a kernel and print it decoded",
+    p = subparsers.add_parser("asm", help=COMMANDS["asm"],
                               description="Assemble a .sasm file (or a workload's kernel) and print each "
                                           "instruction with its pc, unit class and reconvergence point. With "
                                           "--sass: the SASS of a .cu, .cubin or .sass listing (or of a CUDA C "

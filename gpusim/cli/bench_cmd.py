@@ -19,6 +19,7 @@ import sys
 import time
 
 from gpusim.cli.args import add_config, add_output, add_quiet, integer
+from gpusim.cli.commands import COMMANDS
 from gpusim.cli.common import add_executor_args, emit_json, make_executor
 from gpusim.errors import GpusimError
 from gpusim.sweep.executors import stop_pool, worker_signals
@@ -125,7 +126,7 @@ LONG_RSS_LIMIT_MIB = 2048
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("bench", help="measure simulation speed on a fixed suite",
+    p = subparsers.add_parser("bench", help=COMMANDS["bench"],
                               description="Simulation speed: each workload of a fixed suite runs through "
                                           "the timing model in its own process, one at a time; reports "
                                           "warp instructions, simulated cycles, wall time, simulated "

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import gpusim
 from gpusim.cli.args import add_output
+from gpusim.cli.commands import COMMANDS
 from gpusim.cli.common import emit_json
 from gpusim.config import builtin_configs, load_config
 from gpusim.system import builtin_programs, find_program, load_program
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("list", help="list workloads, configs and programs",
+    p = subparsers.add_parser("list", help=COMMANDS["list"],
                               description="List the workloads, configs and programs gpusim finds by name.")
     add_output(p, "--json", nargs="?", const="-", metavar="FILE",
                help="write them as JSON records {kind, name, description, params, source} to FILE "

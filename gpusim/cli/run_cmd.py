@@ -21,6 +21,7 @@ from gpusim.cli.args import (
     add_renamed,
     integer,
 )
+from gpusim.cli.commands import COMMANDS
 from gpusim.cli.common import emit_json, emit_text, parse_sets, stdout_taken
 from gpusim.config.vocab import SCHEDULER_POLICIES
 from gpusim.errors import GpusimError
@@ -31,7 +32,7 @@ from gpusim.workloads.verify import verified_text
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("run", help="simulate a workload (cycles, metrics, bottleneck) and verify it",
+    p = subparsers.add_parser("run", help=COMMANDS["run"],
                               description="Simulate WORKLOAD (a built-in name or a folder) on CONFIG: execute it "
                                           "lane by lane, compare its outputs with the numpy reference, and run "
                                           "its instruction streams through the timing model for cycles, metrics "

@@ -19,6 +19,7 @@ from gpusim.cli.args import (
     integer,
     number,
 )
+from gpusim.cli.commands import COMMANDS
 from gpusim.cli.common import add_executor_args, emit_text, make_executor, stdout_taken
 from gpusim.errors import GpusimError
 from gpusim.stats.simulate import SCHEDULERS
@@ -28,7 +29,7 @@ from gpusim.sweep.result import TIE_PCT
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "sweep", help="simulate a workload over launch configurations, configs and config overrides",
+        "sweep", help=COMMANDS["sweep"],
         description="Simulate WORKLOAD at every combination of the values given (--block, --grid, --set, "
                     "--config, --config-set, --warp-scheduler), in parallel, verifying each against numpy; "
                     "print one line per point and the best point (fewest cycles) of each problem size with the "
