@@ -95,6 +95,21 @@ class KernelValidation:
         return {"config": self.config, "summary": self.summaries(),
                 "rows": [{"config": self.config, **asdict(r)} for r in self.rows]}
 
+    def markdown(self) -> str:
+        """The summary per front end and the pairs as Markdown tables (docs/validation.md's form)."""
+        out = ["| front end | pairs | MAPE | mean signed error | Pearson r (log times) | within +-30 % | worst |",
+               "|---|---|---|---|---|---|---|"]
+        for fe, s in self.summaries().items():
+            out.append(f"| {fe} | {s['pairs']} | {s['mape_pct']:.1f} % | {s['mean_signed_error_pct']:+.1f} % | "
+                       f"{s['pearson_log']:.3f} | {s['within_30_pct']} | {s['worst']} |")
+        out += ["", "| kernel | size | front end | measured us | simulated us | error % | mode (bound) |",
+                "|---|---|---|---|---|---|---|"]
+        for r in self.rows:
+            mode = f"sampled (+-{r.bound_pct:.1f} %)" if r.mode == "sampled" else r.mode
+            out.append(f"| {r.workload} | {r.size} | {r.front_end} | {r.measured_us:.1f} | {r.simulated_us:.1f} | "
+                       f"{r.error_pct:+.1f} | {mode} |")
+        return "\n".join(out)
+
     def table(self) -> str:
         head = ("kernel", "size", "front end", "measured us", "simulated us", "error %", "bound %", "mode")
         body = [(r.workload, r.size, r.front_end, f"{r.measured_us:.1f}", f"{r.simulated_us:.1f}",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import gpusim
+from gpusim.cli.args import add_config
 from gpusim.cli.commands import COMMANDS
 from gpusim.isa.disassembler import format_instruction
 from gpusim.isa.program import EXIT_PC
@@ -20,8 +21,7 @@ def register(subparsers) -> None:
     p.add_argument("kernel", help="a .sasm file or a workload name (--sass: also a .cu, .cubin or .sass file)")
     p.add_argument("--plain", action="store_true", help="print only the disassembly (re-assemblable)")
     p.add_argument("--sass", action="store_true", help="the machine code: SASS from nvcc (or the checked-in cubin)")
-    p.add_argument("--config", default="a100", help="--sass: the config whose architecture to show (default a100: "
-                                                    "sm_80; h200: sm_90)")
+    add_config(p, help="--sass: the config whose architecture to show (default a100: sm_80; h200: sm_90)")
     p.set_defaults(func=run)
 
 

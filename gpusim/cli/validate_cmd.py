@@ -11,7 +11,7 @@ import sys
 
 from gpusim.cli.args import add_config, add_config_set, add_json, add_output, add_quiet, add_renamed
 from gpusim.cli.commands import COMMANDS
-from gpusim.cli.common import emit_json, parse_sets, stdout_taken
+from gpusim.cli.common import emit_json, emit_text, parse_sets, stdout_taken
 
 
 def register(subparsers) -> None:
@@ -42,6 +42,7 @@ def register(subparsers) -> None:
     p.add_argument("--list", action="store_true", help="list the figures with a reference for --config and exit")
     add_json(p, help="write the rows as JSON to FILE ('-' or no FILE: stdout)")
     add_output(p, "--chart", kind="image", metavar="FILE", help="write the correlation chart (.png or .svg)")
+    add_output(p, "--markdown", metavar="FILE", help="write the table(s) as Markdown (docs/validation.md's form)")
     add_quiet(p)
     add_renamed(p, "--set", to="--config-set (--set is a parameter of what runs)")
     p.set_defaults(func=run)
@@ -62,16 +63,18 @@ def run(args: argparse.Namespace) -> int:
         for fig, ref, source, _ in references(args.config, args.figure):
             print(f"{fig['id']:30s} {fig['kind']:16s} {ref:10.4g} {fig['units']:20s} {source}")
         return 0
-    quiet = stdout_taken(args.json) or args.quiet
+    to_stdout = not stdout_taken(args.json, args.markdown)  # the table, unless JSON or Markdown go there
+    quiet = not to_stdout or args.quiet  # --quiet: no progress lines
     result = validate(args.config, figures=args.figure, overrides=parse_sets(args.config_sets, "--config-set"),
                       progress=None if quiet else lambda r: print(f"  {r.figure} ... {r.status}", file=sys.stderr))
     emit_json(result.to_dict(), args.json)
+    emit_text(result.markdown, args.markdown)
     if args.chart:
         from gpusim.plot.correlation import correlation_figure
         from gpusim.plot.io import save_figure
 
         save_figure(correlation_figure([result]), args.chart)
-    if not quiet:
+    if to_stdout:
         print(result.table())
         if args.chart:
             print(f"wrote {args.chart}")
@@ -85,7 +88,8 @@ def run_kernels(args: argparse.Namespace) -> int:
         print(f"gpusim validate: error: {'--figure' if args.figure else '--list'} is for the microbenchmarks, "
               "not --kernels", file=sys.stderr)
         return 2
-    quiet = stdout_taken(args.json) or args.quiet
+    to_stdout = not stdout_taken(args.json, args.markdown)  # the table, unless JSON or Markdown go there
+    quiet = not to_stdout or args.quiet  # --quiet: no progress lines
 
     def progress(r) -> None:
         if not quiet:
@@ -97,12 +101,13 @@ def run_kernels(args: argparse.Namespace) -> int:
                               sample=args.sample, overrides=parse_sets(args.config_sets, "--config-set"),
                               progress=progress)
     emit_json(result.to_dict(), args.json)
+    emit_text(result.markdown, args.markdown)
     if args.chart:
         from gpusim.plot.correlation import kernel_correlation_figure
         from gpusim.plot.io import save_figure
 
         save_figure(kernel_correlation_figure(result), args.chart)
-    if not quiet:
+    if to_stdout:
         print(result.table())
         if args.chart:
             print(f"wrote {args.chart}")

@@ -534,8 +534,6 @@ def _opcodes(value: Any, path: str, where: Where) -> UnitTable:
 
 
 def _check_consistency(cfg: Config, where: Where) -> None:
-    chip, sm, l1, l2, dram = cfg.chip, cfg.sm, cfg.l1, cfg.l2, cfg.dram
-
     overridden = [k for k, (file, _) in where.items() if file == OVERRIDE_FILE and k]
 
     def fail(path: str, message: str) -> None:
@@ -547,6 +545,14 @@ def _check_consistency(cfg: Config, where: Where) -> None:
                     raise ConfigError(f"makes {path} fail its check: {message}", file=OVERRIDE_FILE, field=key)
         raise _err(where, path, message)
 
+    _check_sm(cfg, fail)
+    _check_caches(cfg, fail)
+    _check_system(cfg, fail)
+
+
+def _check_sm(cfg: Config, fail) -> None:
+    """The chip and SM fields agree with each other (the occupancy rules need them to)."""
+    chip, sm, l1 = cfg.chip, cfg.sm, cfg.l1
     if chip.sm_count > chip.gpcs * chip.sms_per_gpc:
         fail("chip.sm_count", f"{chip.sm_count} SMs do not fit in gpcs * sms_per_gpc = "
                               f"{chip.gpcs} * {chip.sms_per_gpc} = {chip.gpcs * chip.sms_per_gpc}")
@@ -590,6 +596,11 @@ def _check_consistency(cfg: Config, where: Where) -> None:
              f"{sm.max_shared_memory_per_block_optin_bytes} + reserved "
              f"{sm.reserved_shared_memory_per_block_bytes} exceeds shared_memory_per_sm_bytes "
              f"{sm.shared_memory_per_sm_bytes}")
+
+
+def _check_caches(cfg: Config, fail) -> None:
+    """Units, caches and partitions: whole sets, whole sectors, lanes no wider than a warp."""
+    chip, sm, l1, l2 = cfg.chip, cfg.sm, cfg.l1, cfg.l2
     for name, unit in [*cfg.units.items(), *cfg.opcodes.items()]:
         sec = "opcodes" if name in cfg.opcodes else "units"
         if unit.lanes_per_subpartition is not None and unit.lanes_per_subpartition > sm.warp_size:
@@ -613,6 +624,11 @@ def _check_consistency(cfg: Config, where: Where) -> None:
         fail("interconnect.gpc_partitions", f"expected one partition per GPC ({chip.gpcs}), got {len(gp)}")
     if gp and max(gp) >= l2.partitions:
         fail("interconnect.gpc_partitions", f"partition {max(gp)} does not exist (l2.partitions is {l2.partitions})")
+
+
+def _check_system(cfg: Config, fail) -> None:
+    """DRAM timings and widths, links, the system and the optional CPU section."""
+    chip, sm, dram = cfg.chip, cfg.sm, cfg.dram
     if dram.t_refi_ns and dram.t_rfc_ns >= dram.t_refi_ns:
         fail("dram.t_rfc_ns", f"{dram.t_rfc_ns} ns of refresh every t_refi_ns = {dram.t_refi_ns} ns leaves no time "
                               f"for requests")

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gpusim.config.schema import OPTIONAL_UNIT_CLASSES, TENSOR_FIELDS, UNIT_CLASSES, all_field_paths
+from gpusim.config.schema import OPTIONAL_UNIT_CLASSES, UNIT_CLASSES, UNIT_FIELD_OWNER, all_field_paths
 from gpusim.errors import ConfigError
 
 OVERRIDE_FILE = "<overrides>"  # the `file` of a ConfigError about an override (the CLI names the flag instead)
@@ -55,8 +55,8 @@ def field_paths() -> list[str]:
     `units.fp32.latency_cycles`); opcode entries (`opcodes.<opcode>.<field>`) are named in full."""
     out = []
     for path in all_field_paths():
-        if "<class>" in path and path.rpartition(".")[2] in TENSOR_FIELDS:  # the tensor unit's own fields
-            out.append(path.replace("<class>", "tensor"))
+        if "<class>" in path and path.rpartition(".")[2] in UNIT_FIELD_OWNER:  # one unit class's own field
+            out.append(path.replace("<class>", UNIT_FIELD_OWNER[path.rpartition(".")[2]]))
         elif "<class>" in path:
             out += [path.replace("<class>", unit) for unit in UNIT_CLASSES + OPTIONAL_UNIT_CLASSES]
         elif "<opcode>" not in path:
@@ -71,7 +71,7 @@ def resolve_field(name: str) -> str:
     name = name.strip()
     paths = field_paths()
     sections = {p.partition(".")[0] for p in paths}
-    if name in paths or name in sections or name.startswith("opcodes."):
+    if name in paths or name in sections or name == "opcodes" or name.startswith("opcodes."):
         return name
     found = [p for p in paths if p.endswith("." + name)]
     if len(found) == 1:

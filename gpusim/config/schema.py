@@ -142,7 +142,9 @@ class UnitSpec:
 
 
 TENSOR_FIELDS = ("f16_fma_per_cycle", "bf16_fma_per_cycle", "tf32_fma_per_cycle", "s8_fma_per_cycle")
-UNIT_ONLY_FIELDS = (*TENSOR_FIELDS, "divergence_cycles")  # fields one unit class has: left out of the others
+# fields only one unit class has (left out of the others): the field -> its unit class
+UNIT_FIELD_OWNER = {**{f: "tensor" for f in TENSOR_FIELDS}, "divergence_cycles": "branch"}
+UNIT_ONLY_FIELDS = tuple(UNIT_FIELD_OWNER)
 
 UNIT_CLASSES = ("fp32", "int", "fp64", "sfu", "ldst", "branch", "sync")
 OPTIONAL_UNIT_CLASSES = ("tensor",)

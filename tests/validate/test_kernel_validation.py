@@ -55,11 +55,11 @@ def test_the_h200_file_holds_thirty_pairs_in_three_sizes():
     assert saxpy.measured_us == pytest.approx(10.94)  # ms_median_rotated 0.01094
 
 
-def test_ports_are_the_sasm_workload_and_the_nvcc_port():
-    assert ports("saxpy") == [("saxpy", "sasm"), ("saxpy_cu", "ptx")]
+def test_ports_are_the_sasm_workload_and_the_cuda_port_as_ptx_and_sass():
+    assert ports("saxpy") == [("saxpy", "sasm"), ("saxpy_cu", "ptx"), ("saxpy_cu", "sass")]
     assert ports("matmul_naive") == [("matmul_naive", "sasm")]  # no CUDA port shipped
     fronts = [fe for p in {q.kernel for q in measured_pairs("h200")} for _, fe in ports(p)]
-    assert fronts.count("sasm") == 10 and fronts.count("ptx") == 8  # 30 and 24 pairs
+    assert (fronts.count("sasm"), fronts.count("ptx"), fronts.count("sass")) == (10, 8, 8)  # 30, 24, 24 pairs
 
 
 @pytest.mark.parametrize("workload,params,share", [
@@ -105,7 +105,9 @@ def test_a_ci_subset_through_the_cli(tmp_path, capsys):
     text = capsys.readouterr().out
     data = json.loads(out.read_text())
     rows = pd.DataFrame(data["rows"])
-    assert sorted(rows["workload"]) == ["reduce_sum", "reduce_sum_cu", "saxpy", "saxpy_cu", "transpose_naive"]
+    assert sorted(zip(rows["workload"], rows["front_end"], strict=True)) == [
+        ("reduce_sum", "sasm"), ("reduce_sum_cu", "ptx"), ("reduce_sum_cu", "sass"), ("saxpy", "sasm"),
+        ("saxpy_cu", "ptx"), ("saxpy_cu", "sass"), ("transpose_naive", "sasm")]
     assert (rows["error_pct"].abs() <= 30).all(), rows[["workload", "error_pct"]]
     assert np.allclose(rows["simulated_us"], rows["kernel_us"] + rows["launch_us"], atol=1e-3)
     assert np.allclose(rows["error_pct"], (rows["simulated_us"] / rows["measured_us"] - 1) * 100, atol=0.01)
@@ -113,6 +115,18 @@ def test_a_ci_subset_through_the_cli(tmp_path, capsys):
     assert data["summary"]["sasm"]["mape_pct"] == pytest.approx(sasm["error_pct"].abs().mean(), abs=0.01)
     assert f"MAPE {data['summary']['sasm']['mape_pct']:.1f} %" in text
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_quiet_drops_the_progress_lines_not_the_table(capsys):
+    argv = ["validate", "--kernels", "--size", "small", "--kernel", "saxpy", "--front-end", "sasm"]
+    assert main(argv + ["--quiet"]) == 0
+    quiet = capsys.readouterr()
+    assert quiet.err == ""
+    row = next(line for line in quiet.out.splitlines() if line.startswith("saxpy "))
+    assert row.split()[:3] == ["saxpy", "small", "sasm"]
+    assert main(argv) == 0
+    loud = capsys.readouterr()
+    assert "saxpy small:" in loud.err and loud.out == quiet.out
 
 
 def test_the_chart_draws_every_row():
@@ -138,3 +152,20 @@ def test_errors_are_one_line(capsys, argv, message):
     assert main(["validate", *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and "\n" not in err and "Traceback" not in err
+
+
+def test_markdown_tables_carry_the_rows_and_the_summary():
+    kv = KernelValidation("h200", [_row("saxpy", 10.0, 12.0), _row("saxpy", 100.0, 90.0, "medium"),
+                                   _row("saxpy", 900.0, 855.0, "large", mode="sampled", bound=3.25)])
+    md = kv.markdown()
+    assert "| sasm | 3 | 11.7 % | +1.7 % |" in md  # (20 + 10 + 5) / 3, (20 - 10 - 5) / 3
+    assert "| saxpy | large | sasm | 900.0 | 855.0 | -5.0 | sampled (+-3.2 %) |" in md
+    from gpusim.analysis.validate import Row, Validation
+
+    v = Validation("h200", [Row("l1_hit_latency", "latency", "cycles", 32.0, 32.02, -0.06, 15.0, "ok", "src", None,
+                                0.1),
+                            Row("iadd_throughput", "throughput", "ops/clk/SM", 60.7, 126.0, -51.8, 15.0, "known gap",
+                                "src", "why", 0.1)])
+    md = v.markdown()
+    assert md.startswith("#### h200: 2 figures, 1 within tolerance, 1 known gaps, 0 outside")
+    assert "| `iadd_throughput` | throughput | 60.7 | 126 ops/clk/SM | -51.8 | known gap: why | src |" in md
