@@ -8,8 +8,6 @@ from pathlib import Path
 import gpusim
 from gpusim.cli.args import add_config
 from gpusim.cli.commands import COMMANDS
-from gpusim.isa.disassembler import format_instruction
-from gpusim.isa.program import EXIT_PC
 
 
 def register(subparsers) -> None:
@@ -26,6 +24,9 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from gpusim.isa.disassembler import format_instruction
+    from gpusim.isa.program import EXIT_PC
+
     if args.sass:
         return _sass(args)
     path = Path(args.kernel)
@@ -48,6 +49,7 @@ def run(args) -> int:
 
 
 def _sass(args) -> int:
+    from gpusim.isa.program import EXIT_PC
     from gpusim.isa.sass import arch_of, load_sass
 
     cfg = gpusim.load_config(args.config)

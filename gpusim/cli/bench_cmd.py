@@ -22,7 +22,6 @@ from gpusim.cli.args import add_config, add_output, add_quiet, integer
 from gpusim.cli.commands import COMMANDS
 from gpusim.cli.common import add_executor_args, emit_json, make_executor
 from gpusim.errors import GpusimError
-from gpusim.sweep.executors import stop_pool, worker_signals
 
 # The timing-model suite (default): the issue's acceptance suite on a100.
 SUITE = [
@@ -301,6 +300,8 @@ def _in_child(func, *args):
     A child that dies (killed for memory, say) is an error, not a hang."""
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
+
+    from gpusim.sweep.executors import stop_pool, worker_signals
 
     # one core: keep numpy's BLAS (used by some references) from spinning threads beside the simulator
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):

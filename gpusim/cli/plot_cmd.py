@@ -29,7 +29,7 @@ def register(subparsers) -> None:
                    help="roofline: each kernel at flops over its L1, L2 and DRAM bytes (default), over DRAM "
                         "bytes alone, or over the workload's bytes_moved")
     p.add_argument("--stall-scale", default="cycles", metavar="cycles|pct",
-                   help="stalls: warp-cycles per issued instruction (default) or % of warp-cycles")
+                   help="stalls: warp-cycles per issued instruction (default) or %% of warp-cycles")
     add_config(p, default=None, help="the config the inputs ran on (default: the one each names, checked by hash)")
     add_config_set(p, help="override a field of --config (repeatable)")
     p.set_defaults(func=run)
