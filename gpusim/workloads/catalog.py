@@ -17,6 +17,7 @@ from gpusim.data import data_dir
 from gpusim.errors import WorkloadError
 
 WORKLOAD_FILE = "workload.yaml"
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser where PyYAML was built with it
 
 
 def workload_dirs() -> list[Path]:
@@ -93,8 +94,12 @@ def read_yaml(yml: Path) -> tuple[Any, dict[str, int]]:
     """workload.yaml's data, and the line of each top-level field."""
     try:
         text = yml.read_text()
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
+        loader = _Loader(text)  # parsed once: the node tree gives the lines, and the data is built from it
+        try:
+            node = loader.get_single_node()
+            data = None if node is None else loader.construct_document(node)
+        finally:
+            loader.dispose()
     except OSError as e:
         raise WorkloadError(f"{yml}: cannot read: {e.strerror}") from None
     except yaml.YAMLError as e:
