@@ -110,3 +110,18 @@ def test_list_describes_each_workload_as_loading_it_does():
         info, wl = describe(name), load_workload(name)
         assert (info.name, info.description, info.folder, info.defaults) == (wl.name, wl.description, wl.folder,
                                                                             wl.defaults)
+
+
+def test_list_names_the_line_of_a_bad_default(tmp_path, monkeypatch, capsys):
+    """What `gpusim list` reads of a workload it checks as loading it would: a default that is not a number
+    is one line naming the file, the line and the field."""
+    from gpusim.cli.main import main
+
+    folder = tmp_path / "broken_defaults"
+    folder.mkdir()
+    (folder / "workload.yaml").write_text("kernel: k.ptx\nparams:\n  n: many\nlaunch: {grid: 1, block: 1}\n"
+                                          "test_sizes: [{}]\n")
+    monkeypatch.setenv("GPUSIM_WORKLOAD_PATH", str(tmp_path))
+    assert main(["list"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"gpusim list: error: {folder / 'workload.yaml'}:2: params.n: default must be a number, got 'many'\n"
