@@ -154,8 +154,8 @@ def _emit(args: argparse.Namespace, result, detail, summary) -> None:
 
 
 def run_functional(args: argparse.Namespace) -> int:
-    from gpusim.stats.source import execute_per_pc, format_source, line_records, pc_records
-
+    if args.source:  # (gpusim.stats loads the timing engine: only the source view needs it here)
+        from gpusim.stats.source import execute_per_pc, format_source, line_records, pc_records
     cfg = gpusim.load_config(args.config, overrides=parse_sets(args.config_sets, "--config-set") or None)
     wl = gpusim.load_workload(args.workload)
     params = wl.params(parse_sets(args.sets))

@@ -56,6 +56,14 @@ def test_commands_that_simulate_nothing_import_no_engine(argv):
     assert p.stdout  # (they printed their report)
 
 
+def test_a_functional_run_imports_no_engine():
+    """`gpusim run --functional` executes the kernel without the timing model: no Numba, no compiler."""
+    mods, p = imported("run", "saxpy", "--functional", "--set", "n=1024")
+    assert p.returncode == 0 and "verified             yes" in p.stdout, p.stderr[-2000:]
+    assert heavy_in(mods, ("numba", "llvmlite", "matplotlib", "ml_dtypes", "onnx", "gpusim.timing", "gpusim.stats",
+                           "gpusim.compiler", "gpusim.sweep")) == []
+
+
 @pytest.mark.parametrize("command", list(COMMANDS))
 def test_every_help_imports_no_engine(command):
     mods, p = imported(command, "--help")
