@@ -128,10 +128,11 @@ def make_plan(grid: int, blocks_per_wave: int, w_full: float, w0: float, w1: flo
     than MANY_WAVES waves, the loop model on the first wave (B blocks, the remainder not matched) at
     levels with s >= MIN_CAP_STEP; the per-wave plan when none is within `max_cost`.
 
-    Loop model, for a grid of fewer waves with long loops: runs of the whole grid at each level.
-    Choice: the highest levels with s >= `min_step` within `budget`; the cheapest with s >= `min_step`
-    within `max_cost`; the highest within `max_cost`; the cheapest. (None, why) when there is nothing to
-    extrapolate."""
+    Loop model, for a grid of fewer waves with long loops: runs of the whole grid at each level, or, for
+    a grid of more than a wave, of its first wave alone. Choice: the highest levels with s >= `min_step`
+    within `budget` (the whole grid, else the first wave); the cheapest with s >= `min_step` within
+    `max_cost` (likewise); the highest within `max_cost`; the cheapest. (None, why) when there is nothing
+    to extrapolate."""
     shape = Shape(grid, blocks_per_wave, w_full, w0, w1, longest_loop, fill)
     max_cost = max(budget, MAX_COST) if max_cost is None else max_cost
     B = blocks_per_wave
@@ -149,8 +150,13 @@ def make_plan(grid: int, blocks_per_wave: int, w_full: float, w0: float, w1: flo
                       f"sample {WAVE_SPAN + 1} and extrapolate), and no loop has {MIN_LOOP_TRIPS} iterations or more")
     plans = [Plan("loops", grid, levels, True, shape.cost(grid, levels)) for levels in triples]
     late = [pl for pl in plans if pl.levels[1] >= min_step]
+    # a grid of more than a wave: its first wave alone where the whole grid costs too much (the later
+    # waves extrapolated from it)
+    first = [Plan("loops", B, pl.levels, r == 0, shape.cost(B, pl.levels)) for pl in late] if grid > B else []
     for choice in ([pl for pl in late if pl.cost <= budget][:1],
+                   [pl for pl in first if pl.cost <= budget][:1],
                    sorted((pl for pl in late if pl.cost <= max_cost), key=lambda pl: pl.cost)[:1],
+                   sorted((pl for pl in first if pl.cost <= max_cost), key=lambda pl: pl.cost)[:1],
                    [pl for pl in plans if pl.cost <= max_cost][:1]):
         if choice:
             return choice[0], ""

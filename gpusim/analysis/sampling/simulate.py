@@ -222,9 +222,9 @@ def _sample(job: _Job, max_sample: int | None, cap_step: int | None, dependent: 
         return job.full(f"a small kernel: about {full_y:,.0f} warp instructions, under {AUTO_MIN_WARP_INSTRUCTIONS:,}")
     if max_sample is None:
         budget = min(full_y / TARGET_GAIN, MAX_SAMPLE_WARP_INSTRUCTIONS)
-        # the first plan, where none fits the budget: at most a quarter of the kernel under "auto"
-        max_cost = max(budget, MAX_COST if job.sample == "on" else min(MAX_COST, full_y / max(MIN_GAIN, 1)))
         ceiling = max(budget, min(full_y * MAX_SHARE, MAX_CEILING_WARP_INSTRUCTIONS))
+        # the first plan, where none fits the budget: at most the ceiling under "auto"
+        max_cost = max(ceiling, MAX_COST) if job.sample == "on" else ceiling
     else:
         budget = max_cost = ceiling = max_sample
     # loops run whole where that fits: up to the ceiling, or, for a kernel affordable in full (whose

@@ -15,7 +15,9 @@ Each numeric metric's bound adds, as the cycles' does, the moves of the metric u
 "waves", the steady rate between the later two snapshots against the earlier two; "loops", the
 fit on the two lowest levels; "L2 fill", the warm share with the fill a quarter earlier or later;
 "extrapolation", the extended part of every counter as uncertain as the cycles' (their relative bound);
-"write-backs", for a kernel whose data overflows the L2, the DRAM's written bytes if every sector the
+"ramp", every counter at its run's mean rate (the run's ramp and drain, and its first waves in step, as
+often in the kernel as in the run);
+"write-backs", for a kernel whose data overflows the L2 and that writes, the DRAM's written bytes if every sector the
 rest of the grid writes were written back once (the steady state's conservation, against the rate the
 sample measured); and "cycles", the time-like counters stretched to the cycles' bound; at least
 CONFIDENCE_FLOOR of the value."""
@@ -28,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusim.analysis.sampling.estimate import TIME_LIKE, combine, needs_fill
+from gpusim.analysis.sampling.estimate import TIME_LIKE, combine
 from gpusim.analysis.sampling.model import CONFIDENCE_FLOOR, Estimate, eviction_fraction
 from gpusim.analysis.sampling.plan import Plan
 from gpusim.analysis.sampling.profile import KernelProfile
@@ -38,7 +40,8 @@ from gpusim.stats.report import SimResult
 
 FILL_DOUBT = 0.25  # the "L2 fill" alternatives: the fill this fraction earlier and later
 
-Mix = list[tuple[Any, float]]  # (KernelTiming, weight)
+Mix = list[tuple[Any, float, float]]  # (KernelTiming, weight of work-like counters, of time-like ones)
+RATE_WAVES = 4  # work-like counters extend at a run's steady rate where its snapshots span this many waves
 
 
 class WholeKernel:
@@ -59,33 +62,41 @@ class WholeKernel:
         return {"verified": None, "stats": st.to_dict() if st is not None else None}
 
 
-def extended(run: SampleRun, grid: int, rate: str = "all", scale: float = 1.0) -> Mix:
-    """`run` extended to the whole grid at its own level: its counters plus, for the warp instructions
-    the rest of the grid would issue at that level, its steady rate per warp instruction between two of
-    its snapshots taken (the engine takes one when it next stops for the feeder, which it stops doing
-    once the run's last blocks are loaded): the first and the last ("all"), the first and the middle
-    one ("early"), the middle and the last ("late"). Snapshots are taken while blocks are in flight, in
-    the steady state, so what the blocks in flight had done cancels out between two of them (between a
-    snapshot and the run's end, where none are in flight, it would not). A run with fewer than two
-    extends at its mean rate. `scale` multiplies the extension (the "extrapolation" alternatives). A
-    linear mix of the run's timing and its snapshots."""
+def extended(run: SampleRun, grid: int, blocks_per_wave: int, rate: str = "all", scale: float = 1.0) -> Mix:
+    """`run` extended to the whole grid at its own level, as a linear mix of the run's timing and its
+    snapshots: each part (timing, weight of its work-like counters, weight of its time-like ones).
+
+    Time-like counters (warp-cycles, warp states, active cycles: what is resident at each cycle) extend
+    at their steady rate between two snapshots taken (the engine takes one when it next stops for the
+    feeder, which it stops doing once the run's last blocks are loaded): the first and the last
+    ("all"), the first and the middle one ("early"), the middle and the last ("late"): the run's ramp
+    and drain count once, as in the kernel. Work-like counters (instructions, sectors, bytes: what a
+    block does) extend at the same steady rate where the snapshots span RATE_WAVES waves or more (a
+    long run in its steady state: the L2's write-backs after its fill), else at the run's mean rate per
+    block: between two snapshots of a short run, the blocks in flight (whose loads come first and
+    stores last) are not in the same phase, and the rate is biased (reduce_sum: 20 % fewer DRAM bytes).
+    `scale` multiplies the extension (the "extrapolation" alternatives); `rate` "mean": every counter at
+    the run's mean rate (the "ramp" alternative: the ramp and drain as often as the run has them)."""
     t = run.timing
     snaps = [s for s in (t.snapshots or []) if s is not None]
+    mean = 1 + (grid / run.blocks - 1) * scale  # the run's counters at its mean rate per block
     extra = run.warp_instructions * (grid / run.blocks - 1)  # warp instructions of the rest of the grid
-    if len(snaps) < 2 or extra <= 0:
-        return [(t, 1 + (grid / run.blocks - 1) * scale)]
+    if len(snaps) < 2 or extra <= 0 or rate == "mean":
+        return [(t, mean, mean)]
     if len(snaps) < 3:
         rate = "all"
     a, b = {"all": (snaps[0], snaps[-1]), "early": (snaps[0], snaps[1]), "late": (snaps[1], snaps[-1])}[rate]
     di = b.warp_instructions - a.warp_instructions
     if di <= 0:
-        return [(t, 1 + (grid / run.blocks - 1) * scale)]
+        return [(t, mean, mean)]
     f = extra / di * scale
-    return [(t, 1.0), (b, f), (a, -f)]
+    if len(snaps[-1].timeline) - len(snaps[0].timeline) >= RATE_WAVES * blocks_per_wave:
+        return [(t, 1.0, 1.0), (b, f, f), (a, -f, -f)]
+    return [(t, mean, 1.0), (b, 0.0, f), (a, 0.0, -f)]
 
 
 def _scaled(mix: Mix, w: float) -> Mix:
-    return [(t, x * w) for t, x in mix]
+    return [(t, x * w, y * w) for t, x, y in mix]
 
 
 def level_fit(runs: list[SampleRun], plan: Plan, prof: KernelProfile, rate: str = "all", lo: bool = False,
@@ -95,12 +106,13 @@ def level_fit(runs: list[SampleRun], plan: Plan, prof: KernelProfile, rate: str 
     rs = sorted(runs, key=lambda r: -1 if r.loop_cap is None else r.loop_cap)
     if plan.kind == "loops":
         rs = rs[-3:]
+    G, B = prof.grid, prof.blocks_per_wave
     if len(rs) == 1 or rs[-1].loop_cap is None:
-        return extended(rs[-1], prof.grid, rate, scale)
+        return extended(rs[-1], G, B, rate, scale)
     a, b = (rs[0], rs[1]) if lo else (rs[-2], rs[-1])
     ya, yb = a.warp_instructions / a.blocks, b.warp_instructions / b.blocks
     t = (prof.per_block - ya) / (yb - ya) if yb != ya else 1.0
-    return _scaled(extended(a, prof.grid, rate, scale), 1 - t) + _scaled(extended(b, prof.grid, rate, scale), t)
+    return _scaled(extended(a, G, B, rate, scale), 1 - t) + _scaled(extended(b, G, B, rate, scale), t)
 
 
 def warm_share(prof: KernelProfile, cfg, fill_scale: float = 1.0) -> float:
@@ -124,7 +136,8 @@ def mixes(plan: Plan, cold: list[SampleRun], warm: list[SampleRun], prof: Kernel
         x = warm_share(prof, cfg) if x is None else x
         return _scaled(c, 1 - x) + _scaled(level_fit(warm, plan, prof, rate, lo, scale), x)
 
-    out = {"estimate": [both()], "extrapolation": [both(scale=1 + confidence), both(scale=1 - confidence)]}
+    out = {"estimate": [both()], "extrapolation": [both(scale=1 + confidence), both(scale=1 - confidence)],
+           "ramp": [both("mean")]}
     if any(len([s for s in (r.timing.snapshots or []) if s is not None]) >= 3 for r in cold):
         out["waves"] = [both("early"), both("late")]
     if len({r.loop_cap for r in cold}) >= 3:
@@ -137,9 +150,9 @@ def mixes(plan: Plan, cold: list[SampleRun], warm: list[SampleRun], prof: Kernel
 def _timing(mix: Mix, cycles: int):
     """The KernelTiming of a mix, its time-like counters scaled to `cycles` (the mix's own cycles being
     the same mix of its parts' cycles)."""
-    own = sum(w * t.cycles for t, w in mix)
+    own = sum(wt * t.cycles for t, _, wt in mix)
     s = cycles / own if own > 0 else 1.0
-    return combine([(t, w, w * s) for t, w in mix], cycles)
+    return combine([(t, w, wt * s) for t, w, wt in mix], cycles)
 
 
 def _written_back(timing, plan: Plan, cold: list[SampleRun], warm: list[SampleRun]):
@@ -174,7 +187,7 @@ def whole_kernel(plan: Plan, cold: list[SampleRun], warm: list[SampleRun], prof:
     result = SimResult.build(cfg, part, timing, wall_seconds=wall_seconds)
     base = numeric(result.kernel)
     terms = [[_timing(m, est.cycles) for m in ms] for ms in alts.values()]
-    if needs_fill(prof, cfg):
+    if prof.footprint > cfg.l2.size_bytes and prof.bytes_written > 0:
         terms.append([_written_back(timing, plan, cold, warm)])
     terms.append([_stretched(timing, f) for f in (1 + est.confidence, max(1e-9, 1 - est.confidence))])
     moves = dict.fromkeys(base, 0.0)
