@@ -71,3 +71,57 @@ def test_whole_kernel_statistics_lie_within_their_bounds(name, overrides, params
     # the terminal shows the whole kernel's estimate with its bounds
     text = r.summary_table()
     assert "whole kernel" in text and f"dram_bytes_read {d['kernel']['dram_bytes_read']:,.0f}" in text
+
+
+HALVES = """
+// out[i] = 1 in the grid's first half of blocks, 1 + n in its second half (an n-iteration loop there)
+.kernel halves
+.param .u64 out
+.param .u32 n
+.reg .u32 %b, %g, %half, %i, %n, %t
+.reg .u64 %o, %a
+.reg .f32 %f
+.reg .pred %p, %q
+    mov.u32 %b, %ctaid.x;
+    mov.u32 %g, %nctaid.x;
+    shr.u32 %half, %g, 1;
+    mov.f32 %f, 1.0;
+    setp.lt.u32 %p, %b, %half;
+    @%p bra DONE;
+    mov.u32 %i, 0;
+    ld.param.u32 %n, [n];
+LOOP:
+    add.f32 %f, %f, 1.0;
+    add.u32 %i, %i, 1;
+    setp.lt.u32 %q, %i, %n;
+    @%q bra LOOP;
+DONE:
+    mad.lo.u32 %t, %b, %ntid.x, %tid.x;
+    mul.wide.u32 %o, %t, 4;
+    ld.param.u64 %a, [out];
+    add.u64 %a, %a, %o;
+    st.global.f32 [%a], %f;
+    exit;
+"""
+
+
+def test_blocks_that_do_other_work_than_the_first_ones_widen_the_bound(tmp_path):
+    # 256 blocks (8 waves on 4 SMs); the sample's first 3 waves never take the second half's loop: the
+    # profiled blocks' basic-block vectors tell (a quartile block's differs from the first's) and the
+    # "block mix" term holds the full run's cycles
+    wl = tmp_path / "halves"
+    wl.mkdir()
+    (wl / "halves.sasm").write_text(HALVES)
+    (wl / "workload.yaml").write_text("kernel: halves.sasm\nparams: {n: 12}\nlaunch: {grid: 256, block: 256}\n"
+                                      "test_sizes: [{n: 12}]\n")
+    (wl / "reference.py").write_text(
+        "import numpy as np\n"
+        "def inputs(p, rng):\n    return {'out': np.zeros(256 * 256, np.float32), 'n': p['n']}\n"
+        "def reference(p, inputs):\n"
+        "    return {'out': np.repeat(np.where(np.arange(256) < 128, 1.0, 1.0 + p['n']), 256).astype(np.float32)}\n")
+    full = simulate(str(wl), "a100", overrides=SMALL)
+    assert full.verified
+    r = simulate_sampled(str(wl), "a100", sample="on", overrides=SMALL)
+    assert [x.blocks for x in r.runs] == [96] and "block mix" in r.estimate.bounds
+    assert r.cycles < full.cycles  # the first blocks alone underestimate ...
+    assert abs(r.cycles - full.cycles) <= r.cycles * r.confidence  # ... within the bound

@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from gpusim.analysis.sampling.model import (
+    CONFIDENCE_FLOOR,
     Estimate,
     Observation,
     extrapolate,
@@ -19,7 +20,7 @@ from gpusim.analysis.sampling.model import (
     writeback_bound,
 )
 from gpusim.analysis.sampling.plan import FILL_END, Plan
-from gpusim.analysis.sampling.profile import KernelProfile
+from gpusim.analysis.sampling.profile import BBV_DIFFERENT, KernelProfile
 from gpusim.analysis.sampling.run import SampleRun
 
 WARM_MIN_WRITEBACKS = 0.02  # the L2's fill matters where its write-backs add this much to the DRAM's traffic
@@ -60,7 +61,9 @@ def estimate_cycles(plan: Plan, cold: list[SampleRun], warm: list[SampleRun], pr
     """The kernel's cycles from the plan's runs: the per-wave or the loop model on the cold runs, joined
     with the warm runs' fit over the L2's fill (`model.two_phase`) when the plan has them, an "L2
     write-backs" term when the kernel's data overflows the L2 and the sample neither fills it nor ran
-    warm, and held to the hardware floor (`roofs`). `steady_from(blocks)`: where a run's steady state
+    warm, a "block mix" term where the profiled blocks' basic-block vectors differ (the sample's first
+    blocks then stand for work they do not do: the distance, as a share of the cycles), and held to the
+    hardware floor (`roofs`). `steady_from(blocks)`: where a run's steady state
     starts (its gaps before are not the per-wave time's)."""
     G, B = prof.grid, prof.blocks_per_wave
     obs, deltas, used = _observe(plan, cold, B, steady_from)
@@ -94,6 +97,9 @@ def estimate_cycles(plan: Plan, cold: list[SampleRun], warm: list[SampleRun], pr
             if wb:
                 extra["L2 write-backs"] = wb
         est = extrapolate(runs=obs, wave_deltas=deltas, extra_bounds=extra, **fit)
+    if prof.bbv_distance > BBV_DIFFERENT:  # the first blocks do other work than the grid's later ones
+        bounds = {**est.bounds, "block mix": prof.bbv_distance * est.cycles}
+        est = replace(est, bounds=bounds, confidence=max(CONFIDENCE_FLOOR, sum(bounds.values()) / est.cycles))
     return floor_estimate(est, roofs)
 
 

@@ -74,7 +74,7 @@ class KernelProfile:
     bytes_written: float
     tensor_warp_instructions: float  # the kernel's mma warp instructions
     allocated_bytes: float = 0.0  # the workload's buffers
-    bbv_distance: float = 0.0  # the largest L1 distance between two profiled blocks' basic-block vectors
+    bbv_distance: float = 0.0  # the largest L1 distance of a quartile block's basic-block vector from the first's
     stats: Any = field(default=None, repr=False)  # the profiled blocks' ExecStats
 
     def kernel_stats(self):
@@ -123,17 +123,19 @@ class KernelProfile:
 
 def profile_kernel(pl, cfg: Config, blocks_per_wave: int, max_steps: int | None, keep=None) -> KernelProfile:
     """Run whole blocks functionally (the first, the quartiles and the last, in one batch, which costs
-    about what one block does), counting each one's warp instructions, its basic blocks' executions and
-    the loops' iterations. The kernel's warp instructions and global bytes: the first and last blocks as
-    themselves, the others as the quartiles' mean (bytes: the mean of all); the spread: half the range
-    of the first block and the quartiles, relative to their mean (the last block is often a partial
-    one). `keep(pl, ids)` sees the memory after the blocks ran (their outputs)."""
+    about what one block does), counting each one's warp instructions, the loops' iterations and its
+    basic-block vector (`bbv_distance`: how far the quartiles' mix of instructions lies from the first
+    block's, whose neighbours the sample simulates). The kernel's warp instructions and global bytes:
+    the first and last blocks as themselves, the others as the quartiles' mean (bytes: the mean of
+    all); the spread: half the range of the first block and the quartiles, relative to their mean (the
+    last block is often a partial one). `keep(pl, ids)` sees the memory after the blocks ran."""
     G = pl.launch.num_blocks
     ids = sorted({0, G // 4, G // 2, (3 * G) // 4, G - 1})
     pl.restore()
     ex = Executor(pl.program, pl.launch, dict(pl.args), pl.memory, cfg=cfg, block_ids=ids, loop_cap=COUNT_ONLY,
-                  max_steps_per_warp=max_steps)
-    st = ex.run()
+                  max_steps_per_warp=max_steps, record=True)
+    bbvs = _block_vectors(ex, len(ids), len(pl.program))
+    st = ex.stats
     if keep is not None:
         keep(pl, ids)  # (the whole blocks' outputs, before the inputs are brought back)
     pl.restore()
@@ -152,7 +154,24 @@ def profile_kernel(pl, cfg: Config, blocks_per_wave: int, max_steps: int | None,
                          st.global_bytes_read * per_block, st.global_bytes_written * per_block,
                          st.by_unit[Unit.TENSOR] * total / max(1, st.warp_instructions),
                          allocated_bytes=float(sum(size for _, size, _ in pl.memory.allocations)), stats=st)
+    typical = bbvs[:-1] if len(ids) > 2 else bbvs  # (the last block is often a partial one)
+    prof.bbv_distance = max((float(np.abs(v - typical[0]).sum()) for v in typical[1:]), default=0.0)
     return prof
+
+
+def _block_vectors(ex: Executor, blocks: int, pcs: int) -> np.ndarray:
+    """Run the executor's blocks (one batch) through their instruction streams and return each block's
+    basic-block vector: the share of its warp instructions at each pc (the executions of its basic
+    blocks, instruction by instruction), one row a block in execution order."""
+    counts = np.zeros(blocks * pcs, dtype=np.int64)
+    for src in ex.stream_batches():
+        wpb = src.wpb
+        while (chunk := src.advance()) is not None:
+            warp = np.repeat(np.arange(chunk.off.size - 1), np.diff(chunk.off))
+            block = src.first_block + warp // wpb
+            counts += np.bincount(block * pcs + chunk.pcs, minlength=blocks * pcs)
+    counts = counts.reshape(blocks, pcs).astype(np.float64)
+    return counts / np.maximum(counts.sum(axis=1, keepdims=True), 1.0)
 
 
 def block_instructions(pl, cfg: Config, block: int, cap: dict[int, int] | None, max_steps: int | None) -> float:
