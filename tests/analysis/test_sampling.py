@@ -33,6 +33,7 @@ from gpusim.config import load_config
 from gpusim.errors import GpusimError, VerificationError
 from gpusim.stats.simulate import simulate
 from gpusim.workloads import load_workload
+from tests.analysis.workload_dir import write_workload
 
 SMALL = {"chip.sm_count": 4}  # 8 blocks of 256 threads per SM: 32 blocks a wave
 
@@ -586,20 +587,17 @@ LOOP:
 
 
 def test_a_sampled_run_that_faults_falls_back_to_full_under_auto(tmp_path, monkeypatch):
-    wl = tmp_path / "faulting"
-    wl.mkdir()
-    (wl / "faulting.sasm").write_text(FAULTING)
-    (wl / "workload.yaml").write_text("kernel: faulting.sasm\nparams: {n: 40}\n"
-                                      "launch: {grid: 1, block: 32}\ntest_sizes: [{n: 40}]\n")
-    (wl / "reference.py").write_text(
-        "import numpy as np\n"
-        "def inputs(p, rng):\n    return {'out': np.zeros(4, np.uint32), 'n': p['n']}\n"
-        "def reference(p, inputs):\n    return {'out': np.full(4, p['n'], np.uint32) * np.array([1, 0, 0, 0])}\n")
+    wl = write_workload(tmp_path, "faulting", FAULTING, "params: {n: 40}\nlaunch: {grid: 1, block: 32}\n"
+                        "test_sizes: [{n: 40}]\n",
+                        "import numpy as np\n"
+                        "def inputs(p, rng):\n    return {'out': np.zeros(4, np.uint32), 'n': p['n']}\n"
+                        "def reference(p, inputs):\n"
+                        "    return {'out': np.full(4, p['n'], np.uint32) * np.array([1, 0, 0, 0])}\n")
     with pytest.raises(GpusimError, match="a sampled run faults"):
-        simulate_sampled(str(wl), "a100", sample="on")
+        simulate_sampled(wl, "a100", sample="on")
     monkeypatch.setattr(sampling_simulate, "AUTO_MIN_WARP_INSTRUCTIONS", 0)
     monkeypatch.setattr(sampling_simulate, "MIN_GAIN", 0)
-    r = simulate_sampled(str(wl), "a100", sample="auto")
+    r = simulate_sampled(wl, "a100", sample="auto")
     assert r.mode == "full" and "faults" in r.reason and r.full.verified
 
 

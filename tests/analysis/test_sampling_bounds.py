@@ -7,6 +7,7 @@ import pytest
 
 from gpusim.analysis.sampling import simulate_sampled
 from gpusim.stats.simulate import simulate
+from tests.analysis.workload_dir import write_workload
 
 SMALL = {"chip.sm_count": 4}  # a wave: 32 blocks of 256 threads
 SMALL_L2 = {**SMALL, "l2.slices": 8, "l2.size_bytes": 512 * 1024, "dram.data_rate_mtps": 90,
@@ -109,19 +110,15 @@ def test_blocks_that_do_other_work_than_the_first_ones_widen_the_bound(tmp_path)
     # 256 blocks (8 waves on 4 SMs); the sample's first 3 waves never take the second half's loop: the
     # profiled blocks' basic-block vectors tell (a quartile block's differs from the first's) and the
     # "block mix" term holds the full run's cycles
-    wl = tmp_path / "halves"
-    wl.mkdir()
-    (wl / "halves.sasm").write_text(HALVES)
-    (wl / "workload.yaml").write_text("kernel: halves.sasm\nparams: {n: 12}\nlaunch: {grid: 256, block: 256}\n"
-                                      "test_sizes: [{n: 12}]\n")
-    (wl / "reference.py").write_text(
+    wl = write_workload(
+        tmp_path, "halves", HALVES, "params: {n: 12}\nlaunch: {grid: 256, block: 256}\ntest_sizes: [{n: 12}]\n",
         "import numpy as np\n"
         "def inputs(p, rng):\n    return {'out': np.zeros(256 * 256, np.float32), 'n': p['n']}\n"
         "def reference(p, inputs):\n"
         "    return {'out': np.repeat(np.where(np.arange(256) < 128, 1.0, 1.0 + p['n']), 256).astype(np.float32)}\n")
-    full = simulate(str(wl), "a100", overrides=SMALL)
+    full = simulate(wl, "a100", overrides=SMALL)
     assert full.verified
-    r = simulate_sampled(str(wl), "a100", sample="on", overrides=SMALL)
+    r = simulate_sampled(wl, "a100", sample="on", overrides=SMALL)
     assert [x.blocks for x in r.runs] == [96] and "block mix" in r.estimate.bounds
     assert r.cycles < full.cycles  # the first blocks alone underestimate ...
     assert abs(r.cycles - full.cycles) <= r.cycles * r.confidence  # ... within the bound
