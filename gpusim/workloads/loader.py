@@ -171,9 +171,10 @@ class Workload:
         return _eval(self.yaml_path, "flops", self.flops_expr, params)
 
     # -- data --
-    def inputs(self, params: Mapping[str, int | float], seed: int = 0) -> dict[str, Any]:
-        """reference.py's inputs(p, rng) with `numpy.random.default_rng(seed)`."""
-        rng = np.random.default_rng(seed)
+    def inputs(self, params: Mapping[str, int | float], seed: int = 0, *, rng: Any = None) -> dict[str, Any]:
+        """reference.py's inputs(p, rng) with `numpy.random.default_rng(seed)` (or `rng`, a stand-in with
+        the Generator's methods)."""
+        rng = np.random.default_rng(seed) if rng is None else rng
         out = _call(self.reference_path, "inputs", self._inputs, dict(params), rng)
         if not isinstance(out, Mapping):
             raise WorkloadError(f"{self.reference_path}: inputs() must return a dict of kernel parameter "

@@ -6,7 +6,10 @@ Small configurations (4 or 16 SMs, the L2 and DRAM scaled with them) keep each c
 import pytest
 
 from gpusim.analysis.sampling import simulate_sampled
-from gpusim.stats.simulate import simulate
+from gpusim.analysis.sampling.profile import ZeroRng, value_dependent
+from gpusim.config import load_config
+from gpusim.stats.simulate import simulate, timed_execute
+from gpusim.workloads import load_workload
 from tests.analysis.workload_dir import write_workload
 
 SMALL = {"chip.sm_count": 4}  # a wave: 32 blocks of 256 threads
@@ -122,3 +125,30 @@ def test_blocks_that_do_other_work_than_the_first_ones_widen_the_bound(tmp_path)
     assert [x.blocks for x in r.runs] == [96] and "block mix" in r.estimate.bounds
     assert r.cycles < full.cycles  # the first blocks alone underestimate ...
     assert abs(r.cycles - full.cycles) <= r.cycles * r.confidence  # ... within the bound
+
+
+@pytest.mark.parametrize("name, params", [("saxpy", {"n": 1 << 14}), ("softmax", {"rows": 64, "cols": 512}),
+                                          ("transpose_shared", {"rows": 256, "cols": 256}),
+                                          ("matmul_tiled", {"n": 64}), ("reduce_sum_shfl", {"n": 1 << 14})])
+def test_a_kernel_whose_timing_does_not_read_its_data_takes_the_same_cycles_on_zeros(name, params):
+    # where no branch, guard or address depends on a loaded value (value_dependent), a large kernel's
+    # sample runs on zeros of its inputs' shapes: the cycles must be those of its real inputs
+    wl = load_workload(name)
+    assert value_dependent(wl.program) == []
+    p = wl.params(params)
+    zeros = wl.inputs(p, rng=ZeroRng())
+    real = wl.inputs(p, 0)
+    assert {k: getattr(v, "shape", v) for k, v in zeros.items()} == {k: getattr(v, "shape", v) for k, v in real.items()}
+    cycles = []
+    for inputs in (zeros, real):
+        pl = wl.prepare(p, cfg=load_config("a100"), inputs=inputs)
+        te = timed_execute(pl.program, pl.launch, dict(pl.args), pl.memory, cfg=load_config("a100", overrides=SMALL))
+        cycles.append(te.timing.cycles)
+    assert cycles[0] == cycles[1]
+
+
+def test_kernels_whose_branches_or_addresses_read_their_data_are_value_dependent():
+    hist = load_workload("histogram").program
+    # the shared bin a byte adds into (its address) and the flush's skip of an empty bin (a branch)
+    assert [hist.instructions[pc].opcode for pc in value_dependent(hist)] == ["red", "bra"]
+    assert value_dependent(load_workload("pointer_chase").program)  # the chain's next address

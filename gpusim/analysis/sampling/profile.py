@@ -23,10 +23,18 @@ COUNT_ONLY = 1 << 62  # a loop cap that counts iterations without cutting any lo
 BBV_DIFFERENT = 0.05  # two blocks whose basic-block vectors differ by more than this (L1 of the shares) differ
 
 
-def data_dependent_addresses(program: Program) -> list[int]:
-    """The pcs of global memory instructions whose address depends on a value loaded from global
-    memory (pointer chasing, gathers through an index array), by a forward dataflow over the control
-    flow: such a kernel touches data the first blocks and loop iterations do not predict."""
+MEMORY_OPS = ("ld", "st", "atom", "red", "cp", "ldmatrix")
+
+
+def _addresses(ins) -> list[int]:
+    """The registers an instruction's memory addresses are made from."""
+    return [o.reg for o in (*ins.srcs, *ins.dsts) if o.kind == "addr" and o.reg >= 0]
+
+
+def _tainted(program: Program, source, sink) -> list[int]:
+    """The pcs where `sink(ins, tainted registers)` holds, by a forward dataflow over the control flow
+    from the registers written by instructions where `source(ins)` holds (and from any register a
+    tainted one flows into)."""
     instrs = program.instructions
     n = len(instrs)
     tainted_in: list[frozenset | None] = [None] * n
@@ -37,12 +45,10 @@ def data_dependent_addresses(program: Program) -> list[int]:
         pc = work.pop()
         ins = instrs[pc]
         t = set(tainted_in[pc])
-        if ins.opcode in ("ld", "st", "atom", "red") and ins.space == "global":
-            addr = ins.srcs[0] if ins.opcode in ("ld", "atom") else ins.dsts[0]
-            if addr.kind == "addr" and addr.reg in t:
-                bad.add(pc)
+        if sink(ins, t):
+            bad.add(pc)
         reads = {o.reg for o in ins.srcs if o.kind in ("reg", "addr") and o.reg >= 0}
-        dirty = (ins.opcode in ("ld", "atom") and ins.space == "global") or bool(reads & t)
+        dirty = source(ins) or bool(reads & t)
         for r in ins.regs_written():
             if dirty:
                 t.add(r)
@@ -58,6 +64,64 @@ def data_dependent_addresses(program: Program) -> list[int]:
                 tainted_in[s] = new
                 work.append(s)
     return sorted(bad)
+
+
+def data_dependent_addresses(program: Program) -> list[int]:
+    """The pcs of global memory instructions whose address depends on a value loaded from global
+    memory (pointer chasing, gathers through an index array): such a kernel touches data the first
+    blocks and loop iterations do not predict."""
+    def source(ins):
+        return ins.opcode in ("ld", "atom") and ins.space == "global"
+
+    def sink(ins, t):
+        return ins.opcode in ("ld", "st", "atom", "red") and ins.space == "global" and bool(set(_addresses(ins)) & t)
+
+    return _tainted(program, source, sink)
+
+
+def value_dependent(program: Program) -> list[int]:
+    """The pcs whose timing may depend on the kernel's data: a branch, an exit or a memory access
+    guarded by a predicate, or a memory access (any space) addressed by a register, that a loaded
+    value (global, shared or local memory, or an atomic's result) flows into. Where there is none, the
+    kernel's cycles are those of any data of the same shape (zeros, say): the timing model's latencies
+    do not depend on values, only on which lanes run and which addresses they touch."""
+    def source(ins):
+        return (ins.opcode in ("ld", "atom", "ldmatrix") and ins.space != "param") or ins.opcode == "cp"
+
+    def sink(ins, t):
+        guarded = ins.guard >= 0 and ins.guard in t and (ins.opcode in ("bra", "exit") or ins.opcode in MEMORY_OPS)
+        return guarded or (ins.opcode in MEMORY_OPS and ins.space != "param" and bool(set(_addresses(ins)) & t))
+
+    return _tainted(program, source, sink)
+
+
+class ZeroRng:
+    """A stand-in for numpy's random Generator whose every draw is zeros of the asked shape and type
+    (`np.zeros`: pages the host never touches until written): a workload's inputs of the right shapes
+    at no cost, for a kernel whose timing does not depend on its data (`value_dependent`). A method it
+    lacks raises AttributeError (the caller then draws the real inputs)."""
+
+    @staticmethod
+    def _zeros(size, dtype=np.float64):
+        return np.zeros(() if size is None else size, dtype=dtype)
+
+    def random(self, size=None, dtype=np.float64, out=None):
+        return self._zeros(size, dtype)
+
+    def standard_normal(self, size=None, dtype=np.float64, out=None):
+        return self._zeros(size, dtype)
+
+    def normal(self, loc=0.0, scale=1.0, size=None):
+        return self._zeros(size)
+
+    def uniform(self, low=0.0, high=1.0, size=None):
+        return self._zeros(size)
+
+    def exponential(self, scale=1.0, size=None):
+        return self._zeros(size)
+
+    def integers(self, low, high=None, size=None, dtype=np.int64, endpoint=False):
+        return np.full(() if size is None else size, 0 if high is None else low, dtype=dtype)
 
 
 @dataclass
@@ -252,4 +316,4 @@ def kernel_roofs(cfg: Config, program, prof: KernelProfile) -> dict[str, float]:
 
 
 __all__ = ["COUNT_ONLY", "KernelProfile", "block_instructions", "check_blocks", "data_dependent_addresses",
-           "hardware_roofs", "kernel_roofs", "profile_kernel"]
+           "ZeroRng", "hardware_roofs", "kernel_roofs", "profile_kernel", "value_dependent"]

@@ -26,11 +26,13 @@ from gpusim.analysis.sampling.model import Estimate
 from gpusim.analysis.sampling.plan import FILL_END, MAX_COST, MIN_CAP_STEP, Plan, Shape, level_caps, make_plan, refine
 from gpusim.analysis.sampling.profile import (
     KernelProfile,
+    ZeroRng,
     block_instructions,
     check_blocks,
     data_dependent_addresses,
     kernel_roofs,
     profile_kernel,
+    value_dependent,
 )
 from gpusim.analysis.sampling.result import SampledResult
 from gpusim.analysis.sampling.run import Runner, SampleRun
@@ -148,24 +150,44 @@ def _profile(job: _Job) -> KernelProfile:
     # a workload with a numpy reference is checked where it runs whole (a compiler's generated kernel,
     # which has none, is not)
     verifiable = hasattr(wl, "inputs") and hasattr(wl, "reference")
-    inputs = wl.inputs(p, job.seed) if verifiable else None
+    inputs, zero = _inputs(job) if verifiable else (None, False)
     job.pl = pl = wl.prepare(p, seed=job.seed, cfg=job.cfg, **({} if inputs is None else {"inputs": inputs}))
-    pl.snapshot()
+    if not zero:  # (zeros need not be brought back between runs: the timing does not depend on them)
+        pl.snapshot()
     outputs = {k: v for k, v in (inputs or {}).items() if isinstance(v, np.ndarray)}  # the buffers, as prepared
     nbytes = sum(v.nbytes for v in outputs.values())
     keep = None
     if verifiable and nbytes <= VERIFY_MAX_BYTES:
         keep, job.check = _keeper(wl, p, inputs, outputs)
     elif verifiable:
+        zeros = ("; the sample ran on zeros of the inputs' shapes (no branch, guard or address of the kernel "
+                 "depends on its data, so neither do its cycles)" if zero else "")
         job.more["verification"] = {
             "verified": None, "elements": 0, "of": 0, "blocks": [],
             "message": f"not checked: the inputs are {nbytes / 2**20:,.0f} MiB, and the reference, a pass over all "
-                       f"of them, would cost more than the sample (checked up to {VERIFY_MAX_BYTES / 2**20:,.0f} MiB)"}
+                       f"of them, would cost more than the sample (checked up to {VERIFY_MAX_BYTES / 2**20:,.0f} MiB)"
+                       + zeros}
     del inputs, outputs
     prof = profile_kernel(pl, job.cfg, job.blocks_per_wave, job.max_steps, keep=keep)
     job.more.update(representative=prof.rows, loop_trips=prof.trips,
                     warp_instructions_estimated=round(prof.warp_instructions))
     return prof
+
+
+def _inputs(job: _Job) -> tuple[dict[str, Any], bool]:
+    """The workload's inputs, and whether they are zeros: a kernel whose timing does not depend on its
+    data (`value_dependent`) and whose inputs are too large to verify runs its sample on zeros of the
+    same shapes (`ZeroRng`: no random draws, no pages touched, no snapshot to bring back), which
+    costs the large streaming kernels most of their sample's time (saxpy at n = 2^28: 2 GiB drawn)."""
+    wl, p = job.wl, job.params
+    if not value_dependent(wl.program):
+        try:
+            zeros = wl.inputs(p, job.seed, rng=ZeroRng())
+        except (AttributeError, TypeError):  # a draw the stand-in lacks: the real inputs
+            zeros = None
+        if zeros is not None and sum(v.nbytes for v in zeros.values() if isinstance(v, np.ndarray)) > VERIFY_MAX_BYTES:
+            return zeros, True
+    return wl.inputs(p, job.seed), False
 
 
 def _keeper(wl, p, inputs, outputs):
@@ -239,9 +261,9 @@ def _sample(job: _Job, max_sample: int | None, cap_step: int | None, dependent: 
                               only_step=cap_step, fill=shape.fill, whole_cost=whole_cost)
         if plan is None:
             return job.cannot(why)
-        if job.sample == "auto" and full_y < MIN_GAIN * plan.cost:
-            return job.cannot(f"too few waves or loop iterations to gain: the best plan simulates about "
-                              f"{plan.cost:,.0f} of {full_y:,.0f} warp instructions")
+        why = _not_worth(job, plan, shape, prof)
+        if why:
+            return job.cannot(why)
         _verify(job)
         runner = Runner(job.pl, job.cfg, prof.trips, dirty=prof.dirty, blocks_per_wave=job.blocks_per_wave,
                         steady_from=_steady_from(shape),
@@ -259,6 +281,25 @@ def _sample(job: _Job, max_sample: int | None, cap_step: int | None, dependent: 
                         f"misses the {job.bound:.0%} bound, and about {full_y:,.0f} warp instructions are "
                         "affordable in full", estimate=est, runs=runs)
     return _sampled(job, plan, runner, prof, est, dependent)
+
+
+def _not_worth(job: _Job, plan: Plan, shape: Shape, prof: KernelProfile) -> str:
+    """Why "auto" simulates in full rather than take `plan`: it would simulate more than 1 / MIN_GAIN of
+    the kernel, or the kernel's data overflows the L2 and the plan sees the L2 neither full nor warm
+    while the kernel is affordable in full (the "L2 write-backs" term would miss the bound); "" else."""
+    full_y = prof.warp_instructions
+    if job.sample != "auto":
+        return ""
+    if full_y < MIN_GAIN * plan.cost:
+        return (f"too few waves or loop iterations to gain: the best plan simulates about {plan.cost:,.0f} of "
+                f"{full_y:,.0f} warp instructions")
+    blind = (plan.kind == "waves" and not plan.warm and math.isfinite(shape.fill)
+             and plan.blocks < FILL_END * shape.fill * shape.blocks_per_wave)
+    if blind and full_y <= FULL_AFFORDABLE_WARP_INSTRUCTIONS:
+        return (f"the kernel's data ({prof.footprint / 2**20:,.0f} MiB, {prof.dirty:.0%} of it written) overflows the "
+                f"L2 ({job.cfg.l2.size_bytes / 2**20:,.0f} MiB) and no affordable sample sees the L2 full, while the "
+                f"kernel, about {full_y:,.0f} warp instructions, is affordable in full")
+    return ""
 
 
 def _converge(job: _Job, runner: Runner, plan: Plan, shape: Shape, prof: KernelProfile, roofs: dict[str, float],
