@@ -411,8 +411,11 @@ def test_refine_adds_waves_for_the_waves_terms_and_goes_through_the_l2_fill():
     assert (nxt.blocks, nxt.warm) == (1_800, False) and why.startswith("'L2 transition'")  # 1.5 x 10 + 3 waves
     nxt, _ = refine(Plan("waves", 300, (None,), True, 3_000.0), sh, {"waves": 5.0}, spent=3_000, ceiling=1e9)
     assert nxt.blocks == 500  # the first wave and twice the waves after it
-    # waves the ceiling cannot afford; deeper levels do not help a kernel without long loops
-    nxt, why = refine(Plan("waves", 300, (None,), True, 3_000.0), sh, {"waves": 5.0}, spent=3_000, ceiling=7_000)
+    # twice the waves do not fit the ceiling: as many more whole waves as do (runs of 400 blocks: 4,000)
+    nxt, _ = refine(Plan("waves", 300, (None,), True, 3_000.0), sh, {"waves": 5.0}, spent=3_000, ceiling=7_000)
+    assert nxt.blocks == 400
+    # not even one more wave; deeper levels do not help a kernel without long loops
+    nxt, why = refine(Plan("waves", 300, (None,), True, 3_000.0), sh, {"waves": 5.0}, spent=3_000, ceiling=6_999)
     assert nxt is None and "500 blocks" in why
 
 

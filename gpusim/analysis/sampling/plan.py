@@ -233,6 +233,8 @@ def refine(plan: Plan, shape: Shape, bounds: dict[str, float], *, spent: float, 
             if nxt is None or nxt in tried:
                 continue
             tried.append(nxt)
+            if spent + new_cost(nxt) > ceiling and step is _more_waves:
+                nxt = _fit_waves(plan, shape, ceiling - spent) or nxt  # fewer waves more, as many as fit
             if spent + new_cost(nxt) <= ceiling:
                 return nxt, f"'{term}' {bounds[term]:,.0f} cycles: {nxt.describe()}"
     if not tried:
@@ -261,6 +263,22 @@ def _more_waves(plan: Plan, shape: Shape) -> Plan | None:
     wb = min(max(shape.warm_blocks(g), g1 + 2 * (plan.warm_blocks - g1)), grid - 1) if warm else 0
     return replace(plan, blocks=g, remainder_matched=_matched(shape, g), warm=warm, warm_blocks=wb,
                    cost=shape.cost(g, plan.levels, wb))
+
+
+def _fit_waves(plan: Plan, shape: Shape, room: float) -> Plan | None:
+    """The plan's runs at least a wave longer, by as many whole waves as `room` warp instructions allow
+    (its runs simulated again from the start), or None when not even one more wave fits."""
+    if plan.kind != "waves" or room <= 0:
+        return None
+    B = shape.blocks_per_wave
+    per_block = shape.cost(1, plan.levels)
+    extra = (room - shape.cost(0, plan.levels, plan.warm_blocks)) / per_block - plan.blocks
+    waves = int(extra // B)
+    g = plan.blocks + waves * B
+    if waves < 1 or g >= shape.grid:
+        return None
+    return replace(plan, blocks=g, remainder_matched=_matched(shape, g),
+                   cost=shape.cost(g, plan.levels, plan.warm_blocks))
 
 
 def _deeper(plan: Plan, shape: Shape) -> Plan | None:

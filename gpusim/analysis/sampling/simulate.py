@@ -49,10 +49,13 @@ DEFAULT_BOUND = 0.05  # the bound a sample aims at (--sample-bound)
 AUTO_MIN_WARP_INSTRUCTIONS = 2_000_000  # "auto" simulates smaller kernels in full (a second or two)
 TARGET_GAIN = 20  # the first plan aims at this many times fewer simulated warp instructions than the kernel's
 MIN_GAIN = 4  # "auto" samples only when the first plan simulates at least this many times fewer
-MAX_SHARE = 0.1  # a sample grows towards its bound up to this share of the kernel's warp instructions ...
+MAX_SHARE = 0.1  # a sample grows towards its bound up to this share of a long kernel's warp instructions ...
 MAX_SAMPLE_WARP_INSTRUCTIONS = 20_000_000  # ... and the first plan to at most this many (about ten seconds)
 MAX_CEILING_WARP_INSTRUCTIONS = 200_000_000  # ... and all of them to at most this many
-FULL_AFFORDABLE_WARP_INSTRUCTIONS = 60_000_000  # "auto" runs a kernel in full rather than miss the bound (~30 s)
+# about a minute of full simulation here (1 to 1.4 million warp instructions a CPU second, the inputs
+# and the reference included): a shorter kernel's sample may take a quarter of it (1 / MIN_GAIN), and
+# "auto" runs it in full rather than miss the bound; a longer one's sample a tenth (MAX_SHARE)
+FULL_AFFORDABLE_WARP_INSTRUCTIONS = 70_000_000
 VERIFY_MAX_BYTES = 64 << 20  # the whole blocks' outputs are checked against the reference up to these inputs
 
 
@@ -244,16 +247,13 @@ def _sample(job: _Job, max_sample: int | None, cap_step: int | None, dependent: 
         return job.full(f"a small kernel: about {full_y:,.0f} warp instructions, under {AUTO_MIN_WARP_INSTRUCTIONS:,}")
     if max_sample is None:
         budget = min(full_y / TARGET_GAIN, MAX_SAMPLE_WARP_INSTRUCTIONS)
-        ceiling = max(budget, min(full_y * MAX_SHARE, MAX_CEILING_WARP_INSTRUCTIONS))
+        share = MAX_SHARE if full_y > FULL_AFFORDABLE_WARP_INSTRUCTIONS else 1 / max(MIN_GAIN, 1)
+        ceiling = max(budget, min(full_y * share, MAX_CEILING_WARP_INSTRUCTIONS))
         # the first plan, where none fits the budget: at most the ceiling under "auto"
         max_cost = max(ceiling, MAX_COST) if job.sample == "on" else ceiling
     else:
         budget = max_cost = ceiling = max_sample
-    # loops run whole where that fits: up to the ceiling, or, for a kernel affordable in full (whose
-    # sample need not be ten times faster), up to a quarter of it
-    whole_cost = max(ceiling, full_y / max(MIN_GAIN, 1) if full_y <= FULL_AFFORDABLE_WARP_INSTRUCTIONS else 0)
-    if max_sample is not None:
-        whole_cost = max_sample
+    whole_cost = ceiling  # (loops run whole where that fits)
     try:
         shape = _shape(job, prof)
         plan, why = make_plan(shape.grid, shape.blocks_per_wave, shape.w_full, shape.w0, shape.w1, shape.longest_loop,
