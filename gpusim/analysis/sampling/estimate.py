@@ -19,7 +19,7 @@ from gpusim.analysis.sampling.model import (
     wave_deltas,
     writeback_bound,
 )
-from gpusim.analysis.sampling.plan import FILL_END, Plan
+from gpusim.analysis.sampling.plan import Plan, sees_full_l2
 from gpusim.analysis.sampling.profile import BBV_DIFFERENT, KernelProfile
 from gpusim.analysis.sampling.run import SampleRun
 
@@ -88,7 +88,7 @@ def estimate_cycles(plan: Plan, cold: list[SampleRun], warm: list[SampleRun], pr
         est = two_phase(cold_est, warm_est, grid=G, blocks_per_wave=B, extra_bounds=extra, ways=cfg.l2.ways,
                         write_back_share=written / traffic if traffic else 0.0, fill=prof.fill_waves(l2))
     else:
-        if needs_fill(prof, cfg) and plan.blocks < FILL_END * prof.fill_waves(l2) * B:
+        if needs_fill(prof, cfg) and not sees_full_l2(plan.blocks, prof.fill_waves(l2), B):
             # the L2 fills later than the sample shows: bounded by the write-backs it misses
             sample_footprint = min(max(r.global_bytes for r in cold), prof.footprint * plan.blocks / G)
             wb = writeback_bound(written_bytes=prof.bytes_written, footprint_bytes=prof.footprint,

@@ -15,7 +15,8 @@ CAP_STEPS = (2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)  # s of the 
 MIN_CAP_STEP = 4  # "auto" takes the slope from 4 iterations on: the first few run apart from the steady state
 FILL_END = 1.5  # the L2's sets are full (96 % of allocations evict, `model.eviction_fraction`) by 1.5 x the fill
 MAX_COST = 6_000_000  # a first plan's warp instructions, where none fits the budget, at most (make_plan's default)
-STEADY_WAVES = 3  # waves a run simulates past the L2's fill to measure the steady state after it
+STEADY_WAVES = 3  # waves a run simulates past the L2's fill to measure the steady state after it (at least)
+STEADY_WAVES_WANTED = 8  # ... and where that fits: the steady per-wave time's error shrinks as 1 / sqrt(waves)
 WARM_WAVES = 8  # waves a run from a warm L2 spans: its first waves evict in a burst (saxpy on h200: 3 waves 7 % slow)
 # the bound terms each refinement narrows (others are left as they are)
 MORE_WAVES = ("waves", "ramp and drain", "L2 fill", "L2 transition", "L2 write-backs", "last wave")
@@ -90,14 +91,21 @@ class Shape:
         r = self.grid % B
         return (B + r if r else B), True
 
-    def through_fill(self) -> int | None:
-        """The blocks of a run that goes FILL_END x the fill and STEADY_WAVES waves further (the natural
-        fill: the L2 then holds the kernel's own lines), or None when the kernel need not or cannot."""
+    def through_fill(self, steady: int = STEADY_WAVES) -> int | None:
+        """The blocks of a run that goes FILL_END x the fill and `steady` waves further, with the grid's
+        remainder (the natural fill: the L2 then holds the kernel's own lines), or None when the kernel
+        need not or cannot."""
         if not math.isfinite(self.fill):
             return None
         B = self.blocks_per_wave
-        g = math.ceil(FILL_END * self.fill + STEADY_WAVES) * B
+        g = math.ceil(FILL_END * self.fill + steady) * B + self.grid % B
         return g if g < self.grid else None
+
+
+def sees_full_l2(blocks: int, fill: float, blocks_per_wave: int) -> bool:
+    """Whether a run of the first `blocks` blocks sees the L2 full and its steady state after: it goes
+    FILL_END x the fill (`fill` waves) and STEADY_WAVES waves further."""
+    return math.isfinite(fill) and blocks >= (FILL_END * fill + STEADY_WAVES) * blocks_per_wave
 
 
 def _triples(shape: Shape, only_step: int | None) -> list[tuple[int, int, int]]:
@@ -192,15 +200,17 @@ def _wave_plan(shape: Shape, spans, triples, budget: float, max_cost: float, onl
 
 
 def _through_fill(shape: Shape, plan: Plan, max_cost: float) -> Plan:
-    """`plan` taken through the L2's fill where the kernel needs it and that fits `max_cost`; else, where
+    """`plan` taken through the L2's fill where the kernel needs it and that fits `max_cost` (with up to
+    STEADY_WAVES_WANTED waves of steady state after it, at least STEADY_WAVES); else, where
     the kernel needs it and it fits, the same runs from a cold L2 and WARM_WAVES waves from a warm one
     (two phases); else `plan`."""
-    if plan.kind != "waves" or not math.isfinite(shape.fill) or plan.blocks >= FILL_END * shape.fill * \
-            shape.blocks_per_wave:
+    if plan.kind != "waves" or not math.isfinite(shape.fill) or sees_full_l2(plan.blocks, shape.fill,
+                                                                              shape.blocks_per_wave):
         return plan
-    g = shape.through_fill()
-    if g is not None and g > plan.blocks and shape.cost(g, plan.levels) <= max_cost:
-        return replace(plan, blocks=g, remainder_matched=_matched(shape, g), cost=shape.cost(g, plan.levels))
+    for steady in range(STEADY_WAVES_WANTED, STEADY_WAVES - 1, -1):
+        g = shape.through_fill(steady)
+        if g is not None and g > plan.blocks and shape.cost(g, plan.levels) <= max_cost:
+            return replace(plan, blocks=g, remainder_matched=_matched(shape, g), cost=shape.cost(g, plan.levels))
     wb = shape.warm_blocks(plan.blocks)
     if shape.cost(plan.blocks, plan.levels, wb) > max_cost:
         return plan  # cold alone: the write-backs it misses are bounded ("L2 write-backs")
@@ -307,5 +317,5 @@ def level_caps(trips: dict[int, int], level: int) -> dict[int, int]:
 
 
 __all__ = ["CAP_STEPS", "FILL_END", "MANY_WAVES", "MIN_CAP_STEP", "MIN_LOOP_TRIPS", "Plan", "STEADY_WAVES",
-           "WARM_WAVES",
+           "WARM_WAVES", "sees_full_l2",
            "Shape", "WAVE_SPAN", "level_caps", "make_plan", "refine"]

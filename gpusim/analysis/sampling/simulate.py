@@ -23,7 +23,17 @@ import numpy as np
 
 from gpusim.analysis.sampling.estimate import estimate_cycles, needs_fill
 from gpusim.analysis.sampling.model import Estimate
-from gpusim.analysis.sampling.plan import FILL_END, MAX_COST, MIN_CAP_STEP, Plan, Shape, level_caps, make_plan, refine
+from gpusim.analysis.sampling.plan import (
+    FILL_END,
+    MAX_COST,
+    MIN_CAP_STEP,
+    Plan,
+    Shape,
+    level_caps,
+    make_plan,
+    refine,
+    sees_full_l2,
+)
 from gpusim.analysis.sampling.profile import (
     KernelProfile,
     ZeroRng,
@@ -294,7 +304,7 @@ def _not_worth(job: _Job, plan: Plan, shape: Shape, prof: KernelProfile) -> str:
         return (f"too few waves or loop iterations to gain: the best plan simulates about {plan.cost:,.0f} of "
                 f"{full_y:,.0f} warp instructions")
     blind = (plan.kind == "waves" and not plan.warm and math.isfinite(shape.fill)
-             and plan.blocks < FILL_END * shape.fill * shape.blocks_per_wave)
+             and not sees_full_l2(plan.blocks, shape.fill, shape.blocks_per_wave))
     if blind and full_y <= FULL_AFFORDABLE_WARP_INSTRUCTIONS:
         return (f"the kernel's data ({prof.footprint / 2**20:,.0f} MiB, {prof.dirty:.0%} of it written) overflows the "
                 f"L2 ({job.cfg.l2.size_bytes / 2**20:,.0f} MiB) and no affordable sample sees the L2 full, while the "

@@ -16,11 +16,11 @@ Each numeric metric's bound adds, as the cycles' does, the moves of the metric u
 fit on the two lowest levels; "L2 fill", the warm share with the fill a quarter earlier or later;
 "extrapolation", the extended part of every counter as uncertain as the cycles' (their relative bound);
 "ramp", every counter at its run's mean rate (the run's ramp and drain, and its first waves in step, as
-often in the kernel as in the run);
-"write-backs", for a kernel whose data overflows the L2 and that writes, the DRAM's written bytes if every sector the
-rest of the grid writes were written back once (the steady state's conservation, against the rate the
-sample measured); and "cycles", the time-like counters stretched to the cycles' bound; at least
-CONFIDENCE_FLOOR of the value."""
+often in the kernel as in the run); "write-backs", for a kernel whose data overflows the L2 and that
+writes, the DRAM's written bytes if every sector the rest of the grid writes were written back once (the
+steady state's conservation, against the rate the sample measured); and "cycles", the time-like
+counters stretched to the cycles' bound; at least CONFIDENCE_FLOOR of the value, and PCT_FLOOR points
+of a percentage."""
 
 from __future__ import annotations
 
@@ -39,6 +39,7 @@ from gpusim.stats.metrics import flatten
 from gpusim.stats.report import SimResult
 
 FILL_DOUBT = 0.25  # the "L2 fill" alternatives: the fill this fraction earlier and later
+PCT_FLOOR = 0.25  # a percentage's bound is at least this many points wider (a small warp state is noise)
 
 Mix = list[tuple[Any, float, float]]  # (KernelTiming, weight of work-like counters, of time-like ones)
 RATE_WAVES = 4  # work-like counters extend at a run's steady rate where its snapshots span this many waves
@@ -201,7 +202,7 @@ def whole_kernel(plan: Plan, cold: list[SampleRun], warm: list[SampleRun], prof:
         for k in base:
             moves[k] += move[k]
     result.bounds = {k: (max(0.0, v - d), v + d) for k, v in base.items()
-                     for d in (moves[k] + CONFIDENCE_FLOOR * abs(v),)}
+                     for d in (moves[k] + CONFIDENCE_FLOOR * abs(v) + (PCT_FLOOR if "_pct" in k else 0.0),)}
     return result
 
 
