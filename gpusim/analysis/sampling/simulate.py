@@ -62,10 +62,14 @@ MIN_GAIN = 4  # "auto" samples only when the first plan simulates at least this 
 MAX_SHARE = 0.1  # a sample grows towards its bound up to this share of a long kernel's warp instructions ...
 MAX_SAMPLE_WARP_INSTRUCTIONS = 20_000_000  # ... and the first plan to at most this many (about ten seconds)
 MAX_CEILING_WARP_INSTRUCTIONS = 200_000_000  # ... and all of them to at most this many
-# about a minute of full simulation here (1 to 1.4 million warp instructions a CPU second, the inputs
-# and the reference included): a shorter kernel's sample may take a quarter of it (1 / MIN_GAIN), and
-# "auto" runs it in full rather than miss the bound; a longer one's sample a tenth (MAX_SHARE)
-FULL_AFFORDABLE_WARP_INSTRUCTIONS = 70_000_000
+# about a minute of full simulation here (1 to 1.8 million warp instructions a CPU second, the inputs
+# and the reference included): a shorter kernel's sample may take a quarter of it (1 / MIN_GAIN), a
+# longer one's a tenth (MAX_SHARE: ten times faster than the full run)
+FULL_MINUTE_WARP_INSTRUCTIONS = 70_000_000
+# a few minutes: "auto" runs a kernel up to this size in full rather than return an estimate whose bound
+# is wider than asked (softmax at 8192 x 8192 on h200, 7.8 waves of blocks whose loops are a third of
+# their work: no sample within a tenth of it has a bound under 100 %)
+FULL_AFFORDABLE_WARP_INSTRUCTIONS = 400_000_000
 VERIFY_MAX_BYTES = 64 << 20  # the whole blocks' outputs are checked against the reference up to these inputs
 
 
@@ -257,7 +261,7 @@ def _sample(job: _Job, max_sample: int | None, cap_step: int | None, dependent: 
         return job.full(f"a small kernel: about {full_y:,.0f} warp instructions, under {AUTO_MIN_WARP_INSTRUCTIONS:,}")
     if max_sample is None:
         budget = min(full_y / TARGET_GAIN, MAX_SAMPLE_WARP_INSTRUCTIONS)
-        share = MAX_SHARE if full_y > FULL_AFFORDABLE_WARP_INSTRUCTIONS else 1 / max(MIN_GAIN, 1)
+        share = MAX_SHARE if full_y > FULL_MINUTE_WARP_INSTRUCTIONS else 1 / max(MIN_GAIN, 1)
         ceiling = max(budget, min(full_y * share, MAX_CEILING_WARP_INSTRUCTIONS))
         # the first plan, where none fits the budget: at most the ceiling under "auto"
         max_cost = max(ceiling, MAX_COST) if job.sample == "on" else ceiling
