@@ -19,10 +19,8 @@ The public API (the CLI is a thin layer over it):
 
 from __future__ import annotations
 
-from importlib import metadata as _metadata
-
-from gpusim.analysis import occupancy
 from gpusim.config import Config, load_config
+from gpusim.config.occupancy import occupancy  # gpusim.analysis.occupancy: the package imports no analysis
 from gpusim.errors import (
     AssemblyError,
     ConfigError,
@@ -38,12 +36,8 @@ from gpusim.functional import GlobalMemory, Launch, block_streams, execute
 from gpusim.isa import assemble, assemble_file, disassemble, load_kernel, read_ptx, read_ptx_file
 from gpusim.kernel_launch import from_numba, from_triton, launch
 from gpusim.stats import SimResult, simulate
+from gpusim.version import __version__
 from gpusim.workloads import list_workloads, load_workload
-
-try:  # the installed distribution's version (pyproject.toml), as `gpusim --version` prints it
-    __version__ = _metadata.version("gpusim")
-except _metadata.PackageNotFoundError:  # a source tree on sys.path that was never installed
-    __version__ = "0+unknown"
 
 
 def run_workload(workload, cfg=None, *, seed: int = 0, max_steps_per_warp: int | None = None, **params):

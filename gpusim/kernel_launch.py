@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from gpusim.errors import LaunchError
+from gpusim.errors import GpusimError, LaunchError
 from gpusim.functional import GlobalMemory, Launch, execute
 from gpusim.isa import Program, load_kernel
 from gpusim.isa.ptx import with_dynamic_shared
@@ -28,6 +29,7 @@ from gpusim.stats.simulate import configure, timed_execute
 from gpusim.workloads.verify import WorkloadRun
 
 MODES = ("timing", "functional")
+ISAS = ("ptx", "sass")
 
 
 def _describe(program: Program) -> str:
@@ -71,7 +73,7 @@ def _bind(program: Program, args: Sequence[Any]) -> tuple[dict[str, Any], dict[s
 
 def launch(kernel: str | Path | Program, grid, block, args: Sequence[Any] = (), config: Any = "a100",
            kernel_name: str | None = None, mode: str = "timing", *, shared_bytes: int = 0,
-           max_steps_per_warp: int | None = None, max_cycles: int | None = None):
+           max_steps_per_warp: int | None = None, max_cycles: int | None = None, isa: str = "ptx"):
     """Run `kernel` (a .ptx, .cu or .sasm path, PTX text, or an assembled Program) over `grid` x `block`
     (an int or up to three) with `args`: numpy arrays (passed as pointers: copied into simulated global
     memory and back into the same arrays afterwards) and numbers or numpy scalars (by value), in the
@@ -79,15 +81,26 @@ def launch(kernel: str | Path | Program, grid, block, args: Sequence[Any] = (), 
     demangled name); `shared_bytes`, the dynamic shared memory of an `extern __shared__` array.
     `config`: a built-in name, a YAML path or a Config. mode "timing" returns the SimResult (cycles,
     metrics, verdict); mode "functional" (values and instruction counts only) the WorkloadRun, whose
-    `.result.stats` holds the counters."""
+    `.result.stats` holds the counters. `isa="sass"` runs the machine code instead: the SASS nvcc makes of a
+    .cu for the config's architecture (sm_80 on a100, sm_90 on h200; the cubin checked in beside it when there
+    is one), or a .cubin / .sass listing, timed by its control codes (docs/isa.md, "SASS")."""
     if mode not in MODES:
         raise LaunchError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}", field="mode")
+    if isa not in ISAS:
+        raise LaunchError(f"unknown isa {isa!r}; expected one of {', '.join(ISAS)}", field="isa")
     lnch = Launch.make(grid, block)
-    program = kernel if isinstance(kernel, Program) else load_kernel(kernel, kernel_name,
-                                                                      local_threads=lnch.threads_per_block)
-    if shared_bytes:
-        program = with_dynamic_shared(program, shared_bytes)
     cfg = configure(config)
+    if isa == "sass" or getattr(kernel, "isa", "") == "sass":
+        from gpusim.isa.sass import arch_of, load_sass
+
+        program = kernel if getattr(kernel, "isa", "") == "sass" else load_sass(kernel, arch_of(cfg), kernel_name)
+        if shared_bytes:
+            program = replace(program, shared_window=program.shared_window + shared_bytes)
+    else:
+        program = kernel if isinstance(kernel, Program) else load_kernel(kernel, kernel_name,
+                                                                          local_threads=lnch.threads_per_block)
+        if shared_bytes:
+            program = with_dynamic_shared(program, shared_bytes)
     values, arrays = _bind(program, args)
     nbytes = sum(a.nbytes for a in arrays.values())
     mem = GlobalMemory(capacity=max(1 << 16, nbytes + 512 * (len(arrays) + 1)))
@@ -209,19 +222,29 @@ def triton_attrs(signature: dict[str, str], aligned: Sequence[str]) -> dict:
 
 def from_triton(kernel, signature: dict[str, str], constexprs: dict[str, Any] | None = None, *,
                 num_warps: int = 4, cc: int = 80, num_stages: int | None = None,
-                aligned: Sequence[str] = ()) -> TritonKernel:
+                aligned: Sequence[str] = ()) -> TritonKernel | TritonAutotuned:
     """A `@triton.jit` kernel compiled to PTX for `signature` (Triton's: {"x_ptr": "*fp32", "n": "i32",
     "BLOCK": "constexpr"}) and `constexprs` ({"BLOCK": 1024}) on a GPUTarget("cuda", cc, 32), which needs
     no GPU, ready to launch on gpusim: `from_triton(add, sig, {"BLOCK": 1024})[grid](x, y, out, n)`.
     `num_stages`: the software pipeline's depth of a loop (Triton's option; its default when None);
-    `aligned`: the arguments divisible by 16 (see triton_attrs)."""
+    `aligned`: the arguments divisible by 16 (see triton_attrs). An `@triton.autotune` kernel gives a
+    TritonAutotuned: each of its configs compiled (their constexprs over `constexprs`, their num_warps
+    and num_stages), the fastest one chosen on gpusim at the first launch of each autotune key."""
+    if _is_autotuner(kernel):
+        return TritonAutotuned(kernel, signature, constexprs or {}, cc=cc, aligned=aligned)
+    return _compile_triton(kernel, signature, constexprs or {}, num_warps=num_warps, cc=cc, num_stages=num_stages,
+                           aligned=aligned)
+
+
+def _compile_triton(kernel, signature: dict[str, str], constexprs: dict[str, Any], *, num_warps: int, cc: int,
+                    num_stages: int | None, aligned: Sequence[str]) -> TritonKernel:
     triton = _needs("triton", "triton", "from_triton")
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
     options = {"num_warps": num_warps} | ({"num_stages": num_stages} if num_stages is not None else {})
     try:
-        src = ASTSource(fn=kernel, signature=signature, constexprs=constexprs or {},
+        src = ASTSource(fn=kernel, signature=signature, constexprs=constexprs,
                         attrs=triton_attrs(signature, aligned))
         compiled = triton.compile(src, target=GPUTarget("cuda", cc, 32), options=options)
     except Exception as exc:
@@ -230,3 +253,93 @@ def from_triton(kernel, signature: dict[str, str], constexprs: dict[str, Any] | 
                           field="from_triton") from None
     md = compiled.metadata
     return TritonKernel(compiled.asm["ptx"], md.name, md.num_warps, int(md.shared))
+
+
+def _is_autotuner(kernel) -> bool:
+    """An `@triton.autotune` kernel (triton.runtime.autotuner.Autotuner): the jitted function and its configs."""
+    return hasattr(kernel, "configs") and hasattr(kernel, "fn") and not callable(kernel.configs)
+
+
+class TritonAutotuned:
+    """An `@triton.autotune` kernel on gpusim: `k[grid](*args)` with `grid` a tuple or, as Triton's, a
+    function of the config's constexprs (`lambda meta: (triton.cdiv(n, meta["BLOCK"]),)`). At the first
+    launch of each autotune key (the values, or arrays' shapes, of the arguments the autotuner's `key`
+    names) every config runs on copies of the arrays and the one with the least simulated kernel time is
+    kept; its outputs are written back and its SimResult returned, and later launches of that key run it
+    alone. `best` maps each key to the chosen config's index, `timings` to every config's seconds (None
+    for one that did not compile or launch, `errors` saying why)."""
+
+    def __init__(self, autotuner, signature: dict[str, str], constexprs: dict[str, Any], *, cc: int = 80,
+                 aligned: Sequence[str] = ()):
+        self.autotuner, self.signature, self.constexprs = autotuner, dict(signature), dict(constexprs)
+        self.configs = list(autotuner.configs)
+        if not self.configs:
+            raise LaunchError("the autotuned kernel has no configs", field="from_triton")
+        self.keys = list(getattr(autotuner, "keys", None) or getattr(autotuner, "key", None) or [])
+        self.cc, self.aligned = cc, tuple(aligned)
+        self.kernels: dict[int, TritonKernel | LaunchError] = {}
+        self.best: dict[tuple, int] = {}
+        self.timings: dict[tuple, list[float | None]] = {}
+        self.errors: dict[int, str] = {}
+
+    def meta(self, i: int) -> dict[str, Any]:
+        """Config `i`'s constexprs over the fixed ones, and its num_warps and num_stages (Triton's `meta`)."""
+        c = self.configs[i]
+        return {**self.constexprs, **dict(getattr(c, "kwargs", {}) or {}), "num_warps": getattr(c, "num_warps", 4),
+                "num_stages": getattr(c, "num_stages", None)}
+
+    def kernel(self, i: int) -> TritonKernel:
+        """Config `i` compiled (once); a LaunchError where it does not compile."""
+        if i not in self.kernels:
+            m = self.meta(i)
+            constexprs = {k: v for k, v in m.items() if k not in ("num_warps", "num_stages")}
+            try:
+                self.kernels[i] = _compile_triton(self.autotuner.fn, self.signature, constexprs,
+                                                  num_warps=m["num_warps"], cc=self.cc, num_stages=m["num_stages"],
+                                                  aligned=self.aligned)
+            except LaunchError as exc:
+                self.kernels[i] = exc
+        k = self.kernels[i]
+        if isinstance(k, LaunchError):
+            raise k
+        return k
+
+    def key(self, args: Sequence[Any]) -> tuple:
+        names = [n for n, t in self.signature.items() if t != "constexpr"]
+        values = dict(zip(names, args, strict=False))
+        return tuple((n, (v.shape, str(v.dtype)) if isinstance(v, np.ndarray) else v)
+                     for n, v in values.items() if n in self.keys)
+
+    def launch(self, grid, args: Sequence[Any] = (), config: Any = "a100", mode: str = "timing", **kw):
+        key = self.key(args)
+        if key in self.best or mode != "timing":  # (functional mode has no time to tune by: the first config)
+            i = self.best.get(key, 0)
+            return self.kernel(i).launch(self._grid(grid, i), None, args, config, mode, **kw)
+        runs: list[tuple[float, int, list[Any], Any]] = []
+        seconds: list[float | None] = []
+        for i in range(len(self.configs)):
+            copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+            try:
+                r = self.kernel(i).launch(self._grid(grid, i), None, copies, config, mode, **kw)
+            except GpusimError as exc:
+                self.errors[i] = str(exc)
+                seconds.append(None)
+                continue
+            seconds.append(r.kernel_seconds)
+            runs.append((r.kernel_seconds, i, copies, r))
+        self.timings[key] = seconds
+        if not runs:
+            raise LaunchError(f"no config of the autotuned kernel ran: {'; '.join(self.errors.values())}",
+                              field="from_triton")
+        _, i, copies, result = min(runs, key=lambda run: (run[0], run[1]))
+        self.best[key] = i
+        for a, c in zip(args, copies, strict=True):
+            if isinstance(a, np.ndarray) and a.flags.writeable:
+                a[...] = c
+        return result
+
+    def _grid(self, grid, i: int):
+        return grid(self.meta(i)) if callable(grid) else grid
+
+    def __getitem__(self, grid):
+        return lambda *args, **kw: self.launch(grid, args, **kw)

@@ -348,7 +348,21 @@ def explain(c: Comparison) -> str:
                    f"warp of {c.warp_sizes.get(g, 32)} lanes runs every path its lanes take, a SIMD group of "
                    f"{c.warp_sizes.get(cpu, 8)} at most that many, and the CPU's branch predictor charges "
                    f"only its mispredictions.")
+    if len(c.configs) > 1 and (not out or len(gpus) > 1 or len(cpus) > 1):  # designs of one kind: their ranking
+        out.append(_ranking(c, at))
     return " ".join(out) or "one design only: nothing to compare"
+
+
+def _ranking(c: Comparison, at: dict) -> str:
+    """The designs from fastest to slowest at the smallest and the largest size, in time (end to end)."""
+    parts = []
+    for n in dict.fromkeys((c.sizes[0], c.sizes[-1])):
+        order = sorted(c.configs, key=lambda name: at[(name, n)].seconds)
+        best = at[(order[0], n)]
+        others = ", ".join(f"{at[(o, n)].seconds / best.seconds:.2f}x faster than {o} ({_us(at[(o, n)].seconds)})"
+                           for o in order[1:])
+        parts.append(f"At {c.size_name} = {n:,}, {order[0]} is fastest ({_us(best.seconds)}): {others}.")
+    return " ".join(parts)
 
 
 @dataclass(frozen=True)

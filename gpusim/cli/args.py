@@ -13,13 +13,22 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["MAX_COUNT", "VOCABULARY", "Output", "add_config", "add_config_set", "add_csv", "add_json", "add_output",
-           "add_params", "add_quiet", "add_renamed", "integer", "integers", "number", "output_problem"]
+__all__ = ["MAX_COUNT", "VOCABULARY", "Output", "Parser", "add_config", "add_config_set", "add_csv", "add_json",
+           "add_output", "add_params", "add_quiet", "add_renamed", "integer", "integers", "number", "output_problem"]
 
 MAX_COUNT = 2**63 - 1  # the largest count or seed any flag takes: a signed 64-bit integer
 IMAGE_SUFFIXES = (".png", ".svg")  # gpusim.plot.io.FORMATS, without importing matplotlib
 OUTPUTS = "_outputs"  # the parsed namespace's attribute listing the subcommand's output flags
 _SHOWN = 40  # characters of a bad value quoted in a message
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose errors are one line and a pointer to the help, as every other bad input's:
+    `gpusim run: error: argument --max-cycles: -1 is below the minimum 1` then `see gpusim run --help`
+    (not the whole usage block first); exit status 2. Subcommands' parsers are of this class too."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\nsee {self.prog} --help\n")
 
 
 def _shown(text: str) -> str:

@@ -43,7 +43,21 @@ QUICK = [
 # (reduce_sum 37,828 -> 37,796: the GigaThread engine places a block as soon as one retires; saxpy 8,942 ->
 # 8,950 and transpose_shared 24,294 -> 24,339: the DRAM's hashed channel select; tests/cli/test_bench.py
 # simulates the suite against these).
-PINNED_CYCLES = {"saxpy": 8_950, "matmul_tiled": 23_905, "reduce_sum": 40_920, "transpose_shared": 24_339}
+PINNED_CYCLES = {"saxpy": 8_950, "matmul_tiled": 23_905, "reduce_sum": 40_918, "transpose_shared": 24_339}
+# `--sass`: the CUDA ports' timing runs from nvcc's PTX and from their SASS (`<name>_cu@sass`, docs/isa.md
+# section 12), side by side on the same config.
+SASS_SUITE = [
+    ("saxpy_cu", {"n": 1 << 20}),
+    ("matmul_tiled_cu", {"n": 256}),
+    ("reduce_sum_cu", {"n": 1 << 22}),
+    ("transpose_shared_cu", {"rows": 2048, "cols": 2048}),
+]
+SASS_QUICK = [
+    ("saxpy_cu", {"n": 1 << 14}),
+    ("matmul_tiled_cu", {"n": 32}),
+    ("reduce_sum_cu", {"n": 1 << 15}),
+    ("transpose_shared_cu", {"rows": 256, "cols": 256}),
+]
 # Target of the timing model: the suite's median simulated warp-instructions per wall second.
 TARGET_WARP_IPS = 2_000_000
 
@@ -100,6 +114,9 @@ def register(subparsers) -> None:
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--functional", action="store_true",
                       help="time the functional executor alone (thread-instructions per second)")
+    mode.add_argument("--sass", action="store_true",
+                      help="timing suite of the CUDA ports: each from nvcc's PTX and from its SASS (<name>_cu@sass), "
+                           "side by side (docs/isa.md section 12)")
     mode.add_argument("--sampling", action="store_true",
                       help="every workload simulated in full and sampled: cycle error and wall-time speed-up "
                            "(tens of minutes; docs/sampling.md)")
@@ -172,10 +189,13 @@ def measure_timing(name: str, params: dict, config: str) -> dict:
     its figures; the rates are per wall second of the whole simulation."""
     from gpusim.stats.simulate import simulate
     from gpusim.timing import warm_up
+    from gpusim.workloads import load_workload
 
     load = warm_up()  # the engine's machine code from Numba's cache (compiled if there is none)
+    base, _, isa = name.partition("@")  # `<workload>@sass`: its SASS (docs/isa.md section 12)
     cpu0 = time.process_time()
-    r = simulate(name, config, verify=False, max_steps_per_warp=BENCH_MAX_STEPS_PER_WARP, **params)
+    r = simulate(load_workload(base, isa=isa or None), config, verify=False,
+                 max_steps_per_warp=BENCH_MAX_STEPS_PER_WARP, **params)
     cpu = time.process_time() - cpu0
     peak = _peak_rss_mib()
     run, timing, wall = r.run, r.timing, r.wall_seconds
@@ -194,7 +214,7 @@ def measure_timing(name: str, params: dict, config: str) -> dict:
 
         from gpusim.workloads import load_workload
 
-        wl = load_workload(name)
+        wl = load_workload(base)
         inputs = wl.inputs(wl.params(params), 0)
         in_bytes = sum(a.nbytes for a in inputs.values() if isinstance(a, np.ndarray))
         held = sum(a.nbytes for d in (run.outputs, run.expected) for a in d.values())
@@ -330,6 +350,9 @@ def _run_tune(args: argparse.Namespace, out) -> int:
 
 def _run_timing(args: argparse.Namespace, out) -> int:
     suite = _select(QUICK if args.quick else SUITE, args.only, "quick" if args.quick else "bench")
+    if args.sass:  # each CUDA port from its PTX, then from its SASS
+        ports = _select(SASS_QUICK if args.quick else SASS_SUITE, args.only, "sass")
+        suite = [(n + isa, p) for n, p in ports for isa in ("", "@sass")]
     doc = _header(args, "timing")
     if args.cold:
         import tempfile
@@ -338,7 +361,7 @@ def _run_timing(args: argparse.Namespace, out) -> int:
             doc["engine_compile_seconds"] = _in_child(measure_compile, tmp)
         print(f"engine compiled from an empty cache in {doc['engine_compile_seconds']:.1f} s", file=out, flush=True)
     pins = PINNED_CYCLES if args.config == "a100" and not args.quick else {}
-    print(f"{'workload':<18}{'warp instr':>13}{'cycles':>12}{'wall s':>9}{'warp-instr/s':>14}"
+    print(f"{'workload':<25}{'warp instr':>13}{'cycles':>12}{'wall s':>9}{'warp-instr/s':>14}"
           f"{'cycles/s':>11}{'peak MiB':>10}  ok  pinned", file=out, flush=True)
     rows = []
     for name, params in suite:
@@ -346,7 +369,7 @@ def _run_timing(args: argparse.Namespace, out) -> int:
         r["pinned_cycles"] = pins.get(name)
         rows.append(r)
         pin = "-" if name not in pins else "yes" if pins[name] == r["cycles"] else f"NO ({pins[name]:,})"
-        print(f"{name:<18}{r['warp_instructions']:>13,}{r['cycles']:>12,}{r['wall_seconds']:>9.2f}"
+        print(f"{name:<25}{r['warp_instructions']:>13,}{r['cycles']:>12,}{r['wall_seconds']:>9.2f}"
               f"{r['warp_instructions_per_second']:>14,.0f}{r['cycles_per_second']:>11,.0f}"
               f"{r['peak_rss_mib']:>10.0f}  {'yes' if r['verified'] else 'NO ':<4}{pin}", file=out, flush=True)
     median = statistics.median(r["warp_instructions_per_second"] for r in rows)
@@ -376,7 +399,7 @@ def _run_functional(args: argparse.Namespace, out) -> int:
     for name, params in suite:
         r = _in_child(measure, name, params, args.config)
         rows.append(r)
-        print(f"{name:<18}{r['warp_instructions']:>13,}{r['thread_instructions']:>15,}{r['exec_seconds']:>9.2f}"
+        print(f"{name:<25}{r['warp_instructions']:>13,}{r['thread_instructions']:>15,}{r['exec_seconds']:>9.2f}"
               f"{r['thread_instructions_per_second'] / 1e6:>15.1f}{r['warp_instructions_per_second'] / 1e3:>16.1f}"
               f"{r['peak_rss_mib']:>10.0f}  {'yes' if r['verified'] else 'NO'}", file=out, flush=True)
     doc = _header(args, "functional")

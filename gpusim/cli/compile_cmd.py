@@ -5,11 +5,12 @@ speed-up over the unoptimised graph."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import gpusim
 from gpusim.analysis.sampling import SAMPLE_MODES
 from gpusim.cli.args import add_config, add_config_set, add_json, add_output, add_params, add_quiet, integer
-from gpusim.cli.common import add_executor_args, emit_json, make_executor, parse_sets
+from gpusim.cli.common import add_executor_args, emit_json, make_executor, parse_sets, write_atomic
 from gpusim.compiler.accuracy import TOLERANCES, random_inputs, validate
 from gpusim.compiler.cost import MODELS, cost_based_fusion, make_cost_model
 from gpusim.compiler.driver import compile_graph, load_model
@@ -20,7 +21,7 @@ from gpusim.compiler.passes.manager import run_pipeline
 from gpusim.compiler.passes.precision import PRECISIONS, convert
 from gpusim.compiler.placement import place
 from gpusim.compiler.shard import STRATEGIES as PARALLEL
-from gpusim.compiler.shard import compiler_cost, run_sharded
+from gpusim.compiler.shard_cost import compiler_cost, run_sharded
 from gpusim.compiler.tune import STRATEGIES, Tuner
 
 
@@ -67,9 +68,13 @@ def register(subparsers) -> None:
     p.add_argument("--tie-break", choices=MODELS,
                    help="with --tune: candidates within 1%% of the best by the search model are scored again by this "
                         "model (e.g. simulated), which picks among them")
-    p.add_argument("--refit", action="store_true",
-                   help="with --tune: refit the calibrated model from the simulations the tuner ran and save it where "
-                        "the calibration lives (gpusim/compiler/data/calibration.json)")
+    p.add_argument("--refit", nargs="?", const=REFIT_DEFAULT, metavar="FILE",
+                   help="with --tune: refit the calibrated model from the simulations the tuner ran and write it to "
+                        "FILE (default: calibration.json in the cache folder), starting from FILE's calibration if "
+                        "it exists, else the shipped one (which is never written); use it with --calibration FILE")
+    p.add_argument("--calibration", metavar="FILE",
+                   help="the calibrated model's coefficients from FILE (one --refit wrote) instead of the shipped "
+                        "ones, wherever the calibrated model is used (--cost, --search-cost, --tie-break)")
     add_output(p, "--save-onnx", metavar="OUT.onnx", help="write the optimised graph as ONNX (standard operators; "
                                                          "fused kernels as their decomposition)")
     add_output(p, "--report", nargs="?", const="-", metavar="FILE",
@@ -115,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         return _onnx_suite(args)
     if args.model is None:
         raise CompilerError("give a MODEL, or --onnx-suite")
-    if (args.search_cost or args.search != "local" or args.tie_break or args.refit) and not args.tune:
+    if (args.search_cost or args.search != "local" or args.tie_break or args.refit is not None) and not args.tune:
         raise CompilerError("--search, --search-cost, --tie-break and --refit need --tune")
     if args.dtype is not None and args.model not in BUILTIN:
         raise CompilerError(f"--dtype applies to the built-in models ({', '.join(BUILTIN)})")
@@ -126,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
                        shapes=_shapes(args.shapes))
     executor = make_executor(args)
     sampling = {"sample": args.sample, "sample_budget": args.sample_budget}
-    cost = make_cost_model(args.cost, args.cache_dir, **sampling)
+    cost = _cost_model(args.cost, args, sampling)
     if args.verify:
         return _verify(args, graph, cfg, cost)
     if args.precision:
@@ -140,9 +145,8 @@ def run(args: argparse.Namespace) -> int:
     tuner = None
     if args.tune:
         search = (cost if args.search_cost in (None, args.cost)
-                  else make_cost_model(args.search_cost, args.cache_dir, **sampling))
-        tie_break = (None if args.tie_break is None else
-                     make_cost_model(args.tie_break, args.cache_dir, **sampling))
+                  else _cost_model(args.search_cost, args, sampling))
+        tie_break = (None if args.tie_break is None else _cost_model(args.tie_break, args, sampling))
         tuner = Tuner(cfg, search, strategy=args.search, budget=args.budget, top_k=args.top_k,
                       measure=None if search is cost else cost, cache_dir=args.cache_dir, executor=executor,
                       tie_break=tie_break)
@@ -160,6 +164,34 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+REFIT_DEFAULT = "<cache>/calibration.json"  # --refit without FILE
+
+
+def refit_path(args: argparse.Namespace) -> Path:
+    """Where --refit writes: FILE, or calibration.json in the cache folder; a copy of the shipped
+    calibration is put there first when the file does not exist (the refit starts from it). Never the
+    installed package's file."""
+    from gpusim.compiler.cost.calibrated import DEFAULT_PATH
+    from gpusim.sweep.cache import default_dir
+
+    path = Path(args.refit) if args.refit != REFIT_DEFAULT else Path(args.cache_dir or default_dir()) / \
+        "calibration.json"
+    if path.resolve() == DEFAULT_PATH.resolve():
+        raise CompilerError(f"--refit {path}: that is the installed package's calibration; name a file of your own")
+    if not path.exists():
+        write_atomic(path, DEFAULT_PATH.read_text())
+    return path
+
+
+def _cost_model(name: str, args: argparse.Namespace, sampling: dict):
+    """The cost model `name`; the calibrated one with --calibration's coefficients where given."""
+    if name == "calibrated" and args.calibration:
+        from gpusim.compiler.cost import CalibratedCost, Calibration
+
+        return CalibratedCost(Calibration.load(args.calibration))
+    return make_cost_model(name, args.cache_dir, **sampling)
+
+
 def _outputs(args: argparse.Namespace, report, cfg, tuner, out: dict, sim) -> None:
     """--refit, --save-onnx and --report (issue 25)."""
     from gpusim.compiler.kernel_report import format_rows, kernel_rows
@@ -171,12 +203,15 @@ def _outputs(args: argparse.Namespace, report, cfg, tuner, out: dict, sim) -> No
                 cycles = ", ".join(f"{c:,.0f}" for _, c in sorted(r.tied, key=lambda pc: pc[1]))
                 print(f"%{name}: {len(r.tied)} candidates within 1% by {tuner.cost.name}; by {args.tie_break}: "
                       f"{cycles} cycles (launch included)")
-    if args.refit:
-        refitted = tuner.refit()
-        out["refit"] = {"coefficients": list(refitted.coefficients), "kernels": len(tuner.simulations)}
+    if args.refit is not None:
+        path = refit_path(args)
+        refitted = tuner.refit(path)
+        out["refit"] = {"coefficients": list(refitted.coefficients), "kernels": len(tuner.simulations),
+                        "file": str(path)}
         if args.json != "-":
             print(f"calibrated model refitted from {len(tuner.simulations)} simulated kernels: "
-                  f"{', '.join(f'{c:.4g}' for c in refitted.coefficients)}")
+                  f"{', '.join(f'{c:.4g}' for c in refitted.coefficients)}; written to {path} "
+                  f"(use it with --calibration {path})")
     if args.save_onnx:
         save_onnx(report.optimised.graph, args.save_onnx)
         if args.json != "-":

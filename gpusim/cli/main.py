@@ -18,8 +18,9 @@ import threading
 
 import gpusim
 from gpusim import progress
-from gpusim.cli.args import output_problem
-from gpusim.errors import GpusimError
+from gpusim.cli.args import Parser, output_problem
+from gpusim.config.overrides import OVERRIDE_FILE
+from gpusim.errors import ConfigError, GpusimError
 
 SUBCOMMANDS = ["run", "info", "occupancy", "asm", "list", "bench", "sweep", "plot", "report", "step", "compile",
                "compare", "program", "validate"]
@@ -31,7 +32,7 @@ class Terminated(KeyboardInterrupt):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="gpusim", description="A GPU architecture simulator.")
+    parser = Parser(prog="gpusim", description="A GPU architecture simulator.")
     parser.add_argument("--version", action="version", version=f"gpusim {gpusim.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in SUBCOMMANDS:
@@ -56,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
             return int(args.func(args) or 0)
         except GpusimError as exc:
-            print(f"{command}: error: {exc}", file=sys.stderr)
+            print(f"{command}: error: {_described(exc)}", file=sys.stderr)
             return 2
         except BrokenPipeError:
             return 0
@@ -68,6 +69,14 @@ def main(argv: list[str] | None = None) -> int:
             notes = "".join(f"; {note}" for note in getattr(exc, "__notes__", ()))
             print(f"{command}: {'terminated' if terminated else 'interrupted'}{notes}", file=sys.stderr)
             return 143 if terminated else 130
+
+
+def _described(exc: GpusimError) -> str:
+    """An error as the command line shows it: a config override's names the flag that gave it
+    (`--config-set dram.t_cl_ns: ...`), not the API's `<overrides>`."""
+    if isinstance(exc, ConfigError) and exc.file == OVERRIDE_FILE:
+        return f"--config-set {exc.field}: {exc.reason}" if exc.field else f"--config-set: {exc.reason}"
+    return str(exc)
 
 
 @contextlib.contextmanager

@@ -65,7 +65,7 @@ def format_occupancy(name: str, occ) -> str:
         return "no limit" if v is None else str(v)
 
     rows = [
-        f"occupancy on {name}: block {occ.block_size} threads, {occ.regs_per_thread} registers/thread, "
+        f"theoretical occupancy on {name}: block {occ.block_size} threads, {occ.regs_per_thread} registers/thread, "
         f"{occ.smem_per_block} bytes shared/block",
         "",
         f"  {'limit':<16}{'blocks/SM':>10}",
@@ -81,7 +81,8 @@ def format_occupancy(name: str, occ) -> str:
         f"{occ.shared_memory_per_sm_bytes} per SM",
         f"  active blocks per SM       {occ.active_blocks_per_sm}",
         f"  active warps per SM        {occ.active_warps_per_sm} of {occ.max_warps_per_sm}",
-        f"  occupancy                  {occ.occupancy:.1%}",
+        f"  theoretical occupancy      {occ.occupancy:.1%} (the most warps that can be resident; a run's "
+        "achieved occupancy is below it)",
         f"  limited by                 {occ.limiter}",
     ]
     if occ.reason:

@@ -28,6 +28,7 @@ from gpusim.errors import GpusimError
 from gpusim.functional.executor import DEFAULT_MAX_STEPS_PER_WARP
 from gpusim.stats import simulate, trace_json
 from gpusim.stats.source import execute_per_pc, format_source, line_records, pc_records
+from gpusim.workloads.verify import verified_text
 
 
 def register(subparsers) -> None:
@@ -113,8 +114,8 @@ def run_timing(args: argparse.Namespace) -> int:
     if args.source:
         title = f"source view: {result.provenance['workload']} on {result.provenance['config']} (timing)"
         summary = lambda: result.summary_table() + "\n\n" + format_source(result.source, title=title)  # noqa: E731
-    _emit(args, result.to_dict(), result, summary)
-    if not result.verified:
+    _emit(args, result, result, summary)
+    if result.verified is False:
         print(result.run.message(), file=sys.stderr)
         return 1
     return 0
@@ -134,23 +135,24 @@ def run_sampled(args: argparse.Namespace) -> int:
                          scheduler=args.warp_scheduler, overrides=parse_sets(args.config_sets, "--config-set") or None,
                          max_steps_per_warp=args.max_steps, max_cycles=args.max_cycles, **budget,
                          **parse_sets(args.sets))
-    _emit(args, r.to_dict(), r.detail, r.summary_table, html=r.result)
+    _emit(args, r, r.detail, r.summary_table)
     if r.full is not None and not r.full.verified:
         print(r.full.run.message(), file=sys.stderr)
         return 1
     return 0
 
 
-def _emit(args: argparse.Namespace, doc: dict, detail, summary, html=None) -> None:
-    """--json (`doc`), --csv and --trace (of `detail`, the run simulated in detail), --html (of `html`,
-    default `detail`), and `summary()` on stdout unless an output took it."""
-    emit_json(doc, args.json)
+def _emit(args: argparse.Namespace, result, detail, summary) -> None:
+    """--json and --html of `result` (what `summary()` prints: a SimResult, or a sampled run's result),
+    --csv and --trace of `detail` (the run simulated in detail), and `summary()` on stdout unless an output
+    took it."""
+    emit_json(result.to_dict(), args.json)
     emit_text(detail.to_csv, args.csv)
     emit_text(lambda: trace_json(detail), args.trace)
     if args.html is not None:
         from gpusim.plot.report import report_html  # (matplotlib loads only for a report)
 
-        emit_text(lambda: report_html(html if html is not None else detail), args.html)
+        emit_text(lambda: report_html(result), args.html)
     if not stdout_taken(args.json, args.csv, args.trace, args.html):
         print(summary())
 
@@ -206,7 +208,7 @@ def format_summary(s: dict, occ) -> str:
         ("shared memory", f"{st['shared_bytes_read']:,} B read, {st['shared_bytes_written']:,} B written"),
         ("atomics / barriers", f"{st['atomics']:,} / {st['barriers']:,}"),
         ("by unit", ", ".join(f"{k} {v:,}" for k, v in st["warp_instructions_by_unit"].items())),
-        ("verified", "yes" if s["verified"] else "NO"),
+        ("verified", verified_text(s["verified"])),
         ("wall time", f"{s['wall_seconds']:.3f} s, of which the kernel {s['exec_seconds']:.3f} s "
                       f"({rate / 1e6:.1f} M thread-instructions/s)"),
     ]

@@ -42,6 +42,11 @@ def register(subparsers) -> None:
     add_params(p, lists=True, help="a workload parameter: one value fixes it, a comma list sweeps it (repeatable)")
     add_config_set(p, lists=True, help="a config field: one value fixes it, a comma list sweeps it; a dotted field "
                                        "or a unique leaf name: sm_count=54,108 (repeatable)")
+    p.add_argument("--zip", action="append", metavar="AXIS,AXIS[,...]",
+                   help="swept axes (parameters or config fields) that vary together, their first values in one "
+                        "point, their second in the next, instead of every combination; each needs as many "
+                        "values (repeatable): --config-set dram.bandwidth_gbps=800,3000 --config-set "
+                        "l2.size_bytes=20971520,41943040 --zip dram.bandwidth_gbps,l2.size_bytes")
     p.add_argument("--warp-scheduler", metavar="POLICY[,POLICY...]",
                    help=f"warp scheduler policies ({', '.join(SCHEDULERS)}; default: the config's)")
     p.add_argument("--seed", type=integer(0), default=0, help="seed of the input generator (default 0)")
@@ -81,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
             result = sweep(args.workload, args.config.split(","), grid=grid, overrides=overrides, params=params,
                            warp_schedulers=policies, seed=args.seed, verify=args.verify, executor=executor,
                            cache=None if args.no_cache else ResultCache(args.cache_dir),
-                           progress=not args.quiet and sys.stderr.isatty(), tie_pct=args.tie)
+                           progress=not args.quiet and sys.stderr.isatty(), tie_pct=args.tie,
+                           zipped=[[n.strip() for n in z.split(",")] for z in args.zip or []])
         except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: gpusim.cli.main prints the note and exits
             if not args.no_cache:
                 exc.add_note("the points that finished are cached: run the same command again to resume")
@@ -95,6 +101,9 @@ def run(args: argparse.Namespace) -> int:
         print(result.table())
         print()
         print(result.explain())
+        warned = result.warned()
+        if warned:
+            print("\nabove peak (the CSV's warnings column):\n" + "\n".join(f"  {w}" for w in warned))
         print(f"\n{len(result.rows)} points: {len(result.rows) - cached} simulated, {cached} from the cache")
     failed = sum(r["status"] != "ok" for r in result.rows)
     if failed:

@@ -1,6 +1,8 @@
 """`gpusim validate`: the microbenchmark suite against published figures and real measurements
 (gpusim/data/validation/published.yaml): a table of figure, simulated, reference, error, tolerance and
-source; exit status 1 when a figure is outside its tolerance without a known gap written beside it."""
+source; exit status 1 when a figure is outside its tolerance without a known gap written beside it.
+`gpusim validate --kernels`: whole kernels measured on the config's GPU against their simulation
+(gpusim/analysis/kernel_validation.py): per-pair error, MAPE, mean signed error, Pearson r of log times."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import argparse
 import sys
 
 from gpusim.cli.args import add_config, add_config_set, add_json, add_output, add_quiet, add_renamed
-from gpusim.cli.common import emit_json, parse_sets, stdout_taken
+from gpusim.cli.common import emit_json, emit_text, parse_sets, stdout_taken
 
 
 def register(subparsers) -> None:
@@ -19,28 +21,52 @@ def register(subparsers) -> None:
                                           "measured reference (gpusim/data/validation/published.yaml; "
                                           "docs/validation.md). Exit status 1 when a figure is outside its "
                                           "tolerance and no known gap is written beside it.")
-    add_config(p, help="built-in config with reference figures: a100, gtx980, h200 (default a100)")
+    add_config(p, help="built-in config with reference figures: a100, gtx980, h200 (default a100; --kernels: h200)",
+               default=None)
+    p.add_argument("--kernels", action="store_true",
+                   help="whole kernels measured on the config's GPU (gpusim/data/measurements/<config>.json) "
+                        "against the simulated ports of each (.sasm and nvcc PTX), instead of the microbenchmarks")
+    p.add_argument("--kernel", action="append", metavar="NAME", help="with --kernels: only this measured kernel "
+                                                                      "(repeatable)")
+    p.add_argument("--size", action="append", choices=("small", "medium", "large"),
+                   help="with --kernels: only this measured size (repeatable)")
+    p.add_argument("--front-end", action="append", choices=("sasm", "ptx", "sass"), dest="front_end",
+                   help="with --kernels: only this front end (repeatable): sasm (gpusim's .sasm workload), ptx "
+                        "(nvcc's PTX of the CUDA port) or sass (the SASS ptxas makes of it, run whole)")
+    p.add_argument("--sample", choices=("auto", "on", "off"), default="auto",
+                   help="with --kernels: sampled simulation of the large kernels (docs/sampling.md; default auto: "
+                        "sampled where that gains, its bound shown beside the error)")
     p.add_argument("--figure", action="append", metavar="ID", help="only this figure (repeatable; --list shows ids)")
     add_config_set(p, help="config override (repeatable), e.g. --config-set opcodes.rsqrt.latency_cycles=39")
     p.add_argument("--list", action="store_true", help="list the figures with a reference for --config and exit")
     add_json(p, help="write the rows as JSON to FILE ('-' or no FILE: stdout)")
     add_output(p, "--chart", kind="image", metavar="FILE", help="write the correlation chart (.png or .svg)")
+    add_output(p, "--markdown", metavar="FILE", help="write the table(s) as Markdown (docs/validation.md's form)")
     add_quiet(p)
     add_renamed(p, "--set", to="--config-set (--set is a parameter of what runs)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.kernels:
+        return run_kernels(args)
+    kernel_only = [f for f, v in (("--kernel", args.kernel), ("--size", args.size), ("--front-end", args.front_end),
+                                  ("--sample", args.sample != "auto")) if v]
+    if kernel_only:
+        print(f"gpusim validate: error: {kernel_only[0]} needs --kernels", file=sys.stderr)
+        return 2
+    args.config = args.config or "a100"
     from gpusim.analysis.validate import references, validate
 
     if args.list:
         for fig, ref, source, _ in references(args.config, args.figure):
             print(f"{fig['id']:30s} {fig['kind']:16s} {ref:10.4g} {fig['units']:20s} {source}")
         return 0
-    quiet = stdout_taken(args.json) or args.quiet
+    quiet = stdout_taken(args.json, args.markdown) or args.quiet
     result = validate(args.config, figures=args.figure, overrides=parse_sets(args.config_sets, "--config-set"),
                       progress=None if quiet else lambda r: print(f"  {r.figure} ... {r.status}", file=sys.stderr))
     emit_json(result.to_dict(), args.json)
+    emit_text(result.markdown, args.markdown)
     if args.chart:
         from gpusim.plot.correlation import correlation_figure
         from gpusim.plot.io import save_figure
@@ -51,3 +77,35 @@ def run(args: argparse.Namespace) -> int:
         if args.chart:
             print(f"wrote {args.chart}")
     return 1 if result.failed else 0
+
+
+def run_kernels(args: argparse.Namespace) -> int:
+    from gpusim.analysis.kernel_validation import validate_kernels
+
+    if args.figure or args.list:
+        print(f"gpusim validate: error: {'--figure' if args.figure else '--list'} is for the microbenchmarks, "
+              "not --kernels", file=sys.stderr)
+        return 2
+    quiet = stdout_taken(args.json, args.markdown) or args.quiet
+
+    def progress(r) -> None:
+        if not quiet:
+            bound = f" +-{r.bound_pct:.1f} %" if r.mode == "sampled" else ""
+            print(f"  {r.workload} {r.size}: {r.simulated_us:.1f} us{bound} vs {r.measured_us:.1f} measured "
+                  f"({r.error_pct:+.1f} %, {r.seconds:.0f} s)", file=sys.stderr)
+
+    result = validate_kernels(args.config or "h200", kernels=args.kernel, sizes=args.size, front_ends=args.front_end,
+                              sample=args.sample, overrides=parse_sets(args.config_sets, "--config-set"),
+                              progress=progress)
+    emit_json(result.to_dict(), args.json)
+    emit_text(result.markdown, args.markdown)
+    if args.chart:
+        from gpusim.plot.correlation import kernel_correlation_figure
+        from gpusim.plot.io import save_figure
+
+        save_figure(kernel_correlation_figure(result), args.chart)
+    if not quiet:
+        print(result.table())
+        if args.chart:
+            print(f"wrote {args.chart}")
+    return 0

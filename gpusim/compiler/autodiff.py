@@ -431,6 +431,6 @@ def softmax_cross_entropy(g: Graph, logits: Node | str, labels: Node | str, *, a
                           name: str | None = None) -> Node:
     """Softmax cross-entropy with one-hot (or soft) `labels`: -mean over rows of sum(labels *
     log_softmax(logits)) along `axis`, a scalar."""
-    logp = g.emit("log_softmax", (logits,), {"axis": axis % g[g._ref(logits, None, 'loss')].type.rank})
+    logp = g.emit("log_softmax", (logits,), {"axis": axis % g.type_of(logits).rank})
     per_row = g.reduce_sum(g.mul(labels, logp), axis)
     return g.emit("neg", (g.reduce_mean(per_row),), name=name)

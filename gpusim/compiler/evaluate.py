@@ -1,16 +1,19 @@
 """The numpy reference evaluator: the ground truth every later stage is checked against. Each operator
-computes in float64 (int64 for i32 and i8) and rounds its result to its node's dtype."""
+computes in float64 (int64 for i32 and i8) and rounds its result to its node's dtype. The evaluator runs
+subgraphs: a fused node's body, and the chosen branch of an `if` or the body of a `loop` (their numpy
+semantics, registered here into the operator table)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from gpusim.compiler.errors import CompilerError
 from gpusim.compiler.ir import Graph, Node
-from gpusim.compiler.ops import OPS
+from gpusim.compiler.ops import OPS, register
 from gpusim.compiler.tensor import is_float
 from gpusim.compiler.verify import verify
 
@@ -74,3 +77,29 @@ def evaluate_exact(graph: Graph, inputs: Mapping[str, ArrayLike]) -> dict[str, n
             with np.errstate(all="ignore"):
                 values[node.name] = np.asarray(OPS[node.op].compute(args, node.attrs), np.float64)
     return {out: values[name] for out, name in graph.outputs.items()}
+
+
+def _call(graph: Graph, args: list[np.ndarray]) -> np.ndarray:
+    (value,) = evaluate(graph, {p.name: a for p, a in zip(graph.parameters(), args, strict=True)}).values()
+    return value
+
+
+def compute_if(args: list[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    """An `if`: the branch the condition names, applied to the captures."""
+    branch = "then_branch" if args[0].reshape(-1)[0] != 0 else "else_branch"
+    return _call(attrs[branch].graph, args[1:])
+
+
+def compute_loop(args: list[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    """A `loop`: the body applied trip-count times to the loop-carried value."""
+    count = attrs["trip_count"]
+    if count is None:
+        count, args = int(args[0].reshape(-1)[0]), args[1:]
+    x, captures = args[0], args[1:]
+    for i in range(count):
+        x = _call(attrs["body"].graph, [np.asarray(i, np.int64), x, *captures])
+    return x
+
+
+register("if", compute=compute_if)
+register("loop", compute=compute_loop)

@@ -102,6 +102,14 @@ class Graph:
     def __str__(self) -> str:
         return format_graph(self)
 
+    def type_of(self, x: Operand) -> TensorType:
+        """The type of `x` (a node of this graph or its name); GraphError if it is neither."""
+        return self.nodes[self._ref(x, None, "type")].type
+
+    def fresh_name(self) -> str:
+        """A new node name, numbered, that no node of the graph has and `reserved` does not hold."""
+        return self._new_name(None, "node")
+
     def parameters(self) -> list[Node]:
         """The graph's inputs, in the order they were added."""
         return [n for n in self.nodes.values() if n.op == "parameter"]
@@ -228,7 +236,7 @@ class Graph:
         return self.emit("tanh", (x,), name=name)
 
     def softmax(self, x: Operand, axis: int = -1, *, name: str | None = None) -> Node:
-        return self.emit("softmax", (x,), {"axis": _axis(axis, self._type(x).rank)}, name=name)
+        return self.emit("softmax", (x,), {"axis": _axis(axis, self.type_of(x).rank)}, name=name)
 
     def layernorm(self, x: Operand, gamma: Operand | None = None, beta: Operand | None = None, *, axis: int = -1,
                   eps: float = 1e-5, name: str | None = None) -> Node:
@@ -236,7 +244,7 @@ class Graph:
         if beta is not None and gamma is None:
             raise GraphError("beta needs gamma", node=name, op="layernorm")
         inputs = [v for v in (x, gamma, beta) if v is not None]
-        return self.emit("layernorm", inputs, {"axis": _axis(axis, self._type(x).rank), "eps": float(eps)},
+        return self.emit("layernorm", inputs, {"axis": _axis(axis, self.type_of(x).rank), "eps": float(eps)},
                          name=name)
 
     def reduce_sum(self, x: Operand, axes: int | Sequence[int] | None = None, keepdims: bool = False, *,
@@ -256,7 +264,7 @@ class Graph:
 
     def transpose(self, x: Operand, perm: Sequence[int] | None = None, *, name: str | None = None) -> Node:
         """Output axis i is input axis perm[i] (default: axes reversed)."""
-        rank = self._type(x).rank
+        rank = self.type_of(x).rank
         perm = tuple(reversed(range(rank))) if perm is None else tuple(_axis(p, rank) for p in perm)
         return self.emit("transpose", (x,), {"perm": perm}, name=name)
 
@@ -265,7 +273,7 @@ class Graph:
         shape = tuple(int(d) for d in shape)
         if shape.count(-1) == 1:
             rest = math.prod(d for d in shape if d != -1)
-            size = self._type(x).size
+            size = self.type_of(x).size
             if rest and size % rest == 0:
                 shape = tuple(size // rest if d == -1 else d for d in shape)
         return self.emit("reshape", (x,), {"shape": shape}, name=name)
@@ -294,22 +302,19 @@ class Graph:
             raise GraphError(f"input %{name} belongs to another graph", node=user, op=op)
         return name
 
-    def _type(self, x: Operand) -> TensorType:
-        return self.nodes[self._ref(x, None, "type")].type
-
     def _binary(self, op: str, a: Operand | float, b: Operand | float, name: str | None) -> Node:
         """A binary operator; a Python number operand becomes a scalar constant of the other's dtype."""
         if isinstance(a, _SCALAR) and isinstance(b, _SCALAR):
             raise GraphError("at least one operand must be a node", node=name, op=op)
         if isinstance(a, _SCALAR):
-            a = self.constant(a, self._type(b).dtype)
+            a = self.constant(a, self.type_of(b).dtype)
         if isinstance(b, _SCALAR):
-            b = self.constant(b, self._type(a).dtype)
+            b = self.constant(b, self.type_of(a).dtype)
         return self.emit(op, (a, b), name=name)
 
     def _reduce(self, op: str, x: Operand, axes: int | Sequence[int] | None, keepdims: bool,
                 name: str | None) -> Node:
-        rank = self._type(x).rank
+        rank = self.type_of(x).rank
         axes = tuple(range(rank)) if axes is None else (axes,) if isinstance(axes, int) else tuple(axes)
         canon = tuple(sorted(_axis(a, rank) for a in axes))
         return self.emit(op, (x,), {"axes": canon, "keepdims": bool(keepdims)}, name=name)

@@ -17,13 +17,20 @@ Kinds (after TVM's operator patterns) drive fusion (passes/fuse.py):
 | | | fused_attention |
 
 `compute` functions receive float64 (float dtypes) or int64 (i32) arrays; the evaluator rounds each
-result to the node's dtype, so every operator computes exactly and rounds once."""
+result to the node's dtype, so every operator computes exactly and rounds once.
+
+The table is the compiler's lowest layer: it imports nothing of the compiler but tensor types and errors.
+An operator whose rules need a higher layer (control flow's `if` and `loop` verify their subgraphs, run
+them in the evaluator and on the host) is declared here and its rules are filled in from above with
+`register`, as TVM's operator registry takes an operator's compute and strategy from the layers above
+it: control_flow.py registers their type rules, evaluate.py their numpy semantics, control_flow_run.py
+how they run on the host (docs/architecture.md, "The compiler's layers")."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -34,6 +41,7 @@ from gpusim.compiler.tensor import FLOAT_DTYPES, TensorType, dtype_of
 
 Infer = Callable[[tuple[TensorType, ...], Mapping[str, Any]], TensorType]
 Compute = Callable[[list[np.ndarray], Mapping[str, Any]], np.ndarray]
+HostRun = Callable[..., np.ndarray]  # (node, input values, config, cost model, the run, label) -> its value
 
 FUSION_KINDS = ("elementwise", "epilogue", "reduction")
 
@@ -50,8 +58,9 @@ class Kind(StrEnum):
 @dataclass(frozen=True, slots=True)
 class OpDef:
     """One operator: its kind, its input count range, its attributes (in printing order), its type
-    inference (None: the node's declared type is taken, as for parameters) and its numpy computation
-    (None: the evaluator handles it: parameters, fused nodes)."""
+    inference (None: the node's declared type is taken, as for parameters), its numpy computation
+    (None: the evaluator handles it: parameters, fused nodes) and, for an operator that is not one
+    kernel but a decision of the host (control flow), how the host runs it (`register`)."""
 
     name: str
     kind: Kind
@@ -60,6 +69,7 @@ class OpDef:
     infer: Infer | None
     compute: Compute | None
     doc: str
+    run_on_host: HostRun | None = None
 
 
 def _same_dtype(types: tuple[TensorType, ...]) -> str:
@@ -488,6 +498,13 @@ def _collective(args, attrs):
     return args[0]
 
 
+def _registered(op: str, what: str, module: str) -> Callable[..., Any]:
+    """Stands for a rule that gpusim.compiler.`module` registers (importing gpusim.compiler does)."""
+    def missing(*args):
+        raise GraphError(f"the {what} of '{op}' is registered by gpusim.compiler.{module}, which is not imported")
+    return missing
+
+
 E, B, I, R, M, O = Kind.ELEMENTWISE, Kind.BROADCAST, Kind.INJECTIVE, Kind.REDUCTION, Kind.OUT_FUSABLE, Kind.OPAQUE
 ONE, TWO = (1, 1), (2, 2)
 
@@ -562,19 +579,24 @@ OPS: dict[str, OpDef] = {d.name: d for d in (
         "the `gpus` GPUs' x joined along axis, in GPU order (a sharded graph's collective)"),
     OpDef("fused", O, (0, 1 << 30), ("kind", "body"), _infer_fused, None,
         "a group of nodes run as one kernel: its body is a graph whose parameters are the inputs"),
-    # graph-level control flow (control_flow.py): subgraphs whose parameters are the node's inputs
-    OpDef("if", O, (1, 1 << 16), ("then_branch", "else_branch"), lambda t, a: _control_flow().infer_if(t, a),
-        lambda a, at: _control_flow().compute_if(a, at), "then_branch(inputs) if cond != 0 else else_branch(inputs)"),
-    OpDef("loop", O, (1, 1 << 16), ("body", "trip_count"), lambda t, a: _control_flow().infer_loop(t, a),
-        lambda a, at: _control_flow().compute_loop(a, at),
+    # graph-level control flow: subgraphs whose parameters are the node's inputs; their rules are
+    # registered from the layers that own them (`register`)
+    OpDef("if", O, (1, 1 << 16), ("then_branch", "else_branch"), _registered("if", "type rule", "control_flow"),
+        _registered("if", "numpy semantics", "evaluate"), "then_branch(inputs) if cond != 0 else else_branch(inputs)"),
+    OpDef("loop", O, (1, 1 << 16), ("body", "trip_count"), _registered("loop", "type rule", "control_flow"),
+        _registered("loop", "numpy semantics", "evaluate"),
         "x = body(i, x, captures) for i < trip_count (an attribute, or the first input when None)"),
 )}
 
 
-def _control_flow():
-    from gpusim.compiler import control_flow
-
-    return control_flow
+def register(op: str, *, infer: Infer | None = None, compute: Compute | None = None,
+             run_on_host: HostRun | None = None) -> None:
+    """Fill in a declared operator's type rule, numpy semantics or host run from the layer that owns
+    them (the operator table never imports a layer above it)."""
+    if op not in OPS:
+        raise GraphError(f"unknown operator '{op}': declare it in OPS before registering its rules")
+    d = OPS[op]
+    OPS[op] = replace(d, infer=infer or d.infer, compute=compute or d.compute, run_on_host=run_on_host or d.run_on_host)
 
 
 def infer_type(op: str, types: tuple[TensorType, ...], attrs: Mapping[str, Any]) -> TensorType | None:

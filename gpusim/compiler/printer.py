@@ -16,25 +16,50 @@ outputs, so structurally equal graphs print the same text whatever their node na
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from gpusim.compiler.ir import Graph, Node
+from gpusim.compiler.tensor import TensorType
 
 SHOWN_VALUES = 8  # constants with at most this many elements print their values
 
 
-def format_graph(graph: Graph, *, canonical: bool = False) -> str:
+class NodeView(Protocol):
+    """What printing reads of a node (ir.Node). The IR prints itself with this module, so this module
+    names what it reads instead of importing the IR."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def op(self) -> str: ...
+    @property
+    def inputs(self) -> tuple[str, ...]: ...
+    @property
+    def type(self) -> TensorType: ...
+    @property
+    def attrs(self) -> Mapping[str, Any]: ...
+
+
+class GraphView(Protocol):
+    """What printing reads of a graph (ir.Graph)."""
+
+    name: str
+    outputs: dict[str, str]
+
+    def parameters(self) -> list[NodeView]: ...
+    def topo_order(self, start: Iterable[str] | None = None) -> list[NodeView]: ...
+
+
+def format_graph(graph: GraphView, *, canonical: bool = False) -> str:
     """The graph as text (see the module doc)."""
     lines = [f"graph {graph.name}"]
     _format_body(graph, _Renamer(canonical, {p.name: p.name for p in graph.parameters()}), "  ", lines, nested=False)
     return "\n".join(lines)
 
 
-def format_node(node: Node, rename: Callable[[str], str] = str) -> str:
+def format_node(node: NodeView, rename: Callable[[str], str] = str) -> str:
     """One node's line: `%name = op(%a, %b) {attrs} : dtype[shape]`."""
     args = ", ".join(f"%{rename(i)}" for i in node.inputs)
     if node.op == "constant":
@@ -44,12 +69,12 @@ def format_node(node: Node, rename: Callable[[str], str] = str) -> str:
     return f"%{rename(node.name)} = {op}({args}){f' {{{attrs}}}' if attrs else ''} : {node.type}"
 
 
-def fused_ops(node: Node) -> list[str]:
+def fused_ops(node: NodeView) -> list[str]:
     """The operators of a fused node's body, in order (parameters left out)."""
     return [n.op for n in node.attrs["body"].topo_order() if n.op != "parameter"]
 
 
-def _format_body(graph: Graph, rename: _Renamer, indent: str, lines: list[str], nested: bool) -> None:
+def _format_body(graph: GraphView, rename: _Renamer, indent: str, lines: list[str], nested: bool) -> None:
     start = None
     if rename.canonical:
         start = [p.name for p in graph.parameters()] + list(graph.outputs.values()) + list(graph.nodes)
@@ -86,7 +111,7 @@ class _Renamer:
             self.counter[0] += 1
         return self.names[name]
 
-    def nested(self, node: Node) -> _Renamer:
+    def nested(self, node: NodeView) -> _Renamer:
         """The renamer for a fused node's body."""
         params = node.attrs["body"].parameters()
         names = {p.name: self(i) for p, i in zip(params, node.inputs, strict=True)} if self.canonical else {}

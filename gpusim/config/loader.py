@@ -6,6 +6,7 @@ file that last set it, so an error in a child of `extends:` names the child)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 import typing
@@ -14,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from gpusim.config.overrides import OVERRIDE_FILE, derive, resolve_overrides
 from gpusim.config.schema import (
     OPCODES,
     OPTIONAL_UNIT_CLASSES,
@@ -26,8 +28,6 @@ from gpusim.config.schema import (
 )
 from gpusim.data import data_dir
 from gpusim.errors import ConfigError
-
-OVERRIDE_FILE = "<overrides>"
 
 # where[path] = (file, line) of the key that last set `path` ("" is the document itself)
 Where = dict[str, tuple[str, int | None]]
@@ -76,18 +76,69 @@ def load_config(name_or_path: str | os.PathLike,
     """Load, overlay, override and validate a configuration.
 
     `name_or_path` is a built-in name (`"a100"`, see `builtin_configs()`) or a path to a YAML file.
-    `overrides` maps dotted field paths to values (`{"chip.sm_count": 54}`), applied last and
-    validated like the file; an error in one names `<overrides>` and the field."""
+    `overrides` maps fields to values (`{"chip.sm_count": 54}`, or by a unique tail: `{"sm_count": 54}`;
+    gpusim.config.overrides), applied last and validated like the file, with the fields derived from
+    them moved along (`dram.bandwidth_gbps` sets `dram.data_rate_mtps`); an error in one names
+    `<overrides>` and the field."""
+    overrides = resolve_overrides(overrides)
     path = resolve(name_or_path)
     if path is None:
         raise ConfigError(f"no built-in config or file named {str(name_or_path)!r} "
                           f"(built-ins: {', '.join(builtin_configs()) or 'none'})")
     data, where = _load_tree(path, chain=())
-    for key, value in (overrides or {}).items():
+    for key, value in overrides.items():
         _apply_override(data, where, key, value)
-    cfg = _build_config(data, where, name=_config_name(path), source=str(path))
-    _check_consistency(cfg, where)
+    moved = derive(overrides, lambda p: _get(data, p))
+    for key, (value, _) in moved.items():
+        _apply_override(data, where, key, value)
+    try:
+        cfg = _build_config(data, where, name=_config_name(path), source=str(path))
+        _check_consistency(cfg, where)
+    except ConfigError as exc:
+        if exc.field not in moved:
+            raise
+        raise ConfigError(f"moves {exc.field} with it: {exc.reason}", file=OVERRIDE_FILE,
+                          field=moved[exc.field][1]) from None
     return cfg
+
+
+def _get(data: dict, path: str) -> Any:
+    """The value at a dotted path of the tree, or None."""
+    node: Any = data
+    for part in path.split("."):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(part)
+    return node
+
+
+def config_overrides(cfg: Any) -> dict[str, Any]:
+    """The dotted overrides that turn the config's own file (`cfg.source`) into `cfg`: every field whose
+    value differs, derived ones included (so a result records what it ran on beyond the file's name;
+    loading the file with them gives `cfg.hash()` again). Empty when the file cannot be read."""
+    try:
+        base = _file_config(cfg.source, os.stat(cfg.source).st_mtime_ns)
+    except Exception:  # noqa: BLE001 - a file moved or edited since: nothing to compare with
+        return {}
+    mine = cfg.to_dict()
+    out: dict[str, Any] = {}
+
+    def walk(a: Any, b: Any, path: str) -> None:
+        if isinstance(a, dict) and isinstance(b, dict) and path.count(".") < 3:
+            for key in dict.fromkeys([*a, *b]):
+                walk(a.get(key), b.get(key), f"{path}.{key}" if path else key)
+        elif a != b:
+            out[path] = b
+
+    walk({k: v for k, v in base.items() if k not in ("name", "source")},
+         {k: v for k, v in mine.items() if k not in ("name", "source")}, "")
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _file_config(path: str, mtime_ns: int) -> dict[str, Any]:
+    """A config file as loaded without overrides (to_dict), once per version of the file."""
+    return load_config(path).to_dict()
 
 
 def _config_name(path: Path) -> str:
@@ -456,6 +507,9 @@ def _units(value: Any, path: str, where: Where) -> UnitTable:
             if (getattr(table[key], f) is None) == (key == "tensor"):
                 raise _err(where, f"{path}.{key}.{f}", "missing key" if key == "tensor" else
                            "only the tensor unit has per-precision FMA throughputs", at=f"{path}.{key}")
+        if table[key].divergence_cycles is not None and key != "branch":
+            raise _err(where, f"{path}.{key}.divergence_cycles", "only the branch unit has divergence_cycles",
+                       at=f"{path}.{key}")
     return UnitTable(table)
 
 
@@ -480,11 +534,25 @@ def _opcodes(value: Any, path: str, where: Where) -> UnitTable:
 
 
 def _check_consistency(cfg: Config, where: Where) -> None:
-    chip, sm, l1, l2, dram = cfg.chip, cfg.sm, cfg.l1, cfg.l2, cfg.dram
+    overridden = [k for k, (file, _) in where.items() if file == OVERRIDE_FILE and k]
 
     def fail(path: str, message: str) -> None:
+        """The error names `path`, unless an override it does not name made it fail: then the override
+        (whose name the message mentions), not the file's line."""
+        if where.get(path, (None,))[0] != OVERRIDE_FILE:
+            for key in overridden:
+                if re.search(rf"\b{re.escape(key.rpartition('.')[2])}\b", message):
+                    raise ConfigError(f"makes {path} fail its check: {message}", file=OVERRIDE_FILE, field=key)
         raise _err(where, path, message)
 
+    _check_sm(cfg, fail)
+    _check_caches(cfg, fail)
+    _check_system(cfg, fail)
+
+
+def _check_sm(cfg: Config, fail) -> None:
+    """The chip and SM fields agree with each other (the occupancy rules need them to)."""
+    chip, sm, l1 = cfg.chip, cfg.sm, cfg.l1
     if chip.sm_count > chip.gpcs * chip.sms_per_gpc:
         fail("chip.sm_count", f"{chip.sm_count} SMs do not fit in gpcs * sms_per_gpc = "
                               f"{chip.gpcs} * {chip.sms_per_gpc} = {chip.gpcs * chip.sms_per_gpc}")
@@ -528,6 +596,11 @@ def _check_consistency(cfg: Config, where: Where) -> None:
              f"{sm.max_shared_memory_per_block_optin_bytes} + reserved "
              f"{sm.reserved_shared_memory_per_block_bytes} exceeds shared_memory_per_sm_bytes "
              f"{sm.shared_memory_per_sm_bytes}")
+
+
+def _check_caches(cfg: Config, fail) -> None:
+    """Units, caches and partitions: whole sets, whole sectors, lanes no wider than a warp."""
+    chip, sm, l1, l2 = cfg.chip, cfg.sm, cfg.l1, cfg.l2
     for name, unit in [*cfg.units.items(), *cfg.opcodes.items()]:
         sec = "opcodes" if name in cfg.opcodes else "units"
         if unit.lanes_per_subpartition is not None and unit.lanes_per_subpartition > sm.warp_size:
@@ -551,6 +624,11 @@ def _check_consistency(cfg: Config, where: Where) -> None:
         fail("interconnect.gpc_partitions", f"expected one partition per GPC ({chip.gpcs}), got {len(gp)}")
     if gp and max(gp) >= l2.partitions:
         fail("interconnect.gpc_partitions", f"partition {max(gp)} does not exist (l2.partitions is {l2.partitions})")
+
+
+def _check_system(cfg: Config, fail) -> None:
+    """DRAM timings and widths, links, the system and the optional CPU section."""
+    chip, sm, dram = cfg.chip, cfg.sm, cfg.dram
     if dram.t_refi_ns and dram.t_rfc_ns >= dram.t_refi_ns:
         fail("dram.t_rfc_ns", f"{dram.t_rfc_ns} ns of refresh every t_refi_ns = {dram.t_refi_ns} ns leaves no time "
                               f"for requests")

@@ -129,6 +129,11 @@ class UnitSpec:
                                    (1, 1 << 20), default=None)
     s8_fma_per_cycle: int = spec("units.tensor only: as f16_fma_per_cycle for 8-bit integer inputs (s32 "
                                  "accumulate)", "FMA/cycle", (1, 1 << 20), default=None)
+    divergence_cycles: int = spec("units.branch only (optional, default 0): cycles a warp loses each time its "
+                                  "set of active threads changes at a branch or a reconvergence point (the "
+                                  "split of a divergent branch, the switch to its other side, the rejoin: "
+                                  "SASS's BSSY/BSYNC convergence barrier); a change where threads exit is free",
+                                  "cycles", (0, 100000), default=None)
 
     def fma_per_cycle(self, precision: str) -> int:
         """Tensor-core multiply-adds per cycle per sub-partition for inputs of `precision` (f16, bf16,
@@ -137,6 +142,9 @@ class UnitSpec:
 
 
 TENSOR_FIELDS = ("f16_fma_per_cycle", "bf16_fma_per_cycle", "tf32_fma_per_cycle", "s8_fma_per_cycle")
+# fields only one unit class has (left out of the others): the field -> its unit class
+UNIT_FIELD_OWNER = {**{f: "tensor" for f in TENSOR_FIELDS}, "divergence_cycles": "branch"}
+UNIT_ONLY_FIELDS = tuple(UNIT_FIELD_OWNER)
 
 UNIT_CLASSES = ("fp32", "int", "fp64", "sfu", "ldst", "branch", "sync")
 OPTIONAL_UNIT_CLASSES = ("tensor",)
@@ -195,6 +203,13 @@ class SharedMemorySpec:
     bank_width_bytes: int = spec("bytes one bank delivers per cycle", "bytes", (1, 64))
     latency_cycles: int = spec("load-to-use latency of a conflict-free shared-memory load", "cycles",
                                (1, 10000))
+    replay_cycles: int = spec("cycles each wavefront after the first adds to the latency of a conflicted access "
+                              "(its replays; the pipe serves other warps' wavefronts in between, so under load "
+                              "it still takes one a cycle); default 1", "cycles", (1, 1000), default=1)
+    atomic_replay_cycles: int = spec("cycles the pipe spends on each pass of a shared-memory atomic after its "
+                                     "first: a pass per distinct address that shares a bank with another (each "
+                                     "a read-modify-write of the bank), lanes on one address combined into one "
+                                     "update; default 1", "cycles", (1, 1000), default=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +231,19 @@ class L2Spec:
     partitions: int = spec("partitions the slices split into, evenly in slice order; an SM's requests go to "
                            "its near partition, which also keeps copies of lines whose home (by address) is "
                            "a far one; default 1", "count", (1, 64), default=1)
+    partition_policy: str = spec("what the partitions hold (with partitions > 1): `home` - every line lives in its "
+                                 "home partition (by address), the near partition keeps copies of far-homed lines "
+                                 "it reads; `spill` - lines are cached in the partition of the SMs that use them "
+                                 "(a read that misses there finds them in another partition, or DRAM), a "
+                                 "partition's victims spill into the next one, writes and atomics invalidate the "
+                                 "other partitions' copies (a crossing each way); default home",
+                                 choices=("home", "spill"), default="home")
+    rmw_sector_cycles: float = spec("cycles a slice's data port is held by a read-modify-write of one sector: "
+                                    "a store that writes only part of the sector (merged into it; the ECC "
+                                    "granule is the sector) or an atomic's update of it; 0: as a full sector's "
+                                    "transfer", "cycles", (0, 10000), default=0.0)
+    atomic_op_cycles: float = spec("cycles between two lanes of one atomic on the same address (the slice "
+                                   "applies them one after another); default 1", "cycles", (0, 10000), default=1.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,6 +340,16 @@ class LaunchSpec:
     kernel_launch_overhead_ns: float = spec("host-side time from launch call to the first block running",
                                             "ns", (0, 1e9))
     block_dispatch_cycles: int = spec("cycles to place one block on an SM", "cycles", (0, 100000))
+    event_latency_ns: float = spec(
+        "what a pair of CUDA events recorded around one launch adds to the kernel's own time: the launch "
+        "reaching the GPU and its first block, and the completion reaching the second event (`gpusim "
+        "validate --kernels` adds it to every simulated kernel); default kernel_launch_overhead_ns", "ns",
+        (0, 1e9), default=None)
+
+    @property
+    def event_ns(self) -> float:
+        """`event_latency_ns`, or the launch overhead where the config gives none."""
+        return self.kernel_launch_overhead_ns if self.event_latency_ns is None else self.event_latency_ns
 
 
 # ----------------------------------------------------------------------------------------------
@@ -563,9 +601,9 @@ class Config:
 
 
 def _plain(obj: Any) -> Any:
-    if dataclasses.is_dataclass(obj):  # (the tensor-only fields are left out of the other units)
+    if dataclasses.is_dataclass(obj):  # (one unit's own fields are left out of the other units)
         return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)
-                if not (f.name in TENSOR_FIELDS and getattr(obj, f.name) is None)}
+                if not (f.name in UNIT_ONLY_FIELDS and getattr(obj, f.name) is None)}
     if isinstance(obj, Mapping):
         return {k: _plain(v) for k, v in obj.items()}
     if isinstance(obj, tuple):

@@ -66,7 +66,8 @@ class GlobalMemory:
     allocations, so that an access outside every allocation is a fault, as under compute-sanitizer."""
 
     def __init__(self, capacity: int = 1 << 20):
-        self._buf = np.zeros(capacity, dtype=np.uint8)
+        # (a whole number of the widest access, 16 bytes: the executor reads the buffer through typed views)
+        self._buf = np.zeros(-(-capacity // 16) * 16, dtype=np.uint8)
         self._next = BASE_ADDRESS
         self.allocations: list[tuple[int, int, str]] = []  # (address, size, name)
         self._starts = np.zeros(0, dtype=np.int64)
@@ -84,7 +85,7 @@ class GlobalMemory:
         self._next = end + GUARD_BYTES
         need = self._next - BASE_ADDRESS
         if need > self._buf.size:
-            grown = np.zeros(max(need, 2 * self._buf.size), dtype=np.uint8)
+            grown = np.zeros(-(-max(need, 2 * self._buf.size) // 16) * 16, dtype=np.uint8)
             grown[: self._buf.size] = self._buf
             self._buf = grown
         self.allocations.append((addr, nbytes, name))

@@ -1,11 +1,13 @@
 """What each ALU opcode computes, on numpy arrays of lanes. Pure functions: (instruction, operand
 arrays) -> result array of the destination's type. Integer arithmetic wraps as on the GPU; f32 is
-computed in float32 (no silent float64 promotion) except where noted."""
+computed in float32 (no silent float64 promotion) except where noted. Rounding modes other than numpy's
+nearest-even, the fused multiply-add and PTX's f64 approximations come from `ieee.py`."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from gpusim.functional import ieee
 from gpusim.isa import floats
 from gpusim.isa.program import Instruction
 from gpusim.isa.types import TYPES, widened
@@ -97,8 +99,11 @@ def _sat01(x, dt: np.dtype):
 
 def _round_float(x: np.ndarray, td, mode: str) -> np.ndarray:
     """Values `x` (float64, exact) rounded to float type `td` by PTX rounding mode rn/rz/rm/rp."""
-    if td.name == "bf16":  # (through f32: exact for the f32, f16 and 8/16-bit integer sources cvt reads)
-        return floats.to_bf16(x.astype(np.float32) if x.dtype != np.float32 else x, mode)
+    if td.name == "bf16":  # through f32: exactly (f32, f16, integer sources), else rounded to odd (f64)
+        if x.dtype == np.float32:
+            return floats.to_bf16(x, mode)
+        # (directed roundings compose: toward zero to f32, then toward zero to bf16, is toward zero once)
+        return floats.to_bf16(_to_f32_odd(x) if mode == "rn" else _round_float(x, TYPES["f32"], mode), mode)
     with np.errstate(over="ignore", invalid="ignore"):
         r = x.astype(td.dtype)  # round to nearest even
         if mode == "rn":
@@ -129,6 +134,33 @@ def _cvt_packed(ins: Instruction, a, b):
     return bits(b) | (bits(a) << np.uint32(16))
 
 
+def _saturate64(x: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """Integral float64 values clipped to [min, 2^63] (or [0, 2^64]) as a 64-bit integer type: the top,
+    which no such integer holds, is the type's maximum."""
+    big = x >= (2.0**64 if dt.kind == "u" else 2.0**63)
+    return np.where(big, np.iinfo(dt).max, np.where(big, 0.0, x).astype(dt)).astype(dt)
+
+
+def _round_int64(a: np.ndarray, dt: np.dtype, mode: str) -> np.ndarray:
+    """64-bit integers to f32/f64 rounded by .rz/.rm/.rp: numpy's cast (nearest-even), moved one step where
+    the mode rounds the other way; the integer is compared with the (integral) result exactly."""
+    r = a.astype(dt)
+    rf = r.astype(np.float64)
+    big = rf >= (2.0**64 if a.dtype.kind == "u" else 2.0**63)  # above every integer of the type
+    ri = np.where(big, 0.0, rf).astype(a.dtype)
+    sign = np.where(big, -1, (a > ri).astype(np.int8) - (a < ri).astype(np.int8)).astype(np.int8)
+    return ieee.nudge(r, sign, mode)
+
+
+def _to_f32_odd(x: np.ndarray) -> np.ndarray:
+    """float64 values rounded to float32 to odd (an inexact result takes the neighbour with an odd last bit):
+    then rounding that to fewer bits (bf16) rounds the f64 value once, not twice."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = x.astype(np.float32)
+        move = (r.astype(np.float64) != x) & ((r.view(np.uint32) & 1) == 0) & np.isfinite(r)
+        return np.where(move, np.nextafter(r, np.where(x > r, np.float32(np.inf), np.float32(-np.inf))), r)
+
+
 def _cvt(ins: Instruction, a):
     td, ts = TYPES[ins.types[0]], TYPES[ins.types[1]]
     a = np.asarray(a)
@@ -144,9 +176,8 @@ def _cvt(ins: Instruction, a):
         x = {"rzi": np.trunc, "rni": np.rint, "rmi": np.floor, "rpi": np.ceil}[mode](x)
         info = np.iinfo(td.dtype)
         x = np.where(np.isnan(x), 0.0, np.clip(x, float(info.min), float(info.max)))
-        if td.bits == 64:
-            out = np.where(x >= 2.0**63, info.max, x).astype(td.dtype) if td.kind == "u" else x.astype(td.dtype)
-            return out
+        if td.bits == 64:  # float(info.max) is 2^64 (2^63): no 64-bit integer, so that end saturates apart
+            return _saturate64(x, td.dtype)
         return x.astype(np.int64).astype(td.dtype)
     if ts.is_int and td.is_int and "sat" in ins.quals:
         info = np.iinfo(td.dtype)
@@ -155,6 +186,8 @@ def _cvt(ins: Instruction, a):
     if ts.is_float and td.is_float and mode:  # cvt.rni.f32.f32: round to an integral value
         a = {"rzi": np.trunc, "rni": np.rint, "rmi": np.floor, "rpi": np.ceil}[mode](a)
     rnd = next((q for q in ins.quals if q in ("rn", "rz", "rm", "rp")), "rn")
+    if ts.is_int and ts.bits == 64 and td.name in ("f32", "f64") and rnd != "rn":
+        return _round_int64(a, td.dtype, rnd)
     if td.is_float and (td.name == "bf16" or (rnd != "rn" and (ts.is_int or td.bits < ts.bits))):
         x = a.astype(np.float64) if not (td.name == "bf16" and a.dtype == np.float32) else a
         if "sat" in ins.quals:
@@ -164,6 +197,65 @@ def _cvt(ins: Instruction, a):
     if "sat" in ins.quals and td.is_float:
         out = _sat01(out, td.dtype)
     return out
+
+
+def _mode(ins: Instruction) -> str:
+    """The instruction's IEEE rounding mode (.rn when it names none)."""
+    return next((q for q in ins.quals if q in ieee.MODES), "rn")
+
+
+def _testp(test: str, dt: np.dtype):
+    """testp.TEST: PTX ISA 9.7.3.1 (zeros count as normal numbers)."""
+    tiny = np.finfo(dt).tiny
+
+    def f(a):
+        a = np.asarray(a, dtype=dt)
+        if test == "finite":
+            return np.isfinite(a)
+        if test == "infinite":
+            return np.isinf(a)
+        if test == "number":
+            return ~np.isnan(a)
+        if test == "notanumber":
+            return np.isnan(a)
+        small = np.abs(a) < tiny
+        if test == "normal":
+            return np.isfinite(a) & (~small | (a == 0))
+        return small & (a != 0)  # subnormal
+    return f
+
+
+def _float_alu(ins: Instruction, op: str, dt: np.dtype):
+    """f32/f64 arithmetic that numpy does not round as PTX says: directed rounding (.rz .rm .rp), the fused
+    multiply-add, f64 division and square roots by every mode, PTX's f64 approximations, copysign, testp.
+    None for what the rest of `alu` computes."""
+    mode, f64 = _mode(ins), dt == np.float64
+    if op in ("mad", "fma"):
+        return lambda a, b, c: ieee.fma(a, b, c, mode, dt)
+    if op == "copysign":  # copysign d, a, b: b's magnitude, a's sign
+        return lambda a, b: np.copysign(np.asarray(b, dtype=dt), np.asarray(a, dtype=dt))
+    if op == "testp":
+        return _testp(next(q for q in ins.quals if q in ("finite", "infinite", "number", "notanumber", "normal",
+                                                            "subnormal")), dt)
+    if op == "rsqrt" and f64:
+        return ieee.rsqrt_gross_f64 if "ftz" in ins.quals else ieee.rsqrt_f64
+    if op == "rcp" and f64 and "ftz" in ins.quals:
+        return ieee.rcp_gross_f64
+    if "approx" in ins.quals or "full" in ins.quals or mode == "rn":
+        return None  # numpy's own rounding is nearest-even
+    if op in ("add", "fadd"):
+        return lambda a, b: ieee.add(a, b, mode, dt)
+    if op == "sub":
+        return lambda a, b: ieee.add(a, np.negative(np.asarray(b, dtype=dt)), mode, dt)
+    if op in ("mul", "fmul"):
+        return lambda a, b: ieee.mul(a, b, mode, dt)
+    if op == "div":
+        return lambda a, b: ieee.div(a, b, mode, dt)
+    if op == "rcp":
+        return lambda a: ieee.div(dt.type(1), a, mode, dt)
+    if op == "sqrt":
+        return lambda a: ieee.sqrt(a, mode, dt)
+    return None
 
 
 def alu(ins: Instruction):
@@ -176,6 +268,10 @@ def alu(ins: Instruction):
         return lambda a, b: _cvt_packed(ins, a, b)
     if op == "cvt":
         return lambda a: _cvt(ins, a)
+    if t is not None and t.name in ("f32", "f64") and (g := _float_alu(ins, op, dt)) is not None:
+        if "sat" in ins.quals and op in ("add", "fadd", "sub"):
+            return lambda a, b: _sat01(g(a, b), dt)
+        return g
     if op in ("add", "fadd", "sub"):
         f = np.subtract if op == "sub" else np.add
         if "sat" in ins.quals and t.is_int:  # clamp to the type's range instead of wrapping

@@ -13,7 +13,7 @@ import numpy as np
 
 from gpusim.errors import AssemblyError
 from gpusim.isa.cfg import peak_live_registers, reconvergence_points
-from gpusim.isa.opcodes import MMA_SHAPES, OPCODES, PACKED_CVT, Unit
+from gpusim.isa.opcodes import MMA_SHAPES, OPCODES, PACKED_CVT, Unit, type_rule
 from gpusim.isa.program import (
     SPECIAL_REGISTERS,
     Instruction,
@@ -524,6 +524,8 @@ class _Assembler:
                        token=mnem)
         if spec.name in ("sin", "cos", "ex2", "lg2", "rsqrt") and "rn" in quals:
             self.error(f"{spec.name} is approximate: use .approx", st)
+        if why := type_rule(spec.name, quals, types):
+            self.error(why, st, token=mnem)
         if spec.name == "mma":
             return self._mma(pc, st, ins, mnem)
         if spec.name == "ldmatrix":

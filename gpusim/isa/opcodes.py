@@ -37,6 +37,9 @@ class Unit(StrEnum):
 
 # Arithmetic whose unit follows its type: integer ALU, FP32 pipe (also f16), FP64 pipe.
 BY_TYPE = "by-type"
+# Special functions and division: the SFU for .f32/.f16 (MUFU and its Newton steps), the FP64 pipe for .f64
+# (ptxas's DFMA sequences around MUFU.RCP64H/RSQ64H), the integer ALU for integer division.
+BY_TYPE_SFU = "by-type-sfu"
 
 INT16_T = frozenset({"b16", "u16", "s16"})
 INT_T = frozenset({"b32", "u32", "s32", "b64", "u64", "s64"})
@@ -51,7 +54,9 @@ CMP = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs",
 SPACES = frozenset({"global", "shared", "param"})
 ATOM_OPS = frozenset({"add", "min", "max", "exch", "cas", "and", "or", "xor", "inc", "dec"})
 BOOL_OPS = frozenset({"and", "or", "xor"})
-RND_F = frozenset({"rn"})
+RND_F = frozenset({"rn", "rz", "rm", "rp"})  # IEEE rounding: nearest-even, toward zero, toward -inf, toward +inf
+DIRECTED = frozenset({"rz", "rm", "rp"})
+TESTP = frozenset({"finite", "infinite", "number", "notanumber", "normal", "subnormal"})
 VEC = frozenset({"v2", "v4"})
 RND_CVT = frozenset({"rn", "rna", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi"})
 CVT_T = (MEM_T - {"b8", "b16", "b32", "b64"}) | {"bf16", "tf32", "f16x2", "bf16x2"}
@@ -76,12 +81,12 @@ class OpSpec:
     optional: int = 0  # trailing operands of `sig` that may be left out
 
     def unit_for(self, type_name: str | None) -> Unit:
-        if self.unit != BY_TYPE:
+        if self.unit not in (BY_TYPE, BY_TYPE_SFU):
             return Unit(self.unit)
         if type_name == "f64":
             return Unit.FP64
         if type_name in ("f32", "f16"):
-            return Unit.FP32
+            return Unit.SFU if self.unit == BY_TYPE_SFU else Unit.FP32
         return Unit.INT
 
 
@@ -119,14 +124,18 @@ OPCODES: dict[str, OpSpec] = {
         _op("fma", BY_TYPE, "dsss", FLOAT_T, [RND_F], doc="d = a * b + c, one rounding"),
         _op("fadd", Unit.FP32, "dss", {"f32", "f16"}, doc="alias of add.f32"),
         _op("fmul", Unit.FP32, "dss", {"f32", "f16"}, doc="alias of mul.f32"),
-        _op("div", BY_TYPE, "dss", ALL_T, [{"rn", "approx", "full"}],
+        _op("div", BY_TYPE_SFU, "dss", ALL_T, [RND_F | {"approx", "full"}],
             doc="integers: quotient rounded toward zero; x/0 gives all ones (-1 signed), MIN/-1 gives MIN; "
-            "floats: IEEE division (runs on the SFU for f32/f16)"),
+            "floats: IEEE division rounded by .rn (default) .rz .rm .rp (runs on the SFU for f32/f16, the FP64 "
+            "unit for f64); .approx/.full f32 only"),
         _op("rem", Unit.INT, "dss", SINT_T, doc="remainder with the sign of a; x%0 gives x"),
         _op("min", BY_TYPE, "dss", ALL_T, doc="d = min(a, b); floats: NaN loses to a number, -0.0 < +0.0"),
         _op("max", BY_TYPE, "dss", ALL_T, doc="d = max(a, b); floats: NaN loses to a number, -0.0 < +0.0"),
         _op("abs", BY_TYPE, "ds", {"s32", "s64"} | FLOAT_T, doc="d = |a| (abs of MIN is MIN)"),
         _op("neg", BY_TYPE, "ds", {"s32", "s64"} | FLOAT_T, doc="d = -a"),
+        _op("copysign", BY_TYPE, "dss", {"f32", "f64"}, doc="d = b with the sign of a (PTX's operand order)"),
+        _op("testp", BY_TYPE, "Ps", {"f32", "f64"}, [TESTP], required=(0,),
+            doc="p = a is finite / infinite / a number / not a number / normal (zeros included) / subnormal"),
         # logic and shifts
         _op("and", Unit.INT, "dss", BITS_T, doc="bitwise and (logical on .pred)"),
         _op("or", Unit.INT, "dss", BITS_T, doc="bitwise or"),
@@ -142,9 +151,14 @@ OPCODES: dict[str, OpSpec] = {
             "(equ..geu, num, nan need a float type); with .and/.or/.xor a fourth operand: "
             "p = (a CMP b) BOOL q"),
         _op("selp", Unit.INT, "dssQ", ALL_T | INT16_T, doc="d = p ? a : b"),
-        # special function unit
+        # special function unit (and, for f64, the FP64 unit)
+        *(_op(n, BY_TYPE_SFU, "ds", FLOAT_T, [{"approx", "full"} | RND_F, {"ftz"}], doc=d) for n, d in (
+            ("rcp", "d = 1 / a rounded by .rn .rz .rm .rp (.f32, .f64); .approx: f32/f16 approximate, "
+             ".approx.ftz.f64 PTX's 20-bit gross approximation"),
+            ("sqrt", "d = sqrt(a) rounded by .rn .rz .rm .rp (.f32, .f64); .approx f32/f16"),
+            ("rsqrt", "d = 1 / sqrt(a), approximate (.approx.f64 to nearest; .approx.ftz.f64 PTX's 20-bit gross "
+             "approximation)"))),
         *(_op(n, Unit.SFU, "ds", {"f32", "f16"}, [{"approx", "rn", "full"}], doc=d) for n, d in (
-            ("rcp", "d = 1 / a"), ("sqrt", "d = sqrt(a)"), ("rsqrt", "d = 1 / sqrt(a)"),
             ("sin", "d = sin(a), a in radians"), ("cos", "d = cos(a), a in radians"),
             ("ex2", "d = 2 ** a"), ("lg2", "d = log2(a)"))),
         # memory
@@ -155,12 +169,13 @@ OPCODES: dict[str, OpSpec] = {
         _op("st", Unit.LDST, "Ms", MEM_T, [SPACES - {"param"}, VEC], required=(0,),
             doc="memory[address] = a (truncated to the width); .v2/.v4: {a0, a1[, a2, a3]} to consecutive "
             "elements"),
-        _op("atom", Unit.LDST, "dMs", SINT_T | {"b32", "b64", "f32"}, [SPACES - {"param"}, ATOM_OPS],
+        _op("atom", Unit.LDST, "dMs", SINT_T | {"b32", "b64", "f32", "f64"}, [SPACES - {"param"}, ATOM_OPS],
             required=(0, 1), doc="d = old memory[address]; memory[address] = old OP b (cas: old == b ? c : old; "
             ".inc.u32: old >= b ? 0 : old + 1; .dec.u32: old == 0 or old > b ? b : old - 1), lanes to the same "
-            "address apply one after another in lane order"),
-        _op("red", Unit.LDST, "Ms", SINT_T | {"b32", "b64", "f32"}, [SPACES - {"param"}, ATOM_OPS - {"cas", "exch"}],
-            required=(0, 1), doc="memory[address] = memory[address] OP a, no result"),
+            "address apply one after another in lane order; .f64: add only"),
+        _op("red", Unit.LDST, "Ms", SINT_T | {"b32", "b64", "f32", "f64"},
+            [SPACES - {"param"}, ATOM_OPS - {"cas", "exch"}], required=(0, 1),
+            doc="memory[address] = memory[address] OP a, no result"),
         # asynchronous copies (PTX ISA 9.7.9.25): global -> shared without registers
         _op("cp", Unit.LDST, "MMs", (), [{"async"}, {"ca", "cg", "commit_group", "wait_group", "wait_all"},
                                          {"shared"}, {"global"}], required=(0, 1), ntypes=0,
@@ -210,6 +225,28 @@ OPCODES: dict[str, OpSpec] = {
             ntypes=0, doc="memory fence (PTX `fence.sc/.acq_rel.scope`), as membar"),
     )
 }
+
+_ROUNDED = frozenset({"add", "sub", "mul", "mad", "fma", "div", "rcp", "sqrt"})
+
+
+def type_rule(name: str, quals: tuple[str, ...] | list[str], types: tuple[str, ...] | list[str]) -> str | None:
+    """What the table's qualifier groups cannot say: which qualifiers a type takes (PTX ISA 9.7.3). None when
+    `name.quals.types` is well formed, else the reason."""
+    q, t = set(quals), types[0] if types else None
+    if q & DIRECTED and name in _ROUNDED and t not in ("f32", "f64"):
+        return f"directed rounding (.rz .rm .rp) of {name} needs .f32 or .f64"
+    if "ftz" in q and not (name in ("rcp", "rsqrt") and t == "f64" and "approx" in q):
+        return ".ftz is read only as rcp.approx.ftz.f64 and rsqrt.approx.ftz.f64"
+    if t == "f64" and name in ("div", "sqrt") and q & {"approx", "full"}:
+        return f"{name}.f64 rounds by .rn .rz .rm .rp (.approx and .full are .f32 forms)"
+    if t == "f64" and name == "rcp" and q & {"approx", "full"} and q != {"approx", "ftz"}:
+        return "rcp.f64 is rcp.rn/.rz/.rm/.rp.f64 or rcp.approx.ftz.f64"
+    if name == "rsqrt" and q & (DIRECTED | {"full"}):
+        return "rsqrt is approximate: use .approx"
+    if t == "f64" and name in ("atom", "red") and not q & {"add"}:
+        return f"{name}.f64 is {name}.add.f64 only"
+    return None
+
 
 if tuple(OPCODES) != OPCODE_NAMES:  # the config's `opcodes:` table is validated against OPCODE_NAMES
     raise ImportError("gpusim.config.vocab.OPCODE_NAMES must list the opcodes of gpusim/isa/opcodes.py in order: "

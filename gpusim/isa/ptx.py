@@ -32,7 +32,7 @@ SUPPORTED = frozenset({
     "mov", "cvt", "cvta", "add", "sub", "mul", "mad", "fma", "div", "rem", "min", "max", "abs", "neg",
     "and", "or", "xor", "not", "shl", "shr", "popc", "setp", "selp", "rcp", "sqrt", "rsqrt", "sin", "cos",
     "ex2", "lg2", "ld", "st", "atom", "red", "shfl", "vote", "bra", "ret", "exit", "bar", "barrier",
-    "membar", "fence", "mma", "ldmatrix", "cp", "bfe",
+    "membar", "fence", "mma", "ldmatrix", "cp", "bfe", "copysign", "testp",
 })
 # tensor-core and asynchronous-copy opcodes: their `.aligned`, `.ca`/`.cg` are part of the instruction
 # (the opcode table requires them), and their `{...}` operands are fragments, not vectors
@@ -161,6 +161,7 @@ class _Reader:
         self.consts: dict[str, tuple[str, bytes | None]] = {}  # `.const` variables: element type, initial bytes
         self.locals: dict[str, tuple[int, int, int]] = {}  # `.local` arrays: alignment, frame bytes, frame stride
         self.local_threads = MAX_BLOCK_THREADS
+        self.scope_count = 0  # nested scopes whose registers were renamed (scoped)
 
     def error(self, msg: str, line: int, col: int, token: str | None = None):
         raise AssemblyError(msg, file=self.file, line=line, col=col, token=token)
@@ -261,8 +262,18 @@ class _Reader:
         targets = {m.group(1) for _l, _c, s in self.statements(body, end + 1)
                    for m in [re.search(rf"\bbra(?:\.uni)?\s+({_IDENT})", s)] if m}
         loc, ltid_declared = None, False
+        scopes: list[dict[str, str]] = []  # the registers each open nested scope declares: name -> unique name
         for line, col, s in self.statements(body, end + 1):
-            if s in ("{", "}"):  # a nested scope's braces
+            # a nested scope (inline asm: `{ .reg .b32 %temp; mov.b64 {%r1, %temp}, %fd1; }`, `{ cvt... }`)
+            while s[:1] in ("{", "}"):
+                if s[0] == "{":
+                    scopes.append({})
+                elif scopes:
+                    scopes.pop()
+                rest = s[1:].lstrip()
+                col += len(s) - len(rest)
+                s = rest
+            if not s:
                 continue
             while True:  # labels
                 m = re.match(rf"^({_IDENT})\s*:", s)
@@ -282,7 +293,7 @@ class _Reader:
                 elif s.startswith(_IGNORED_DIRECTIVES) or s.startswith(".section"):
                     pass
                 elif s.startswith((".reg ", ".shared ")):
-                    self.declaration(line, col, s)
+                    self.declaration(line, col, self.scoped(s, scopes) if scopes and s.startswith(".reg") else s)
                 elif s.startswith(".local"):  # laid out at the end (local_array); its frame index register here
                     if not ltid_declared:
                         self.emit(line, col, f".reg .u32 {_LTID}")
@@ -293,7 +304,11 @@ class _Reader:
                         continue
                     self.unsupported("directive", head, line, col)
                 continue
-            self.instruction(line, col, s)
+            if scopes:
+                self.instruction(line, col, self.renamed(s, scopes))
+                self.original[line] = " ".join(s.split())  # the PTX as written
+            else:
+                self.instruction(line, col, s)
             if loc is not None:
                 self.loc_at[line] = loc
         # `.extern .shared` arrays follow the kernel's static ones (their size is the launch's)
@@ -301,6 +316,39 @@ class _Reader:
             self.emit(end + 1, 1, f".shared .align {align} .b8 {name}[1]")
         for name, (align, _size, stride) in self.locals.items():
             self.emit(end + 1, 1, f".shared .align {align} .b8 {name}[{stride * self.local_threads}]")
+
+    def scoped(self, s: str, scopes: list[dict[str, str]]) -> str:
+        """A `.reg` of a nested scope, its names made unique (`%temp` -> `%temp$s3`, inline asm's `p` ->
+        `%p$s4`): each scope's registers are its own in PTX (two `{ .reg .b32 %temp; ... }` blocks declare two
+        registers, and an outer `%temp` is a third), and a gpusim program has one register namespace."""
+        m = re.match(r"(\.reg\s+\.\w+\s+)(.*)$", s)
+        if not m:
+            return s
+        self.scope_count += 1
+        suffix = f"$s{self.scope_count}"
+        out = []
+        for tok in m.group(2).split(","):
+            d = re.fullmatch(r"\s*(%?[A-Za-z_$][\w$]*)(?:<(\d{1,4})>)?\s*", tok)
+            if not d:
+                return s  # (the assembler reports it)
+            name, count = d.groups()
+            new = "%" + name.lstrip("%") + suffix
+            if count is None:
+                scopes[-1][name] = new
+                out.append(new)
+            else:  # `%r<4>` declares %r0..%r3
+                scopes[-1].update({f"{name}{k}": f"{new}_{k}" for k in range(int(count))})
+                out.append(f"{new}_<{count}>")
+        return m.group(1) + ", ".join(out)
+
+    @staticmethod
+    def renamed(s: str, scopes: list[dict[str, str]]) -> str:
+        """An instruction inside nested scopes with their registers' unique names."""
+        names = {k: v for scope in scopes for k, v in scope.items()}
+        if not names:
+            return s
+        pat = "|".join(re.escape(k) for k in sorted(names, key=len, reverse=True))
+        return re.sub(rf"(?<![\w$%.])(?:{pat})(?![\w$])", lambda m: names[m.group(0)], s)
 
     def local_array(self, line: int, col: int, s: str) -> None:
         """A `.local` array (nvcc's `__local_depotN`: a thread's stack frame of indexed arrays and spills).
@@ -568,6 +616,9 @@ class _Reader:
         parts = [_SPACE_ALIASES.get(q, q) for q in parts]
         keep = _KEEP_SCOPE | _TENSOR_OPS
         quals = [q for q in parts[1:] if "::" not in q and (op in keep or q not in _DROP)]
+        if op in ("rcp", "rsqrt") and parts[-1] == "f64" and "ftz" in parts:
+            # rcp/rsqrt.approx.ftz.f64: PTX's 20-bit approximations, another instruction than rsqrt.approx.f64
+            quals.insert(quals.index("f64"), "ftz")
         if op == "bfe":
             self.emit(line, col, self.bit_field_extract(line, mcol, guard, mnem, quals, ops))
             self.original[line] = " ".join(s.split())

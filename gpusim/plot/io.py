@@ -28,8 +28,8 @@ from gpusim.errors import GpusimError
 from gpusim.stats.files import write_atomic
 from gpusim.stats.metrics import KERNEL_METRICS
 
-SWEEP_FIXED = ("point", "workload", "config", "config_hash", "label", "warp_scheduler", "seed", "status", "error",
-               "verified", "cached", "wall_seconds", "verdict", "verdict_reason")
+SWEEP_FIXED = ("point", "workload", "config", "config_hash", "config_file", "label", "warp_scheduler", "seed", "status",
+               "error", "verified", "cached", "wall_seconds", "verdict", "verdict_reason")
 SWEEP_REQUIRED = ("config", "status")
 OVERRIDE = "override."
 FORMATS = {".png": "png", ".svg": "svg"}
@@ -72,6 +72,15 @@ class SweepTable:
         vary = [c for c in self.params if len({r.get(c) for r in rows}) > 1]
         return sorted(vary, key=lambda c: PREFERRED_X.index(c) if c in PREFERRED_X else len(PREFERRED_X))
 
+    def axes(self) -> list[str]:
+        """Every column the points differ in over the ok rows, the chart's x axis first: the parameters
+        (`varying`), then the config overrides (`override.chip.clock_mhz`), then `config` and
+        `warp_scheduler`, which are names, not numbers."""
+        rows = self.ok_rows
+        overrides = [c for c in self.columns if c.startswith(OVERRIDE) and len({repr(r.get(c)) for r in rows}) > 1]
+        names = [c for c in ("config", "warp_scheduler") if c in self.columns and len({r.get(c) for r in rows}) > 1]
+        return [*self.varying(), *overrides, *names]
+
     def require(self, *columns: str) -> None:
         missing = [c for c in columns if c not in self.columns]
         if missing:
@@ -89,6 +98,7 @@ class KernelPoint:
     config_hash: str | None = None
     overrides: dict[str, Any] = field(default_factory=dict)
     source: str = "<result>"
+    config_file: str | None = None
 
     def metric(self, name: str) -> Any:
         """A kernel metric by name (`warp_states_pct` gives the dict); an error naming the file if absent."""
@@ -115,15 +125,39 @@ def load_input(path: str | Path) -> dict[str, Any] | SweepTable:
         return _sweep_rows(str(path), data["points"], data.get("columns"))
     if isinstance(data, list):
         return _sweep_rows(str(path), data)
-    if isinstance(data, dict) and "workload" in data and ("kernel" in data or "stats" in data):
-        return {**data, SOURCE: str(path)}
+    if isinstance(data, dict) and "workload" in data and ("kernel" in data or "stats" in data
+                                                          or data.get("mode") == "sampled"):
+        return {**as_result(data), SOURCE: str(path)}
     raise GpusimError(f"{path}: neither a result (gpusim run --json) nor a sweep table (a list of rows "
                       "or {\"points\": [...]})")
 
 
 def as_result(result: Any) -> dict[str, Any]:
-    """A result's dict: a SimResult's `to_dict()`, or the dict itself."""
-    return result.to_dict() if hasattr(result, "to_dict") else result
+    """A result's dict: a SimResult's or a sampled run's (`simulate_sampled`'s) `to_dict()`, or the dict
+    itself; a sampled run's as `sampled_view` shows it, the same figures the terminal prints."""
+    d = result.to_dict() if hasattr(result, "to_dict") else result
+    sampled = isinstance(d, dict) and d.get("mode") == "sampled" and "sampled" not in d  # (not a view already)
+    return sampled_view(d) if sampled else d
+
+
+SAMPLED_RUN = "the largest sampled run"  # what a sampled result's metrics describe, until it carries the kernel's
+
+
+def sampled_view(d: dict[str, Any]) -> dict[str, Any]:
+    """A sampled run's dict (`gpusim run --sample`: the estimate, its verification and `detail`, the run
+    simulated in detail) as one result: the provenance and verification of the whole kernel over the
+    detail's metrics, SMs and timeline, and `sampled` = {cycles, confidence, cycles_low, cycles_high,
+    kernel_seconds, sampling, metrics_of}: the estimate the terminal prints, and what `kernel` describes
+    (the whole kernel where the sampled result carries its metrics, else SAMPLED_RUN)."""
+    detail = d.get("detail") or {}
+    view = {**detail, **{k: v for k, v in d.items() if k != "detail"}}
+    whole = d.get("kernel")
+    view["kernel"] = whole or detail.get("kernel")
+    view["sampled"] = {"cycles": d.get("cycles"), "confidence": d.get("confidence"),
+                       "cycles_low": d.get("cycles_low"), "cycles_high": d.get("cycles_high"),
+                       "kernel_seconds": d.get("kernel_seconds"), "sampling": d.get("sampling") or {},
+                       "metrics_of": "the whole kernel" if whole else SAMPLED_RUN}
+    return view
 
 
 def source_of(result: dict[str, Any]) -> str:
@@ -148,8 +182,9 @@ def result_points(results: list[Any]) -> list[KernelPoint]:
     for r in results:
         params = " ".join(f"{k}={v}" for k, v in (r.get("params") or {}).items())
         label = " ".join(filter(None, [r.get("workload"), params, f"on {r.get('config')}" if several else ""]))
-        points.append(KernelPoint(label, require_kernel(r), r.get("config") or "?", r.get("config_hash"),
-                                  source=source_of(r)))
+        points.append(KernelPoint(label or "kernel", require_kernel(r), r.get("config") or "?", r.get("config_hash"),
+                                  dict(r.get("config_overrides") or {}), source=source_of(r),
+                                  config_file=r.get("config_file")))
     return points
 
 
@@ -171,24 +206,46 @@ def sweep_points(table: SweepTable) -> list[KernelPoint]:
             overrides.setdefault("scheduler.policy", r["warp_scheduler"])
         label = " ".join([str(r.get("label") or r["config"])] + [f"{c}={r.get(c)}" for c in vary])
         points.append(KernelPoint(label, kernel, str(r["config"]), r.get("config_hash"), overrides,
-                                  source=table.path))
+                                  source=table.path, config_file=r.get("config_file")))
     return points
 
 
 def point_config(point: KernelPoint) -> Config:
     """The config a point ran on (see `run_config`)."""
-    return run_config(point.config, point.config_hash, point.overrides, source=point.source)
+    return run_config(point.config, point.config_hash, point.overrides, source=point.source,
+                      config_file=point.config_file)
+
+
+def result_config(result: dict[str, Any], cfg: Config | None = None) -> Config:
+    """The config a result (as_result's dict) ran on: `cfg` when given, else the one it names, with the
+    overrides it records (`config_overrides`), found as `run_config` finds it."""
+    if cfg is not None:
+        return cfg
+    return run_config(result.get("config"), result.get("config_hash"), result.get("config_overrides"),
+                      source=source_of(result), config_file=result.get("config_file"))
 
 
 def run_config(name: str | None, config_hash: str | None, overrides: dict[str, Any] | None = None, *,
-               source: str = "<result>") -> Config:
-    """The config a run names, loaded with its overrides and checked against its hash."""
+               source: str = "<result>", config_file: str | None = None) -> Config:
+    """The config a run names, loaded with its overrides and checked against its hash. It is looked for
+    where the run read it (`config_file`, when that file still exists), then by its name: a built-in, or
+    NAME.yaml beside the result's file or in the working folder."""
     if not name:
         raise GpusimError(f"{source}: names no config; name it with --config")
-    try:
-        cfg = _load_config(name, tuple(sorted((overrides or {}).items())))
-    except GpusimError as exc:
-        raise GpusimError(f"{source}: cannot load its config {name!r} ({exc}); name it with --config") from None
+    key = tuple(sorted((overrides or {}).items()))
+    places = [str(Path(p).resolve()) for p in (config_file, Path(source).parent / f"{name}.yaml", f"{name}.yaml")
+              if p and Path(p).is_file() and Path(p).stem == name]
+    loaded, problem = [], None
+    for place in [*dict.fromkeys(places), name]:
+        try:
+            loaded.append(_load_config(place, key))
+        except GpusimError as exc:
+            problem = problem or exc
+        if loaded and (not config_hash or loaded[-1].hash() == config_hash):
+            break
+    if not loaded:
+        raise GpusimError(f"{source}: cannot load its config {name!r} ({problem}); name it with --config") from None
+    cfg = next((c for c in loaded if not config_hash or c.hash() == config_hash), loaded[0])
     if config_hash and cfg.hash() != config_hash:
         raise GpusimError(f"{source}: ran on config {name!r} with hash {config_hash}, but {name!r} now loads "
                           f"with hash {cfg.hash()} (overrides, or an edited file?); describe the hardware "

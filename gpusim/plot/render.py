@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 
 from gpusim.config import Config
 from gpusim.errors import GpusimError
-from gpusim.plot.io import SweepTable, load_input, point_config, result_points, run_config, sweep_points
+from gpusim.plot.io import SweepTable, load_input, point_config, result_config, result_points, sweep_points
 from gpusim.plot.memory import memory_figure
 from gpusim.plot.occupancy import kernel_resources, occupancy_figure
 from gpusim.plot.roofline import roofline_figure
@@ -32,7 +32,7 @@ KINDS = ("occupancy", "stalls", "units", "memory", "roofline", "sol", "sweep", "
 SINGLE_RESULT = ("occupancy", "timeline")
 
 
-def render(kind: str, paths: Sequence[str | Path], *, metric: str = "cycles", intensity: str = "hierarchical",
+def render(kind: str, paths: Sequence[str | Path], *, metric: str | None = None, intensity: str = "hierarchical",
            stall_scale: str = "cycles", cfg: Config | None = None) -> Figure:
     """The `kind` chart of the files at `paths` (see the module docstring); a GpusimError naming the file
     for input the kind cannot draw."""
@@ -49,7 +49,7 @@ def render(kind: str, paths: Sequence[str | Path], *, metric: str = "cycles", in
         if kind == "timeline":
             return timeline_figure(result)
         block, regs, smem = kernel_resources(result)
-        cfg = cfg or run_config(result.get("config"), result.get("config_hash"), source=str(paths[0]))
+        cfg = result_config(result, cfg)
         return occupancy_figure(cfg, block, regs, smem, name=result.get("workload"))
     points = result_points([i for i in inputs if isinstance(i, dict)])
     notes = []

@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 
 from gpusim.config import Config
 from gpusim.errors import GpusimError
-from gpusim.plot.io import as_result, require_kernel, result_points, run_config, source_of
+from gpusim.plot.io import SAMPLED_RUN, as_result, require_kernel, result_config, result_points
 from gpusim.plot.memory import memory_figure
 from gpusim.plot.occupancy import kernel_resources, occupancy_figure
 from gpusim.plot.roofline import roofline_figure
@@ -29,6 +29,9 @@ from gpusim.plot.stalls import stalls_figure
 from gpusim.plot.timeline import timeline_figure
 from gpusim.plot.units import units_figure
 from gpusim.stats.files import write_atomic
+from gpusim.stats.metrics import throughput_source
+from gpusim.stats.peaks import kernel_warnings
+from gpusim.workloads.verify import verified_text
 
 STYLE = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; max-width: 1100px;
@@ -38,6 +41,8 @@ h1 { font-size: 1.55em; margin: 0.2em 0 0.1em; } h2 { font-size: 1.2em; margin: 
 .sub { color: #5a6573; margin: 0 0 1em; }
 .verdict { border-left: 6px solid #c0392b; background: #fbeeec; padding: 0.7em 1em; border-radius: 4px; }
 .verdict b { font-size: 1.15em; } .verdict ul { margin: 0.4em 0 0; }
+.warn { border-left: 6px solid #b7791f; background: #fdf6e3; padding: 0.5em 1em; margin-top: 0.6em;
+        border-radius: 4px; }
 .ok { color: #1e7d32; } .bad { color: #b3261e; }
 table { border-collapse: collapse; margin: 0.3em 0; font-variant-numeric: tabular-nums; }
 td, th { padding: 0.22em 0.8em 0.22em 0; text-align: left; vertical-align: top; }
@@ -53,11 +58,13 @@ pre.src { font: 12.5px/1.35 ui-monospace, Menlo, Consolas, monospace; overflow-x
 
 
 def report_html(result: Any, *, cfg: Config | None = None) -> str:
-    """The HTML report of `result` (a SimResult or the dict of `gpusim run --json`) as one string. `cfg`
-    is the config it ran on (default: the one the result names, loaded and checked against its hash)."""
+    """The HTML report of `result` (a SimResult, a sampled run's result, or the dict `gpusim run --json`
+    wrote of either) as one string: the figures the terminal prints of it (a sampled run: its estimate
+    and verification, and the metrics of what was simulated, said to be of it). `cfg` is the config it
+    ran on (default: the result's own, else the one it names with its overrides, checked against its hash)."""
     r = as_result(result)
     kernel = require_kernel(r)
-    cfg = cfg or run_config(r.get("config"), r.get("config_hash"), source=source_of(r))
+    cfg = result_config(r, cfg or getattr(result, "cfg", None))
     name = r.get("workload") or "kernel"
     params = " ".join(f"{k}={v}" for k, v in (r.get("params") or {}).items())
     parts = [
@@ -66,8 +73,9 @@ def report_html(result: Any, *, cfg: Config | None = None) -> str:
         f"<title>gpusim: {_e(name)} on {_e(r.get('config'))}</title>", f"<style>{STYLE}</style></head><body>",
         f"<h1>{_e(name)} <span class=sub>{_e(params)}</span></h1>",
         f'<p class=sub>{_e(_launch_line(r))}</p>',
-        _verdict(r),
-        "<h2>Summary</h2>", _summary(r, kernel),
+        _sampled(r.get("sampled")),
+        _verdict(r), _warnings(kernel_warnings(kernel, cfg.derived()["peak_fp32_gflops"])),
+        "<h2>Summary</h2>", _metrics_of(r), _summary(r, kernel),
         "<h2>Warp states</h2>", _warp_states(kernel),
         "<h2>Charts</h2>", _charts(r, cfg),
     ]
@@ -95,9 +103,45 @@ def _e(value: Any) -> str:
 def _launch_line(r: dict[str, Any]) -> str:
     launch = r.get("launch") or {}
     grid, block = launch.get("grid") or [], launch.get("block") or []
-    verified = {True: "verified against numpy", False: "values DIFFER from numpy", None: "not verified"}
+    v = r.get("verified")
+    said = {True: "verified against the numpy reference", False: "values DIFFER from the numpy reference"}
+    checked = (r.get("verification") or {}).get("message")
+    verdict = f"{'verified' if v else 'NOT verified'}: {checked}" if checked and v is not None else \
+        said.get(v, verified_text(v))
     return (f"{r.get('config')} · grid ({','.join(map(str, grid))}) x block ({','.join(map(str, block))}) · "
-            f"{verified.get(r.get('verified'), 'not verified')}")
+            f"{verdict}")
+
+
+def _sampled(s: dict[str, Any] | None) -> str:
+    """A sampled run's estimate, as the terminal prints it: cycles, the bound, the time, what was simulated."""
+    if not s:
+        return ""
+    sampling = s.get("sampling") or {}
+    cycles, conf = s.get("cycles") or 0, s.get("confidence") or 0.0
+    runs = sampling.get("runs") or []
+    cut = "; ".join(f"{x.get('blocks', 0):,} blocks, " + ("loops whole" if x.get("loop_cap") is None
+                                                          else f"loops cut at {x['loop_cap']}") for x in runs)
+    sim, est = sampling.get("warp_instructions_simulated") or 0, sampling.get("warp_instructions_estimated") or 0
+    items = [
+        ("estimate", f"{cycles:,} cycles ± {conf:.1%} ({s.get('cycles_low') or 0:,} – {s.get('cycles_high') or 0:,}) "
+                     f"= {(s.get('kernel_seconds') or 0) * 1e6:,.3f} µs"),
+        ("sampled", f"{len(runs)} run{'s' if len(runs) != 1 else ''} of the first blocks ({cut}) of "
+                    f"{sampling.get('grid_blocks', 0):,} blocks"),
+        ("warp instructions", f"{sim:,} simulated of about {est:,} ({sim / max(est, 1):.2%})"),
+        ("reason", _e(sampling.get("reason"))),
+    ]
+    return "<h2>Sampled estimate</h2>" + _rows([(k, _e(v) if k != "reason" else v) for k, v in items])
+
+
+def _metrics_of(r: dict[str, Any]) -> str:
+    """For a sampled run whose metrics are of the largest sampled run, not the kernel: say so."""
+    s = r.get("sampled")
+    if not s or s.get("metrics_of") != SAMPLED_RUN:
+        return ""
+    k = r.get("kernel") or {}
+    return (f"<p class=note>The figures below are those of {SAMPLED_RUN} ({k.get('blocks', 0):,} blocks, "
+            f"{k.get('cycles', 0):,} cycles of its own), not of the whole kernel: the kernel's time is the "
+            "estimate above.</p>")
 
 
 def _verdict(r: dict[str, Any]) -> str:
@@ -107,6 +151,14 @@ def _verdict(r: dict[str, Any]) -> str:
     evidence = "".join(f"<li>{_e(x)}</li>" for x in v.get("evidence") or [])
     return (f'<div class=verdict><b>{_e(v.get("verdict"))}</b>: {_e(v.get("summary"))}'
             + (f"<ul>{evidence}</ul>" if evidence else "") + "</div>")
+
+
+def _warnings(warnings: list) -> str:
+    """The figures above the config's peak, each with why (gpusim.stats.peaks)."""
+    if not warnings:
+        return ""
+    return ("<div class=warn><b>Above the peak</b><ul>" + "".join(f"<li>{_e(w)}</li>" for w in warnings)
+            + "</ul></div>")
 
 
 def _rows(items: list[tuple[str, str]]) -> str:
@@ -120,11 +172,17 @@ def _pct(value: float | None) -> str:
 def _summary(r: dict[str, Any], k: dict[str, Any]) -> str:
     """The figures Nsight Compute's Speed of Light and its memory and occupancy sections open with."""
     clock = k.get("clock_mhz") or 0
+    s = r.get("sampled")
+    duration = (f"{k['cycles']:,} cycles = {k['kernel_seconds'] * 1e6:.3f} µs at {clock:g} MHz" if not s else
+                f"{s['cycles']:,} cycles ± {s['confidence']:.1%} = {s['kernel_seconds'] * 1e6:,.3f} µs at {clock:g} "
+                f"MHz (the sampled estimate)")
     speed = [
-        ("duration", f"{k['cycles']:,} cycles = {k['kernel_seconds'] * 1e6:.3f} µs at {clock:g} MHz"),
+        ("duration", duration),
         ("launch overhead", f"{k.get('launch_overhead_cycles', 0):,} cycles (the host's, not the kernel's)"),
-        ("compute throughput", _pct(k.get("compute_throughput_pct")) + " of the busiest unit's peak"),
-        ("memory throughput", _pct(k.get("memory_throughput_pct")) + " (DRAM busy)"),
+        ("compute throughput", _pct(k.get("compute_throughput_pct")) + f" ({throughput_source(k, 'compute')}, "
+                               "the busiest of the math pipes and the issue slots)"),
+        ("memory throughput", _pct(k.get("memory_throughput_pct")) + f" ({throughput_source(k, 'memory')}, the "
+                              "busiest of DRAM bandwidth, DRAM busy and L2 busy)"),
         ("IPC", f"{k.get('ipc', 0):.3f} per active SM cycle"),
         ("issue slots busy", _pct(k.get("issue_slot_utilisation_pct"))),
     ]
@@ -132,7 +190,7 @@ def _summary(r: dict[str, Any], k: dict[str, Any]) -> str:
         ("DRAM", f"{k.get('dram_bytes_read', 0):,} B read, {k.get('dram_bytes_written', 0):,} B written; "
                  f"{k.get('dram_bandwidth_gbps', 0):.1f} GB/s = {_pct(k.get('dram_bandwidth_pct'))} of "
                  f"{k.get('peak_dram_bandwidth_gbps', 0):g} GB/s"),
-        ("L1", f"{_pct(k.get('l1_hit_rate_pct'))} sector hit rate, {k.get('l1_requests', 0):,} requests"),
+        ("L1", f"{_pct(k.get('l1_hit_rate_pct'))} sector hit rate, {k.get('l1_tag_lookups', 0):,} tag lookups"),
         ("L2", f"{_pct(k.get('l2_hit_rate_pct'))} hit rate, {_pct(k.get('l2_busy_pct'))} busy"),
         ("shared memory", f"{k.get('shared_requests', 0):,} requests, {k.get('shared_bank_conflicts', 0):,} "
                           "bank conflicts"),

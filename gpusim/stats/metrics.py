@@ -15,6 +15,9 @@ from gpusim.timing.counters import KernelTiming, SMCounters
 from gpusim.timing.decode import PORTS, WARP_STATES
 
 MATH_UNITS = ("fp32", "int", "fp64", "sfu", "tensor")  # the ports whose saturation means compute-bound
+# memory_throughput_pct is the largest of these (metric -> what it measures, as reports name it)
+MEMORY_THROUGHPUT_PARTS = {"dram_bandwidth_pct": "DRAM bandwidth", "dram_busy_pct": "DRAM busy",
+                           "l2_busy_pct": "L2 busy"}
 
 # Nsight Compute names of the units' pipes (sm__pipe_<name>_cycles_active / sm__inst_executed_pipe_<name>).
 UNIT_PIPES = {"fp32": "fma", "int": "alu", "fp64": "fp64", "sfu": "xu", "ldst": "lsu", "branch": "cbu",
@@ -50,7 +53,8 @@ KERNEL_METRICS: dict[str, tuple[str, str]] = {
     "divergent_branches": ("branches", "smsp__sass_branch_targets_threads_divergent.sum"),
     "unit_utilisation_pct": ("%", "sm__pipe_<pipe>_cycles_active.avg.pct_of_peak_sustained_active"),
     "compute_throughput_pct": ("%", "sm__throughput.avg.pct_of_peak_sustained_elapsed (Compute Throughput)"),
-    "l1_requests": ("requests", "l1tex__t_requests_pipe_lsu_mem_global.sum"),
+    "l1_tag_lookups": ("lookups", "(L1 tag lookups: one per cache line a global warp access touches; Nsight's "
+                                  "l1tex__t_requests counts warp requests, global_requests here)"),
     "l1_hit_sectors": ("sectors", "l1tex__t_sectors_pipe_lsu_mem_global_lookup_hit.sum"),
     "l1_miss_sectors": ("sectors", "l1tex__t_sectors_pipe_lsu_mem_global_lookup_miss.sum"),
     "l1_hit_rate_pct": ("%", "l1tex__t_sector_hit_rate.pct"),
@@ -167,33 +171,19 @@ def kernel_metrics(timing: KernelTiming, *, stats: Any = None, flops: float | No
     issue_pct = pct(issued, sched * issue_width, 0.0)
     math = [util[u] for u in MATH_UNITS if u in util]
 
-    l1_hit, l1_miss = _sum(sms, "l1_hit_sectors"), _sum(sms, "l1_miss_sectors")
-    l2, dram = timing.l2, timing.dram
-    l2_hit, l2_miss = l2.get("hit_sectors", 0), l2.get("miss_sectors", 0)
-    l2_busy = pct(l2.get("busy_cycles", 0), l2.get("slices", 0) * cycles, 0.0)
-    rd, wr = dram.get("bytes_read", 0), dram.get("bytes_written", 0)
-    peak_bpc = dram.get("peak_bytes_per_cycle", 0.0)
-    peak_gbps = peak_bpc * timing.clock_mhz / 1000.0
-    dram_gbps = (rd + wr) / seconds / 1e9 if seconds else 0.0
-    dram_pct = pct(rd + wr, peak_bpc * cycles, 0.0)
-    # busy cycles are summed over the channels (each controller's buses), so the share is per channel
-    dram_busy = pct(dram.get("busy_cycles", 0), dram.get("channels", dram.get("controllers", 0)) * cycles, 0.0)
+    memory = _memory_metrics(timing, stats, seconds)
+    peak_gbps = memory["peak_dram_bandwidth_gbps"]
 
     wave, ideal = _sum(sms, "shared_wavefronts"), _sum(sms, "shared_ideal_wavefronts")
     sreq = _sum(sms, "shared_requests")
     states = warp_state_totals(timing)
     state_total = sum(states.values())
 
-    simt = threads = divergent = requests = ideal_sectors = None
+    simt = threads = divergent = None
     if stats is not None:
         simt = stats.simt_efficiency
         threads = stats.thread_instructions
         divergent = stats.divergent_branches
-        requests = stats.global_requests
-        # a lower bound: each request's bytes packed into whole sectors, over all requests together
-        ideal_sectors = -(-stats.global_bytes_read // 32) + -(-stats.global_bytes_written // 32)
-    global_sectors = l1_hit + l1_miss + l2.get("write_sectors", 0)
-    excessive = max(0, global_sectors - ideal_sectors) if ideal_sectors is not None else None
     flops = flops or None
     bytes_moved = bytes_moved or None
     gflops = flops / seconds / 1e9 if flops and seconds else None
@@ -227,29 +217,7 @@ def kernel_metrics(timing: KernelTiming, *, stats: Any = None, flops: float | No
         "divergent_branches": divergent,
         "unit_utilisation_pct": util,
         "compute_throughput_pct": max([*math, issue_pct]),
-        "l1_requests": _sum(sms, "l1_requests"),
-        "l1_hit_sectors": l1_hit,
-        "l1_miss_sectors": l1_miss,
-        "l1_hit_rate_pct": pct(l1_hit, l1_hit + l1_miss),
-        "l1_mshr_full_cycles": _sum(sms, "l1_mshr_full_cycles"),
-        "global_requests": requests,
-        "global_sectors": global_sectors,
-        "global_sectors_per_request": ratio(global_sectors, requests) if requests else None,
-        "global_ideal_sectors": ideal_sectors,
-        "global_excessive_sectors": excessive,
-        "global_excessive_sectors_pct": pct(excessive, global_sectors, 0.0) if excessive is not None else None,
-        "l2_read_sectors": l2_hit + l2_miss,
-        "l2_write_sectors": l2.get("write_sectors", 0),
-        "l2_atomic_operations": l2.get("atomic_operations", 0),
-        "l2_hit_rate_pct": pct(l2_hit, l2_hit + l2_miss),
-        "l2_busy_pct": l2_busy,
-        "dram_bytes_read": rd,
-        "dram_bytes_written": wr,
-        "dram_bandwidth_gbps": dram_gbps,
-        "peak_dram_bandwidth_gbps": peak_gbps,
-        "dram_bandwidth_pct": dram_pct,
-        "dram_busy_pct": dram_busy,
-        "memory_throughput_pct": max(dram_pct, dram_busy, l2_busy),
+        **memory,
         "shared_requests": sreq,
         "shared_wavefronts": wave,
         "shared_ideal_wavefronts": ideal,
@@ -268,6 +236,66 @@ def kernel_metrics(timing: KernelTiming, *, stats: Any = None, flops: float | No
         "useful_bandwidth_gbps": useful,
         "useful_bandwidth_pct": pct(useful, peak_gbps) if useful is not None else None,
     }
+
+
+def _memory_metrics(timing: KernelTiming, stats: Any, seconds: float) -> dict[str, Any]:
+    """kernel_metrics' rows of the memory system, L1 to DRAM (in KERNEL_METRICS order)."""
+    sms, cycles = timing.sms, timing.cycles
+    l1_hit, l1_miss = _sum(sms, "l1_hit_sectors"), _sum(sms, "l1_miss_sectors")
+    l2, dram = timing.l2, timing.dram
+    l2_hit, l2_miss = l2.get("hit_sectors", 0), l2.get("miss_sectors", 0)
+    l2_busy = pct(l2.get("busy_cycles", 0), l2.get("slices", 0) * cycles, 0.0)
+    rd, wr = dram.get("bytes_read", 0), dram.get("bytes_written", 0)
+    peak_bpc = dram.get("peak_bytes_per_cycle", 0.0)
+    dram_pct = pct(rd + wr, peak_bpc * cycles, 0.0)
+    # busy cycles are summed over the channels (each controller's buses), so the share is per channel
+    dram_busy = pct(dram.get("busy_cycles", 0), dram.get("channels", dram.get("controllers", 0)) * cycles, 0.0)
+    requests = ideal_sectors = None
+    if stats is not None:
+        requests = stats.global_requests
+        # a lower bound: each request's bytes packed into whole sectors, over all requests together
+        ideal_sectors = -(-stats.global_bytes_read // 32) + -(-stats.global_bytes_written // 32)
+    global_sectors = l1_hit + l1_miss + l2.get("write_sectors", 0)
+    excessive = max(0, global_sectors - ideal_sectors) if ideal_sectors is not None else None
+    return {
+        "l1_tag_lookups": _sum(sms, "l1_requests"),
+        "l1_hit_sectors": l1_hit,
+        "l1_miss_sectors": l1_miss,
+        "l1_hit_rate_pct": pct(l1_hit, l1_hit + l1_miss),
+        "l1_mshr_full_cycles": _sum(sms, "l1_mshr_full_cycles"),
+        "global_requests": requests,
+        "global_sectors": global_sectors,
+        "global_sectors_per_request": ratio(global_sectors, requests) if requests else None,
+        "global_ideal_sectors": ideal_sectors,
+        "global_excessive_sectors": excessive,
+        "global_excessive_sectors_pct": pct(excessive, global_sectors, 0.0) if excessive is not None else None,
+        "l2_read_sectors": l2_hit + l2_miss,
+        "l2_write_sectors": l2.get("write_sectors", 0),
+        "l2_atomic_operations": l2.get("atomic_operations", 0),
+        "l2_hit_rate_pct": pct(l2_hit, l2_hit + l2_miss),
+        "l2_busy_pct": l2_busy,
+        "dram_bytes_read": rd,
+        "dram_bytes_written": wr,
+        "dram_bandwidth_gbps": (rd + wr) / seconds / 1e9 if seconds else 0.0,
+        "peak_dram_bandwidth_gbps": peak_bpc * timing.clock_mhz / 1000.0,
+        "dram_bandwidth_pct": dram_pct,
+        "dram_busy_pct": dram_busy,
+        "memory_throughput_pct": max(dram_pct, dram_busy, l2_busy),  # MEMORY_THROUGHPUT_PARTS
+    }
+
+
+def throughput_source(kernel: dict[str, Any], which: str) -> str:
+    """What produced a kernel's `compute_throughput_pct` (`which` "compute": the busiest math pipe, as
+    "fp32 pipe", or "issue slots") or `memory_throughput_pct` ("memory": "DRAM bandwidth", "DRAM busy" or
+    "L2 busy"), read from the metrics that the throughput is the largest of."""
+    if which == "memory":
+        parts = {label: kernel.get(m) for m, label in MEMORY_THROUGHPUT_PARTS.items()}
+    else:
+        util = kernel.get("unit_utilisation_pct") or {}
+        parts = {f"{u} pipe": util.get(u) for u in MATH_UNITS if u in util}
+        parts["issue slots"] = kernel.get("issue_slot_utilisation_pct")
+    known = {label: v for label, v in parts.items() if v is not None}
+    return max(known, key=lambda label: known[label]) if known else "n/a"
 
 
 def sm_metrics(timing: KernelTiming, *, issue_width: int = 1) -> list[dict[str, Any]]:

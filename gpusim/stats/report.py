@@ -22,13 +22,18 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 from dataclasses import dataclass
 from typing import Any
 
+from gpusim.config.loader import config_overrides
 from gpusim.stats.bottleneck import Verdict, diagnose
 from gpusim.stats.metrics import KERNEL_METRICS, SM_METRICS, flatten, kernel_metrics, sm_metrics, timeline_rows, unit_of
+from gpusim.stats.peaks import PeakWarning, kernel_warnings
 from gpusim.stats.source import line_records, pc_records
 from gpusim.timing.counters import KernelTiming
+from gpusim.version import __version__
+from gpusim.workloads.verify import verified_text
 
 CSV_COLUMNS = ("workload", "config", "scope", "sm", "block", "metric", "value", "unit")
 LABEL = 19  # width of the summary table's label column
@@ -74,8 +79,6 @@ class SimResult:
         """Compute the metrics and the verdict. `cfg` (a Config) and `run` (a WorkloadRun) may be None
         for a bare KernelTiming: the metrics that need them (peak GFLOP/s, the functional counters,
         flops, bytes moved) are then None."""
-        from gpusim import __version__  # the package imports this module
-
         stats = getattr(getattr(run, "result", None), "stats", None)
         issue_width = cfg.scheduler.issue_width if cfg is not None else 1
         peak = cfg.derived()["peak_fp32_gflops"] if cfg is not None else None
@@ -87,6 +90,8 @@ class SimResult:
             "gpusim_version": __version__,
             "config": cfg.name if cfg is not None else None,
             "config_hash": cfg.hash() if cfg is not None else None,
+            "config_file": os.path.abspath(cfg.source) if cfg is not None and cfg.source else None,
+            "config_overrides": config_overrides(cfg) if cfg is not None else {},
             "workload": getattr(run, "workload", None),
             "params": dict(getattr(run, "params", {}) or {}),
             "launch": {"grid": list(launch.grid), "block": list(launch.block)} if launch is not None else None,
@@ -120,7 +125,14 @@ class SimResult:
 
     @property
     def verified(self) -> bool | None:
-        return self.run.ok if self.run is not None else None
+        """The run's `verified` (gpusim.workloads.verify): True, False, or None where nothing checked it."""
+        return getattr(self.run, "verified", None)
+
+    @property
+    def warnings(self) -> list[PeakWarning]:
+        """The figures above the config's peak, each with why (gpusim.stats.peaks)."""
+        peak = self.cfg.derived()["peak_fp32_gflops"] if self.cfg is not None else None
+        return kernel_warnings(self.kernel, peak)
 
     # the main metrics as typed fields (`kernel` has them all, by the names of docs/stats.md)
     warp_instructions = _metric("warp_instructions", int)
@@ -143,7 +155,8 @@ class SimResult:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: provenance at the top level (as `gpusim run --functional` writes it), `verified`,
         `stats` (the functional executor's counters), `theoretical_occupancy`, `kernel` (the metrics),
-        `verdict`, `sms` (one dict per SM), `timeline` (one dict per block) and, from a per_pc run,
+        `verdict`, `warnings` (figures above the config's peak and why: gpusim.stats.peaks), `sms` (one
+        dict per SM), `timeline` (one dict per block) and, from a per_pc run,
         `source` and `pcs` (the source view's records, per line and per instruction)."""
         d: dict[str, Any] = {"mode": "timing"}
         d.update(self.run.summary() if self.run is not None else {})
@@ -154,6 +167,7 @@ class SimResult:
             "theoretical_occupancy": self.timing.theoretical_occupancy,
             "kernel": self.kernel,
             "verdict": self.verdict.to_dict(),
+            "warnings": [w.to_dict() for w in self.warnings],
             "sms": self.sms,
             "timeline": self.timeline,
         })
@@ -208,7 +222,7 @@ class SimResult:
             g, b = p["launch"]["grid"], p["launch"]["block"]
             add(("launch", f"grid ({g[0]},{g[1]},{g[2]}) x block ({b[0]},{b[1]},{b[2]}), {k['blocks']:,} blocks, "
                            f"{k['warps']:,} warps on {k['sms_active']} of {k['sms']} SMs"))
-            add(("verified", "yes" if self.verified else "NO"))
+            add(("verified", verified_text(self.verified)))
         us = 1e6
         add(("cycles", f"{k['cycles']:,} = {k['kernel_seconds'] * us:.3f} us at {k['clock_mhz']:g} MHz "
                        f"(+ launch overhead {k['launch_overhead_cycles']:,} cycles: {k['total_seconds'] * us:.3f} us)"))
@@ -227,7 +241,7 @@ class SimResult:
         busy = sorted(((u, v) for u, v in k["unit_utilisation_pct"].items() if v >= 0.05), key=lambda x: -x[1])
         add(("units busy", ", ".join(f"{u} {v:.1f}%" for u, v in busy) or "-"))
         add(("L1", f"{_rate(k['l1_hit_rate_pct'])} sector hit rate ({k['l1_hit_sectors']:,} hit, "
-                   f"{k['l1_miss_sectors']:,} missed; {k['l1_requests']:,} requests)"))
+                   f"{k['l1_miss_sectors']:,} missed; {k['l1_tag_lookups']:,} tag lookups)"))
         add(("L2", f"{_rate(k['l2_hit_rate_pct'])} read hit rate ({k['l2_read_sectors']:,} sectors read, "
                    f"{k['l2_write_sectors']:,} written); {k['l2_busy_pct']:.1f}% busy"))
         if k["global_requests"]:
@@ -253,6 +267,8 @@ class SimResult:
         if st is not None:
             add(("global memory", f"{st.global_bytes_read:,} B read, {st.global_bytes_written:,} B written "
                                   "(by the threads)"))
+        for w in self.warnings:
+            add(("above peak", str(w)))
         add(("wall time", f"{self.wall_seconds:.3f} s"))
         lines = [f"{a:<{LABEL}}  {b}" for a, b in rows]
 

@@ -92,7 +92,7 @@ def simulate(workload, cfg: Config | str | os.PathLike | None = None, *,
              config: Config | str | os.PathLike | None = None, params: dict[str, Any] | None = None, seed: int = 0,
              scheduler: str | None = None, overrides: dict[str, Any] | None = None,
              max_steps_per_warp: int | None = None, max_cycles: int | None = None, verify: bool = True,
-             per_pc: bool = False, **kwargs) -> SimResult:
+             per_pc: bool = False, warm_l2: float | None = None, **kwargs) -> SimResult:
     """Simulate a workload (a name, a folder or a loaded Workload) on `cfg` (a Config, a built-in name or a YAML path)
     with size parameters `params`: values computed and compared with the numpy reference, cycles from the timing
     model, and the metrics and bottleneck verdict (a SimResult). `scheduler` (a name in
@@ -103,6 +103,8 @@ def simulate(workload, cfg: Config | str | os.PathLike | None = None, *,
     check `result.verified` (`result.run.message()` says where it differs). With `per_pc`, the result also
     holds the source view: `result.source` (per source line) and `result.pcs` (per instruction), with
     each instruction's executions, memory traffic and warp states (docs/stats.md, "Source view").
+    `warm_l2` f starts the kernel with the L2 full of lines it does not use, a fraction f of them dirty
+    (the steady state that earlier kernels on other data leave; `GPU.run`), instead of empty.
 
     The workload's parameters are best given as `params={"n": 4096}` and the config as `config="a100"`:
     those keywords cannot be confused with a workload parameter named like one of simulate's own
@@ -119,7 +121,7 @@ def simulate(workload, cfg: Config | str | os.PathLike | None = None, *,
     cfg = configure(cfg, scheduler, overrides)
     t0 = time.perf_counter()
     run = wl.run(params, cfg, seed=seed, max_steps_per_warp=max_steps_per_warp,
-                 executor=partial(timed_execute, max_cycles=max_cycles, per_pc=per_pc))
+                 executor=partial(timed_execute, max_cycles=max_cycles, per_pc=per_pc, warm_l2=warm_l2))
     wall = time.perf_counter() - t0
     if verify:
         run.check()

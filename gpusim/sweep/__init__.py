@@ -34,10 +34,13 @@ def sweep(workload: str | os.PathLike | Workload, configs: str | os.PathLike | S
           params: Mapping[str, Any] | None = None, warp_schedulers: Sequence[str] | None = None, seed: int = 0,
           verify: bool = True, executor: LocalExecutor | DaskExecutor | None = None,
           cache: ResultCache | None = None, progress: bool = False,
-          on_point: Callable[[dict[str, Any]], None] | None = None, tie_pct: float = TIE_PCT) -> SweepResult:
+          on_point: Callable[[dict[str, Any]], None] | None = None, tie_pct: float = TIE_PCT,
+          zipped: Sequence[Sequence[str]] = ()) -> SweepResult:
     """Simulate every combination of `configs` (built-in names or YAML paths), `overrides` (config field
     -> values; a full dotted field or a unique tail such as `sm_count`), `warp_schedulers` (default: each
-    config's own) and `grid` (workload parameter -> values), with the fixed workload `params`.
+    config's own) and `grid` (workload parameter -> values), with the fixed workload `params`. `zipped`
+    names groups of swept axes (parameters, config fields) that vary together instead of multiplying
+    (`[["dram.bandwidth_gbps", "l2.size_bytes"]]`: the first values together, then the second, ...).
 
     Points run on `executor` (default: a LocalExecutor on every core); with a `cache`, points simulated
     before are read back instead (and new ones stored as they finish, so an interrupted sweep resumes).
@@ -57,8 +60,9 @@ def sweep(workload: str | os.PathLike | Workload, configs: str | os.PathLike | S
     for s in schedulers:
         if s not in (None, *SCHEDULERS):
             raise ConfigError(f"warp scheduler {s!r} is not one of {', '.join(SCHEDULERS)}", field="scheduler.policy")
+    groups = [[n if n in (grid or {}) else _zip_field(n, group) for n in group] for group in zipped]
     points = make_points(wl, configs, grid=grid or {}, overrides=fields, params=params or {},
-                         warp_schedulers=schedulers)
+                         warp_schedulers=schedulers, zipped=groups)
     labels = {p.index: _label(base[p.config].name, p, len(schedulers) > 1) for p in points}
     loaded: dict[tuple, Config | ConfigError] = {}
     rows: list[dict[str, Any]] = []
@@ -67,7 +71,8 @@ def sweep(workload: str | os.PathLike | Workload, configs: str | os.PathLike | S
     def finish(point: Point, cfg: Config | None, outcome: dict[str, Any], cached: bool) -> None:
         policy = point.warp_scheduler or (cfg or base[point.config]).scheduler.policy
         row = make_row(point, workload=wl.name, config=base[point.config].name,
-                       config_hash=cfg.hash() if cfg else None, label=labels[point.index],
+                       config_hash=cfg.hash() if cfg else None, config_file=os.path.abspath(base[point.config].source),
+                       label=labels[point.index],
                        warp_scheduler=policy, seed=seed, outcome=outcome, cached=cached, verify=verify)
         rows.append(row)
         if bar is not None:
@@ -104,7 +109,8 @@ def sweep(workload: str | os.PathLike | Workload, configs: str | os.PathLike | S
             bar.close()
     return SweepResult.build(wl.name, wl.defaults, list(fields), rows,
                              {"gpusim_version": __version__, "code_version": code_version(), "seed": seed,
-                              "verify": verify}, problem=wl.problem, tie_pct=tie_pct)
+                              "verify": verify, **({"zipped": groups} if groups else {})},
+                             problem=wl.problem, tie_pct=tie_pct)
 
 
 def _resolve_overrides(overrides: Mapping[str, Sequence[Any]]) -> dict[str, list[Any]]:
@@ -115,6 +121,14 @@ def _resolve_overrides(overrides: Mapping[str, Sequence[Any]]) -> dict[str, list
             raise ConfigError(f"overridden twice (also as {name!r})", field=dotted)
         out[dotted] = list(values)
     return out
+
+
+def _zip_field(name: str, group: Sequence[str]) -> str:
+    """A --zip name that is not a parameter: the config field it names (resolved as --config-set's)."""
+    try:
+        return resolve_field(name)
+    except ConfigError as exc:
+        raise GpusimError(f"--zip {','.join(group)}: {name}: not a swept parameter, and {exc.reason}") from None
 
 
 def _config(loaded: dict[tuple, Config | ConfigError], p: Point) -> Config | ConfigError:

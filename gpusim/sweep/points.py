@@ -3,7 +3,6 @@ with short override names (`sm_count`) resolved against the Config schema (`chip
 
 from __future__ import annotations
 
-import difflib
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -11,8 +10,8 @@ from typing import Any
 
 import yaml
 
-from gpusim.config.schema import OPTIONAL_UNIT_CLASSES, TENSOR_FIELDS, UNIT_CLASSES, all_field_paths
-from gpusim.errors import ConfigError, GpusimError, WorkloadError
+from gpusim.config.overrides import field_paths, resolve_field  # (one resolver: gpusim.config.overrides)
+from gpusim.errors import GpusimError, WorkloadError
 from gpusim.workloads import Workload
 
 
@@ -27,38 +26,6 @@ class Point:
     overrides: dict[str, Any]
     warp_scheduler: str | None
     params: dict[str, int | float]
-
-
-def field_paths() -> list[str]:
-    """Every config field a sweep can override, as a dotted path (`chip.sm_count`,
-    `units.fp32.latency_cycles`)."""
-    out = []
-    for path in all_field_paths():
-        if "<class>" in path and path.rpartition(".")[2] in TENSOR_FIELDS:  # the tensor unit's own fields
-            out.append(path.replace("<class>", "tensor"))
-        elif "<class>" in path:
-            out += [path.replace("<class>", unit) for unit in UNIT_CLASSES + OPTIONAL_UNIT_CLASSES]
-        else:
-            out.append(path)
-    return out
-
-
-def resolve_field(name: str) -> str:
-    """A full dotted config field, or a unique tail of one (`sm_count`, `fp32.latency_cycles`), as the full
-    dotted field. An unknown or ambiguous name is a ConfigError listing the candidates."""
-    paths = field_paths()
-    if name in paths:
-        return name
-    found = [p for p in paths if p.endswith("." + name)]
-    if len(found) == 1:
-        return found[0]
-    if found:
-        raise ConfigError(f"ambiguous config field: it may be {', '.join(found)}; give the full dotted name",
-                          field=name)
-    leaves = sorted({p.rpartition(".")[2] for p in paths})
-    close = difflib.get_close_matches(name, paths + leaves, n=5, cutoff=0.6)
-    hint = f"; did you mean {', '.join(close)}?" if close else " (docs/config.md lists the fields)"
-    raise ConfigError(f"not a config field{hint}", field=name)
 
 
 def parse_values(text: str, what: str) -> list[Any]:
@@ -79,10 +46,13 @@ def _scalar(text: str) -> Any:
 
 def make_points(wl: Workload, configs: Sequence[str], *, grid: Mapping[str, Sequence[Any]],
                 overrides: Mapping[str, Sequence[Any]], params: Mapping[str, Any],
-                warp_schedulers: Sequence[str | None]) -> list[Point]:
+                warp_schedulers: Sequence[str | None], zipped: Sequence[Sequence[str]] = ()) -> list[Point]:
     """The cross product, configs outermost and the last swept parameter innermost. `overrides` keys must
-    be resolved (full dotted fields). Unknown parameters and values that are not numbers are a
-    WorkloadError for the whole sweep; launches that cannot run fail later, point by point."""
+    be resolved (full dotted fields). `zipped`: groups of axes (parameter names of `grid`, resolved fields
+    of `overrides`) that vary together, their i-th values in one point, instead of multiplying: each
+    group's axes have as many values, and the group takes its first axis's place in the order. Unknown
+    parameters and values that are not numbers are a WorkloadError for the whole sweep; launches that
+    cannot run fail later, point by point."""
     both = sorted(set(grid) & set(params))
     if both:
         raise GpusimError(f"parameter {both[0]!r} is both swept and set to one value: give it once")
@@ -94,13 +64,41 @@ def make_points(wl: Workload, configs: Sequence[str], *, grid: Mapping[str, Sequ
     for name, values in [*grid.items(), *overrides.items()]:
         if not values:
             raise GpusimError(f"{name}: no values to sweep")
-    names = list(grid)
-    fields = list(overrides)
-    combos = itertools.product(configs, itertools.product(*overrides.values()), warp_schedulers,
-                               itertools.product(*grid.values()))
-    return [Point(i, cfg, dict(zip(fields, ov, strict=True)), ws,
-                  wl.params({**params, **dict(zip(names, values, strict=True))}))
-            for i, (cfg, ov, ws, values) in enumerate(combos)]
+    # the axes in product order: ("config", values), the overrides, ("scheduler", ...), the parameters
+    axes: list[tuple[tuple[str, ...], list[tuple[Any, ...]]]] = [(("\0config",), [(c,) for c in configs])]
+    axes += [((f,), [(v,) for v in vs]) for f, vs in overrides.items()]
+    axes.append((("\0scheduler",), [(w,) for w in warp_schedulers]))
+    axes += [((n,), [(v,) for v in vs]) for n, vs in grid.items()]
+    for group in zipped:
+        axes = _zip_axes(axes, list(group), {**grid, **overrides})
+    points = []
+    for i, combo in enumerate(itertools.product(*(values for _, values in axes))):
+        at = {name: v for (names, _), values in zip(axes, combo, strict=True) for name, v in zip(names, values,
+                                                                                                  strict=True)}
+        points.append(Point(i, at["\0config"], {f: at[f] for f in overrides}, at["\0scheduler"],
+                            wl.params({**params, **{n: at[n] for n in grid}})))
+    return points
+
+
+def _zip_axes(axes: list, group: list[str], swept: Mapping[str, Sequence[Any]]) -> list:
+    """`axes` with those named in `group` joined into one, at the first one's place."""
+    unknown = [n for n in group if n not in swept]
+    if unknown or len(group) < 2:
+        raise GpusimError(f"--zip {','.join(group)}: " + (f"{unknown[0]} is not swept (give it several values with "
+                                                          "--set or --config-set)" if unknown else
+                                                          "name two or more swept axes"))
+    lengths = {n: len(swept[n]) for n in group}
+    if len(set(lengths.values())) > 1:
+        raise GpusimError(f"--zip {','.join(group)}: the axes vary together, so they need as many values each; "
+                          f"got {', '.join(f'{n} {k}' for n, k in lengths.items())}")
+    members = [i for i, (names, _) in enumerate(axes) if set(names) & set(group)]
+    if any(len(axes[i][0]) > 1 for i in members):
+        raise GpusimError(f"--zip {','.join(group)}: an axis is in two --zip groups")
+    names = tuple(n for i in members for n in axes[i][0])
+    values = [tuple(v for i in members for v in axes[i][1][k]) for k in range(len(axes[members[0]][1]))]
+    out = [a for i, a in enumerate(axes) if i not in members[1:]]
+    out[members[0]] = (names, values)
+    return out
 
 
 __all__ = ["Point", "field_paths", "make_points", "parse_values", "resolve_field"]

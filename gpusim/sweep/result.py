@@ -9,11 +9,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpusim.stats.peaks import kernel_warnings
+from gpusim.stats.ranking import ranked_by
 from gpusim.sweep.points import Point
 
-HEAD = ("point", "workload", "config", "config_hash", "label")  # then the workload's parameters, overrides
+HEAD = ("point", "workload", "config", "config_hash", "config_file", "label")  # then the parameters, overrides
 RUN = ("warp_scheduler", "seed", "status", "error", "verified", "cached", "wall_seconds")  # then the metrics
-TAIL = ("verdict", "verdict_reason")
+TAIL = ("verdict", "verdict_reason", "warnings")
 OVERRIDE = "override."  # prefix of the override columns
 # Points within this many percent of the best point's cycles are ties: the timing model is validated to
 # about 15 % against hardware (docs/validation.md), so a 0.3 % difference names no winner.
@@ -22,20 +24,22 @@ TIE_PCT = 1.0
 
 def make_row(point: Point, *, workload: str, config: str, config_hash: str | None, label: str,
              warp_scheduler: str | None, seed: int, outcome: dict[str, Any], cached: bool,
-             verify: bool) -> dict[str, Any]:
+             verify: bool, config_file: str | None = None) -> dict[str, Any]:
     """A point's row from its outcome (`worker.run_task`'s). With `verify`, a result that differs from
-    the reference is an error row (its metrics kept); a point that could not run has no metrics."""
+    the reference is an error row (its metrics kept); a point that could not run has no metrics.
+    `config_file`: where the config was read (so a chart finds a user's config from any folder)."""
     row: dict[str, Any] = {"point": point.index, "workload": workload, "config": config, "config_hash": config_hash,
-                           "label": label, **point.params,
+                           "config_file": config_file, "label": label, **point.params,
                            **{OVERRIDE + k: v for k, v in point.overrides.items()},
                            "warp_scheduler": warp_scheduler, "seed": seed}
     if "error" in outcome:
         return {**row, "status": "error", "error": outcome["error"], "verified": None, "cached": cached,
                 "wall_seconds": None}
-    bad = verify and not outcome["verified"]
+    bad = verify and outcome["verified"] is False
     return {**row, "status": "error" if bad else "ok", "error": outcome["mismatch"] if bad else None,
             "verified": outcome["verified"], "cached": cached, "wall_seconds": outcome["wall_seconds"],
-            **outcome["metrics"], "verdict": outcome["verdict"], "verdict_reason": outcome["verdict_reason"]}
+            **outcome["metrics"], "verdict": outcome["verdict"], "verdict_reason": outcome["verdict_reason"],
+            "warnings": "; ".join(map(str, kernel_warnings(outcome["metrics"]))) or None}
 
 
 @dataclass
@@ -87,23 +91,33 @@ class SweepResult:
         return [r for r in self.rows if r["status"] == "ok" and label in (None, r["label"])
                 and all(r[a] == v for a, v in (size or {}).items())]
 
+    def ranked_by(self, label: str | None = None, size: dict[str, Any] | None = None) -> str:
+        """What the points (of one label and size, if given) are ranked by: "cycles" where they all ran at
+        one clock, else "kernel_seconds" (a design with a faster clock may take more cycles and less
+        time). The one definition of "best" that `best`, `worst`, `ties`, the JSON and the charts use."""
+        return ranked_by(self.ok_rows(label, size))
+
     def best(self, label: str | None = None, size: dict[str, Any] | None = None) -> dict[str, Any] | None:
-        """The row with the fewest cycles (the first such point on a tie), of one label and problem size
-        if given. Across problem sizes this is the smallest problem, not a better launch: see `sizes()`."""
-        return min(self.ok_rows(label, size), key=lambda r: (r["cycles"], r["point"]), default=None)
+        """The fastest row (`ranked_by`: fewest cycles at one clock, else least time; the first such
+        point on a tie), of one label and problem size if given. Across problem sizes this is the
+        smallest problem, not a better launch: see `sizes()`."""
+        by = self.ranked_by(label, size)
+        return min(self.ok_rows(label, size), key=lambda r: (r[by], r["point"]), default=None)
 
     def worst(self, label: str | None = None, size: dict[str, Any] | None = None) -> dict[str, Any] | None:
-        """The row with the most cycles (the first such point on a tie), of one label and size if given."""
-        return min(self.ok_rows(label, size), key=lambda r: (-r["cycles"], r["point"]), default=None)
+        """The slowest row (the first such point on a tie), of one label and size if given."""
+        by = self.ranked_by(label, size)
+        return min(self.ok_rows(label, size), key=lambda r: (-r[by], r["point"]), default=None)
 
     def ties(self, label: str | None = None, size: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        """The other rows within `tie_pct` of the best's cycles (same label and size filter), fewest first."""
-        best = self.best(label, size)
+        """The other rows within `tie_pct` of the best's cycles or time (same label and size filter),
+        fastest first."""
+        best, by = self.best(label, size), self.ranked_by(label, size)
         if best is None:
             return []
-        limit = best["cycles"] * (1 + self.tie_pct / 100)
-        return sorted((r for r in self.ok_rows(label, size) if r is not best and r["cycles"] <= limit),
-                      key=lambda r: (r["cycles"], r["point"]))
+        limit = best[by] * (1 + self.tie_pct / 100)
+        return sorted((r for r in self.ok_rows(label, size) if r is not best and r[by] <= limit),
+                      key=lambda r: (r[by], r["point"]))
 
     def default(self, like: dict[str, Any]) -> dict[str, Any] | None:
         """The row with `like`'s label and problem size whose other swept workload parameters are the
@@ -135,7 +149,8 @@ class SweepResult:
         return buf.getvalue()
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: `kind` "sweep", the workload, provenance, `columns`, `best` (its point index; None
+        """JSON-ready: `kind` "sweep", the workload, provenance, `columns`, `ranked_by` ("cycles", or
+        "kernel_seconds" where the clocks differ), `best` (its point index; None
         when the points solve problems of several sizes), `best_by_size` (per problem size: the size, the
         best point and the points tied with it within `tie_pct`), `problem`, `tie_pct` and `points` (the
         rows): `pd.DataFrame(d["points"], columns=d["columns"])`."""
@@ -147,18 +162,22 @@ class SweepResult:
                 by_size.append({"size": size, "best": b["point"], "ties": [r["point"] for r in self.ties(size=size)]})
         best = by_size[0]["best"] if len(by_size) == 1 else None
         return {"kind": "sweep", "workload": self.workload, **self.provenance, "columns": self.columns,
-                "problem": self.problem, "tie_pct": self.tie_pct, "best": best, "best_by_size": by_size,
-                "points": self.rows}
+                "problem": self.problem, "tie_pct": self.tie_pct, "ranked_by": self.ranked_by(), "best": best,
+                "best_by_size": by_size, "points": self.rows}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1) + "\n"
 
     # -- the terminal --
+    def warned(self) -> list[str]:
+        """One line per point with a figure above the config's peak: `point N (its axes): why`."""
+        return [f"point {r['point']} ({self.describe(r)}): {r['warnings']}" for r in self.rows if r.get("warnings")]
+
     def table(self) -> str:
         """One line per point: its axes, status, cycles, kernel time, achieved occupancy, verdict and top
         stall (or the error)."""
         axes = self.axes or ["label"]
-        header = ["#", *(a.rpartition(".")[2] for a in axes), "status", "cycles", "time us", "occupancy",
+        header = ["#", *(a.rpartition(".")[2] for a in axes), "status", "cycles", "time us", "achieved occ.",
                   "verdict", "top stall"]
         right = [True, *(isinstance(self.rows[0][a], int | float) for a in axes), False, True, True, True, False,
                  False]
@@ -198,26 +217,35 @@ class SweepResult:
 
     def _explain_size(self, size: dict[str, Any], several: bool) -> list[tuple[str, str]]:
         best, worst = self.best(size=size), self.worst(size=size)
+        by = self.ranked_by(size=size)
         at = " at " + " ".join(f"{a}={v}" for a, v in size.items()) if several else ""
         launch = [a for a in self.axes if a not in self.problem]
         ran = len(self.ok_rows(size=size))
-        which = f"the fewest of the {ran} points that ran" if ran > 1 else "the only point that ran"
-        lines = [(f"best{at}", f"{self.describe(best, launch)}: {best['cycles']:,} cycles "
-                               f"({best['kernel_seconds'] * 1e6:.3f} us), {which}")]
+        if by == "cycles":
+            which = f"the fewest of the {ran} points that ran" if ran > 1 else "the only point that ran"
+            lines = [(f"best{at}", f"{self.describe(best, launch)}: {best['cycles']:,} cycles "
+                                   f"({best['kernel_seconds'] * 1e6:.3f} us), {which}")]
+        else:
+            which = f"the fastest of the {ran} points that ran" if ran > 1 else "the only point that ran"
+            clocks = sorted({r["clock_mhz"] for r in self.ok_rows(size=size)})
+            lines = [(f"best{at}", f"{self.describe(best, launch)}: {best['kernel_seconds'] * 1e6:.3f} us "
+                                   f"({best['cycles']:,} cycles at {best['clock_mhz']:g} MHz), {which}"),
+                     ("ranked by", f"time, not cycles: the clocks differ ({', '.join(f'{c:g}' for c in clocks)} "
+                                   "MHz)")]
         ties = self.ties(size=size)
         if ties:
-            shown = ", ".join(f"{self.describe(r, launch)} ({r['cycles']:,})" for r in ties[:6])
+            shown = ", ".join(f"{self.describe(r, launch)} ({_amount(r, by, unit=False)})" for r in ties[:6])
             more = f" and {len(ties) - 6} more" if len(ties) > 6 else ""
             lines.append(("ties", f"{shown}{more}: within {self.tie_pct:g}% of the best, which the model does "
                                   "not tell apart"))
         if worst is not best:
-            lines.append(("vs worst", _beats(best, worst, self.describe(worst, launch), self.tie_pct)))
+            lines.append(("vs worst", _beats(best, worst, self.describe(worst, launch), self.tie_pct, by)))
         default = self.default(best)
         if default is best:
             lines.append(("vs default", "it is the workload's default launch"))
         elif default is not None:
             lines.append(("vs default", _beats(best, default, f"the default, {self.describe(default, launch)}",
-                                               self.tie_pct)))
+                                               self.tie_pct, by)))
 
         def theirs(mine: str, text: str) -> str:
             """The worst point's figure beside the best's."""
@@ -232,15 +260,31 @@ class SweepResult:
         w_stall, w_share = _top_stall(worst)
         lines.append(("top stall", f"{stall} {share:.1f}% of warp-cycles" + theirs(stall, f"{w_stall} {w_share:.1f}%")))
         labels = list(dict.fromkeys(r["label"] for r in self.ok_rows(size=size)))
-        if len(labels) > 1:
+        if len(labels) > 1 and len(labels) < ran:  # (a label of one point is its own best: nothing to say)
             params = [a for a in self.axes if a in self.defaults and a not in self.problem]
             for label in labels:
                 b = self.best(label, size)
-                lines.append((f"best on {label}", f"{self.describe(b, params)}: {b['cycles']:,} cycles"))
+                lines.append((f"best on {label}", f"{self.describe(b, params)}: "
+                                                  f"{_amount(b, self.ranked_by(label, size))}"))
         return lines
 
 
-def _beats(best: dict[str, Any], other: dict[str, Any], what: str, tie_pct: float = TIE_PCT) -> str:
+def _amount(row: dict[str, Any], by: str, unit: bool = True) -> str:
+    """A point's cycles, or its time where points are ranked by time."""
+    if by == "cycles":
+        return f"{row['cycles']:,}" + (" cycles" if unit else "")
+    return f"{row['kernel_seconds'] * 1e6:.3f} us"
+
+
+def _beats(best: dict[str, Any], other: dict[str, Any], what: str, tie_pct: float = TIE_PCT,
+           by: str = "cycles") -> str:
+    if by != "cycles":
+        mine, theirs = best[by] * 1e6, other[by] * 1e6
+        saved = theirs - mine
+        if saved <= mine * tie_pct / 100:
+            return f"ties with {what} ({theirs:.3f} us, within {tie_pct:g}%)"
+        return (f"{saved:.3f} us less ({100 * saved / theirs:.1f}%, {theirs / mine:.2f}x faster) than {what} "
+                f"({theirs:.3f} us)")
     saved, theirs = other["cycles"] - best["cycles"], other["cycles"]
     if not saved:
         return f"ties with {what} ({theirs:,} cycles)"

@@ -39,7 +39,7 @@ def run_task(task: Task) -> dict[str, Any]:
         r = simulate(_workload(task.workload), task.cfg, seed=task.seed, verify=False, **task.params)
     except Exception as exc:  # one point's failure must not cost the sweep its other points
         return failure(exc)
-    return {"verified": bool(r.verified), "mismatch": None if r.verified else r.run.message(),
+    return {"verified": r.verified, "mismatch": r.run.message() if r.verified is False else None,
             "wall_seconds": r.wall_seconds, "metrics": dict(flatten(r.kernel)), "verdict": r.verdict.kind,
             "verdict_reason": r.verdict.summary}
 

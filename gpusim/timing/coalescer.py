@@ -62,6 +62,44 @@ def _line_arrays(rows, sel, sector_bytes, sectors_per_line):
     return lines[:k].copy(), masks[:k].copy(), bounds
 
 
+@njit
+def _partial_masks(rows, sel, widths, sector_bytes, sectors_per_line, lines, lo, hi, out):
+    """For the store rows `sel` (bytes per lane `widths`), whose lines are lines[lo[i]:hi[i]]: set
+    out[lo[i]:hi[i]] to the mask of the sectors of each line the warp writes only in part (fewer of the
+    sector's bytes than it holds: distinct lane addresses in it times the lane's width)."""
+    lanes = rows.shape[1]
+    addrs = np.empty(lanes, np.int64)
+    for i in range(sel.size):
+        r = sel[i]
+        n = 0
+        for lane in range(lanes):
+            a = rows[r, lane]
+            if a >= 0:
+                addrs[n] = a
+                n += 1
+        sort_prefix(addrs, n)
+        for q in range(lo[i], hi[i]):
+            out[q] = 0
+        w = widths[i]
+        j = 0
+        while j < n:
+            sec = addrs[j] // sector_bytes
+            distinct = 0
+            k = j
+            while k < n and addrs[k] // sector_bytes == sec:
+                if k == j or addrs[k] != addrs[k - 1]:
+                    distinct += 1
+                k += 1
+            if distinct * w < sector_bytes:
+                line = sec // sectors_per_line
+                for q in range(lo[i], hi[i]):
+                    if lines[q] == line:
+                        out[q] |= 1 << (sec % sectors_per_line)
+                        break
+            j = k
+    return out
+
+
 class Coalescer:
     def __init__(self, line_bytes: int, sector_bytes: int):
         self.sector_bytes = sector_bytes
@@ -75,6 +113,15 @@ class Coalescer:
         rows = np.ascontiguousarray(rows, dtype=np.int64)
         sel = np.arange(rows.shape[0]) if sel is None else np.asarray(sel, dtype=np.int64)
         return _line_arrays(rows, sel, self.sector_bytes, self.sectors_per_line)
+
+    def partial_masks(self, rows: np.ndarray, sel: np.ndarray, widths: np.ndarray, lines: np.ndarray,
+                      lo: np.ndarray, hi: np.ndarray, out: np.ndarray) -> None:
+        """For store rows `sel` (`widths` bytes per lane) whose lines from `line_arrays` are
+        lines[lo[i]:hi[i]]: write into out[lo[i]:hi[i]] each line's mask of the sectors written only in
+        part, which the L2 has to merge into the sector it holds."""
+        rows = np.ascontiguousarray(rows, dtype=np.int64)
+        _partial_masks(rows, np.asarray(sel, dtype=np.int64), np.asarray(widths, dtype=np.int64), self.sector_bytes,
+                       self.sectors_per_line, lines, np.asarray(lo, np.int64), np.asarray(hi, np.int64), out)
 
     def lines(self, rows: np.ndarray) -> list[list[tuple[int, int]]]:
         """For each row of per-lane byte addresses (-1: lane inactive), the accessed lines as

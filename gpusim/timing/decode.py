@@ -42,12 +42,18 @@ class TimingInfo:
     pc: int
     write1: int = -1  # the register it writes, if it writes exactly one (the common case on the issue path)
     groups: int = 0  # cp.async.wait_group N: N (the copy groups that may stay in flight); wait_all: -1
+    stall: int = 1  # cycles before the warp's next instruction may issue (SASS: the control codes' stall count)
+    yields: bool = False  # SASS: the yield bit (the scheduler turns to another warp after it)
 
 
 def decode(program: Program, cfg: Config) -> list[TimingInfo]:
     """One TimingInfo per pc."""
     warp = cfg.sm.warp_size
     require_units(program, cfg)
+    if getattr(program, "isa", "") == "sass":  # the machine code, timed by its control codes (decode_sass.py)
+        from gpusim.timing.decode_sass import decode_sass
+
+        return decode_sass(program, cfg, KIND, TimingInfo)
     out = []
     for ins in program.instructions:
         unit = ins.unit
@@ -123,6 +129,9 @@ class Code(NamedTuple):
     wr_off: np.ndarray
     writes: np.ndarray
     groups: np.ndarray
+    atomic: np.ndarray  # atom or red (a shared one's passes are read-modify-writes)
+    stall: np.ndarray  # cycles from its issue to the warp's next (1 but for SASS)
+    yields: np.ndarray  # bool: the scheduler turns to another warp after it (SASS's yield bit)
 
 
 struct_type(Code)
@@ -141,4 +150,5 @@ def code_arrays(info: list[TimingInfo]) -> Code:
     dep_off, deps = csr([ti.deps for ti in info])
     wr_off, writes = csr([ti.writes for ti in info])
     return Code(col("kind"), col("port"), col("interval"), col("latency"), col("dep_reason"),
-                col("throttle_reason"), dep_off, deps, wr_off, writes, col("groups"))
+                col("throttle_reason"), dep_off, deps, wr_off, writes, col("groups"), col("opcode_is_atomic"),
+                col("stall"), np.array([ti.yields for ti in info] or [False], dtype=np.bool_))

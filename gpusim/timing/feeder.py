@@ -12,7 +12,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from gpusim.functional.stream import BatchAccesses, StreamChunk
-from gpusim.timing.decode import GLOBAL_ATOM, GLOBAL_LD, GLOBAL_ST, SHARED
+from gpusim.timing.decode import EXIT, GLOBAL_ATOM, GLOBAL_LD, GLOBAL_ST, SHARED
 from gpusim.timing.jit import njit
 from gpusim.timing.ldst import AddressStage
 from gpusim.timing.stream import Streams
@@ -27,6 +27,10 @@ class Batch:
         self.W = self.nblocks * self.wpb
         self.h0 = h0
         self.total = np.zeros(self.W, dtype=np.int64)  # instructions appended so far, per warp
+        # each warp's active mask at its last instruction so far, whether it has one, whether it was an exit
+        self.last_mask = np.zeros(self.W, dtype=np.uint64)
+        self.started = np.zeros(self.W, dtype=np.bool_)
+        self.last_exit = np.zeros(self.W, dtype=np.bool_)
         self.exhausted = False
         self.retired = 0  # blocks retired
 
@@ -111,7 +115,10 @@ class Feeder:
             self._compact(need, nrows, nlines)
             st = self.st
         newstart = np.zeros(b.W, dtype=np.int64)
-        self.top = _append_windows(st.pos, st.end, st.pc, st.acc, b.h0, ch.off, ch.pcs, newstart, self.top)
+        flags = _mask_changes(ch.off, ch.pcs, ch.masks.astype(np.uint64), self.code.kind, b.last_mask, b.started,
+                              b.last_exit)
+        self.top = _append_windows(st.pos, st.end, st.pc, st.acc, st.flag, b.h0, ch.off, ch.pcs, flags, newstart,
+                                   self.top)
         if plans is not None:
             self.atop, self.ltop = _append_plans(
                 st.acc, st.a_lo, st.a_hi, st.lines, st.masks, st.ops, self.code.kind, st.pc,
@@ -130,13 +137,13 @@ class Feeder:
         cap = max(1 << 16, 2 * (live + need))
         acap = max(1 << 12, 2 * (self.atop + nrows))  # (upper bounds: the live plans are fewer)
         lcap = max(1 << 14, 2 * (self.ltop + nlines))
-        pc, acc = np.zeros(cap, np.int32), np.full(cap, -1, np.int64)
+        pc, acc, flag = np.zeros(cap, np.int32), np.full(cap, -1, np.int64), np.zeros(cap, np.bool_)
         a_lo, a_hi = np.zeros(acap, np.int64), np.zeros(acap, np.int64)
         lines, masks, ops = np.zeros(lcap, np.int64), np.zeros(lcap, np.int64), np.zeros(lcap, np.int64)
         self.top, self.atop, self.ltop = _compact_into(
-            st.pos, st.end, st.pc, st.acc, st.a_lo, st.a_hi, st.lines, st.masks, st.ops, self.code.kind,
-            pc, acc, a_lo, a_hi, lines, masks, ops)
-        self.st = st._replace(pc=pc, acc=acc, a_lo=a_lo, a_hi=a_hi, lines=lines, masks=masks, ops=ops)
+            st.pos, st.end, st.pc, st.acc, st.flag, st.a_lo, st.a_hi, st.lines, st.masks, st.ops, self.code.kind,
+            pc, acc, flag, a_lo, a_hi, lines, masks, ops)
+        self.st = st._replace(pc=pc, acc=acc, flag=flag, a_lo=a_lo, a_hi=a_hi, lines=lines, masks=masks, ops=ops)
 
     # -- what the engine asks for ------------------------------------------------------------------
     def refill(self, gte, refill_below: int):
@@ -208,13 +215,36 @@ class Feeder:
 def _make_streams(handles: int, pool: int, plans: int, lines: int) -> Streams:
     return Streams(np.zeros(handles, np.int64), np.zeros(handles, np.int64), np.zeros(handles, np.bool_),
                    np.zeros(handles, np.bool_), np.zeros(pool, np.int32), np.full(pool, -1, np.int64),
-                   np.zeros(plans, np.int64), np.zeros(plans, np.int64), np.zeros(lines, np.int64),
-                   np.zeros(lines, np.int64), np.zeros(lines, np.int64), np.zeros(handles, np.int64),
+                   np.zeros(pool, np.bool_), np.zeros(plans, np.int64), np.zeros(plans, np.int64),
+                   np.zeros(lines, np.int64), np.zeros(lines, np.int64), np.zeros(lines, np.int64),
+                   np.zeros(handles, np.int64),
                    np.zeros(1, np.int64))
 
 
 @njit
-def _append_windows(pos, end, pc, acc, h0, off, pcs, newstart, top):
+def _mask_changes(off, pcs, masks, kinds, last_mask, started, last_exit):
+    """Per instruction of a chunk: whether its warp's active mask differs from the warp's previous
+    instruction's (across chunks: `last_mask`, `started`, `last_exit`, updated), unless that one was an
+    exit (threads leaving cost nothing)."""
+    out = np.zeros(pcs.size, np.bool_)
+    for w in range(off.size - 1):
+        prev = last_mask[w]
+        have = started[w]
+        gone = last_exit[w]
+        for i in range(off[w], off[w + 1]):
+            m = masks[i]
+            out[i] = have and m != prev and not gone
+            prev = m
+            have = True
+            gone = kinds[pcs[i]] == EXIT
+        last_mask[w] = prev
+        started[w] = have
+        last_exit[w] = gone
+    return out
+
+
+@njit
+def _append_windows(pos, end, pc, acc, flag, h0, off, pcs, flags, newstart, top):
     """Append each warp's new instructions to its window, moving the window to the pool's top first
     unless it is already there. `newstart[w]`: where warp w's new instructions went."""
     for w in range(off.size - 1):
@@ -227,12 +257,14 @@ def _append_windows(pos, end, pc, acc, h0, off, pcs, newstart, top):
             for i in range(n):
                 pc[top + i] = pc[pos[h] + i]
                 acc[top + i] = acc[pos[h] + i]
+                flag[top + i] = flag[pos[h] + i]
             pos[h] = top
             end[h] = top + n
         newstart[w] = end[h]
         for i in range(c):
             pc[end[h] + i] = pcs[off[w] + i]
             acc[end[h] + i] = -1
+            flag[end[h] + i] = flags[off[w] + i]
         end[h] += c
         top = end[h]
     return top
@@ -268,8 +300,8 @@ def _append_plans(acc, a_lo, a_hi, lines, masks, ops, kinds, pc, rw, ridx, share
 
 
 @njit
-def _compact_into(pos, end, pc, acc, a_lo, a_hi, lines, masks, ops, kinds, npc, nacc, na_lo, na_hi, nlines,
-                  nmasks, nops):
+def _compact_into(pos, end, pc, acc, flag, a_lo, a_hi, lines, masks, ops, kinds, npc, nacc, nflag, na_lo, na_hi,
+                  nlines, nmasks, nops):
     top = 0
     atop = 0
     ltop = 0
@@ -282,6 +314,7 @@ def _compact_into(pos, end, pc, acc, a_lo, a_hi, lines, masks, ops, kinds, npc, 
         for i in range(n):
             src = pos[h] + i
             npc[top + i] = pc[src]
+            nflag[top + i] = flag[src]
             a = acc[src]
             if a < 0:
                 nacc[top + i] = -1

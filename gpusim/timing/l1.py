@@ -217,8 +217,9 @@ def load(c, noc, l2, d, sm, t, lines, masks, lo, hi):
 
 
 @njit
-def store(c, noc, l2, d, sm, t, lines, masks, lo, hi):
-    """A warp's store issued at `t`: returns (acknowledged, accepted)."""
+def store(c, noc, l2, d, sm, t, lines, masks, partial, lo, hi):
+    """A warp's store issued at `t` (`partial[k]`: the sectors of line k it writes only in part):
+    returns (acknowledged, accepted)."""
     ack = float(t)
     port = c.port_free[sm]
     c.requests[sm] += hi - lo
@@ -236,7 +237,7 @@ def store(c, noc, l2, d, sm, t, lines, masks, lo, hi):
             way, _, _ = _tags.allocate(tg, row, line)
             tg.valid[row, way] = mask
         sl = _noc.slice_of(noc, sm, line)
-        at = _l2.write(l2, noc, d, sl, _noc.to_slice(noc, float(s)), line, mask)
+        at = _l2.write(l2, noc, d, sl, _noc.to_slice(noc, float(s)), line, mask, partial[k])
         done = _noc.to_sm(noc, sl, at, 0)
         if done > ack:
             ack = done

@@ -47,6 +47,9 @@ class L2(NamedTuple):
     sector_bytes: int
     hit_latency: int
     write_back: bool
+    rmw: float  # port cycles per sector read-modified-written (a partial write, an atomic's update)
+    atomic_op: float  # cycles per lane of an atomic on its busiest address
+    spill: bool  # l2.partition_policy spill: lines cached where used, victims spill to the next partition
 
 
 struct_type(L2)
@@ -62,7 +65,9 @@ def make_l2(cfg: Config) -> L2:
     z = lambda: np.zeros(n, dtype=np.int64)  # noqa: E731
     return L2(make_fifos(n), make_tags(n * nsets, l2.ways, REPLACEMENT_POLICIES.index(l2.replacement)),
               z(), z(), z(), z(), z(), service, n, l2.partitions, n // l2.partitions, nsets, l2.line_size_bytes,
-              l2.sector_size_bytes, l2.hit_latency_cycles, l2.write_policy == "write_back")
+              l2.sector_size_bytes, l2.hit_latency_cycles, l2.write_policy == "write_back",
+              float(l2.rmw_sector_cycles), float(l2.atomic_op_cycles),
+              l2.partition_policy == "spill" and l2.partitions > 1)
 
 
 @njit
@@ -101,6 +106,8 @@ def read(c, noc, d, sl, t, line, mask):
     the link both ways; they are then kept here too), else, or when the home lacks them too, from DRAM."""
     nsec = popcount(mask)
     start = serve(c.port, sl, t, c.service[nsec])
+    if c.spill:
+        return _read_spill(c, noc, d, sl, start, line, mask, nsec)
     missing, row, way = _lookup(c, d, sl, start, line, mask)
     done = start + c.hit_latency
     if not missing:
@@ -131,6 +138,147 @@ def read(c, noc, d, sl, t, line, mask):
     return _noc.cross_back(noc, sl, fstart, fdone, nmiss * c.sector_bytes)
 
 
+# -- partition policy `spill` -----------------------------------------------------------------------
+# A line is cached in the partition whose SMs read it: a read looks in its near slice, then in the slice
+# at the same place in every other partition (across the link), then DRAM, and keeps what it fetched near.
+# A line evicted from a partition moves into the next partition's slice at the same place unless another
+# partition holds it already (a victim cache: one SM's working set reaches twice a partition at the far
+# latency, as the H200's pointer chase shows: near up to ~30 MiB, far from 34 to 57 MiB, DRAM past 60);
+# a line evicted there is written back when dirty and goes no further. Writes and atomics are performed at
+# the line's home slice (by address: the point of coherence, where same-address atomics serialise), after
+# the other partitions' copies are invalidated (their dirty sectors merged).
+
+
+@njit
+def _row(c, sl, line):
+    return sl * c.nsets + (line // c.slices) % c.nsets
+
+
+@njit
+def _other(c, sl, p):
+    """The slice at `sl`'s place in partition `p`."""
+    return p * c.per_partition + sl % c.per_partition
+
+
+@njit
+def _spill_victim(c, d, sl, t, victim, vvalid, vdirty):
+    """`victim` left slice `sl` at `t` with sectors `vvalid` (`vdirty` dirty): merge it into a copy another
+    partition holds, else move it into the next partition's slice at the same place (that slice's own victim
+    written back when dirty)."""
+    tg = c.tags
+    here = sl // c.per_partition
+    for p in range(c.partitions):
+        if p != here:
+            o = _other(c, sl, p)
+            orow = _row(c, o, victim)
+            ow = _tags.find(tg, orow, victim)
+            if ow >= 0:
+                tg.valid[orow, ow] |= vvalid
+                tg.dirty[orow, ow] |= vdirty
+                return
+    o = _other(c, sl, (here + 1) % c.partitions)
+    nvalid = popcount(vvalid)
+    serve(c.port, o, t, c.service[nvalid])  # the victim's data written into the next partition's slice
+    orow = _row(c, o, victim)
+    ow, old, odirty = _tags.allocate(tg, orow, victim)
+    if old != _tags.EMPTY and odirty:
+        _dram.write(d, old * c.line_bytes, t, popcount(odirty) * c.sector_bytes)
+    tg.valid[orow, ow] = vvalid
+    tg.dirty[orow, ow] = vdirty
+
+
+@njit
+def _near_line(c, d, sl, t, line):
+    """The way of `line` in slice `sl` (allocated if absent, the victim spilled). Returns (row, way)."""
+    tg = c.tags
+    row = _row(c, sl, line)
+    way = _tags.find(tg, row, line)
+    if way >= 0:
+        _tags.touch(tg, row, way)
+        return row, way
+    vvalid = _tags.victim_valid(tg, row)
+    way, victim, vdirty = _tags.allocate(tg, row, line)
+    if victim != _tags.EMPTY:
+        _spill_victim(c, d, sl, t, victim, vvalid | vdirty, vdirty)
+    return row, way
+
+
+@njit
+def _read_spill(c, noc, d, sl, start, line, mask, nsec):
+    tg = c.tags
+    row = _row(c, sl, line)
+    way = _tags.find(tg, row, line)
+    valid = 0
+    if way >= 0:
+        _tags.touch(tg, row, way)
+        valid = tg.valid[row, way]
+    missing = mask & ~valid
+    done = start + c.hit_latency
+    c.hits[sl] += nsec - popcount(missing)
+    if not missing:
+        return done
+    here = sl // c.per_partition
+    fdone = done
+    found = 0
+    for p in range(c.partitions):
+        if p == here or not (missing & ~found):
+            continue
+        o = _other(c, sl, p)
+        orow = _row(c, o, line)
+        ow = _tags.find(tg, orow, line)
+        if ow >= 0:
+            got = missing & ~found & tg.valid[orow, ow]
+            if got:
+                _tags.touch(tg, orow, ow)
+                fstart = serve(c.port, o, start, c.service[popcount(got)])
+                if fstart + c.hit_latency > fdone:
+                    fdone = fstart + c.hit_latency
+                found |= got
+    c.far[sl] += popcount(found)
+    c.hits[sl] += popcount(found)
+    if way < 0:  # kept near from now on (the probe came first; the victim leaves after it)
+        row, way = _near_line(c, d, sl, start, line)
+    tg.valid[row, way] |= mask
+    lacking = missing & ~found
+    if lacking:
+        nlack = popcount(lacking)
+        c.misses[sl] += nlack
+        # asked of the other partitions first: DRAM's reply crosses back too
+        back = _dram.read(d, line * c.line_bytes, start, nlack * c.sector_bytes)
+        if back > fdone:
+            fdone = back
+    return _noc.cross_back(noc, sl, start, fdone, popcount(missing) * c.sector_bytes)
+
+
+@njit
+def _home_of(c, noc, sl, line):
+    """The home slice of `line` (the point of coherence, by address) for a write or an atomic sent
+    through slice `sl`, and the crossing to it and back (0 when `sl` is in the home's partition)."""
+    home = _noc.home_slice(noc, line)
+    return home, 0 if home // c.per_partition == sl // c.per_partition else 2 * noc.cross_latency
+
+
+@njit
+def _claim(c, d, sl, t, line):
+    """For a write or an atomic at slice `sl`: the line's way there, the other partitions' copies
+    invalidated and their dirty sectors merged. Returns (row, way, the copies' valid sectors)."""
+    tg = c.tags
+    row, way = _near_line(c, d, sl, t, line)
+    here = sl // c.per_partition
+    got = 0
+    for p in range(c.partitions):
+        if p != here:
+            o = _other(c, sl, p)
+            orow = _row(c, o, line)
+            ow = _tags.find(tg, orow, line)
+            if ow >= 0:
+                got |= tg.valid[orow, ow]
+                tg.dirty[row, way] |= tg.dirty[orow, ow]
+                _tags.invalidate(tg, orow, ow)
+    tg.valid[row, way] |= got
+    return row, way, got
+
+
 @njit
 def _at_home(c, noc, sl, line):
     """The home slice of `line`, for a write or an atomic arriving at slice `sl`, after dropping the
@@ -153,12 +301,34 @@ def _at_home(c, noc, sl, line):
 
 
 @njit
-def write(c, noc, d, sl, t, line, mask):
-    """Write the sectors `mask` of `line` (whole sectors) at its home slice, sent through slice `sl`;
-    returns the cycle the write is acknowledged."""
+def _rmw_service(c, nsec, nrmw):
+    """The data port's time for `nsec` sectors of which `nrmw` are read-modified-written."""
+    full = c.service[nsec - nrmw]
+    rmw = nrmw * c.rmw
+    fast = c.service[nsec] - full  # the same sectors moved whole
+    return full + (rmw if rmw > fast else fast)
+
+
+@njit
+def write(c, noc, d, sl, t, line, mask, partial):
+    """Write the sectors `mask` of `line` at its home slice, sent through slice `sl`; the sectors of
+    `partial` are written only in part, so the slice merges them into the sector it holds (a
+    read-modify-write, `l2.rmw_sector_cycles` each). Returns the cycle the write is acknowledged."""
+    if c.spill:
+        sl, cross = _home_of(c, noc, sl, line)
+        nsec = popcount(mask)
+        start = serve(c.port, sl, t, _rmw_service(c, nsec, popcount(partial & mask)))
+        row, way, _ = _claim(c, d, sl, start, line)
+        c.tags.valid[row, way] |= mask
+        c.writes[sl] += nsec
+        if c.write_back:
+            c.tags.dirty[row, way] |= mask
+        else:
+            _dram.write(d, line * c.line_bytes, start, nsec * c.sector_bytes)
+        return start + c.hit_latency + cross
     sl, cross = _at_home(c, noc, sl, line)
     nsec = popcount(mask)
-    start = serve(c.port, sl, t, c.service[nsec])
+    start = serve(c.port, sl, t, _rmw_service(c, nsec, popcount(partial & mask)))
     missing, row, way = _lookup(c, d, sl, start, line, mask)
     c.writes[sl] += nsec
     if c.write_back:
@@ -170,15 +340,26 @@ def write(c, noc, d, sl, t, line, mask):
 
 @njit
 def atomic(c, noc, d, sl, t, line, mask, operations):
-    """Perform `operations` lane atomics on `line` at its home slice (sent through slice `sl`), one
-    per cycle, after fetching any missing sectors; returns the cycle the old values are back at the SM."""
-    sl, cross = _at_home(c, noc, sl, line)
+    """Perform a warp's atomics on `line` at its home slice (sent through slice `sl`), after fetching any
+    missing sectors: each sector touched is read-modified-written (`l2.rmw_sector_cycles`), and the
+    `operations` lanes on the busiest address are applied one after another (`l2.atomic_op_cycles`
+    apart); the port is held for the longer. Returns the cycle the old values are back at the SM."""
+    if c.spill:
+        sl, cross = _home_of(c, noc, sl, line)
+    else:
+        sl, cross = _at_home(c, noc, sl, line)
     nsec = popcount(mask)
-    service = c.service[nsec]
-    if operations > service:
-        service = float(operations)
+    service = _rmw_service(c, nsec, nsec)
+    serial = operations * c.atomic_op
+    if serial > service:
+        service = serial
     start = serve(c.port, sl, t, service)
-    missing, row, way = _lookup(c, d, sl, start, line, mask)
+    if c.spill:
+        row, way, got = _claim(c, d, sl, start, line)
+        missing = mask & ~c.tags.valid[row, way]
+        c.tags.valid[row, way] |= mask
+    else:
+        missing, row, way = _lookup(c, d, sl, start, line, mask)
     ready = start
     if missing:
         ready = _dram.read(d, line * c.line_bytes, start, popcount(missing) * c.sector_bytes)
@@ -188,7 +369,7 @@ def atomic(c, noc, d, sl, t, line, mask, operations):
         c.tags.dirty[row, way] |= mask
     if start > ready:
         ready = start
-    return ready + operations + c.hit_latency + cross
+    return ready + service + c.hit_latency + cross
 
 
 def kernel_dirty_sectors(c: L2) -> int:
@@ -213,7 +394,7 @@ def prefill_dirty(c: L2, dirty_fraction: float = 1.0) -> int:
     n, S, ways = c.nsets, c.slices, tg.ways
     full = (1 << (c.line_bytes // c.sector_bytes)) - 1
     f = dirty_fraction
-    if c.partitions > 1:
+    if c.partitions > 1 and not c.spill:
         # a partition also holds clean copies of read lines homed elsewhere, and a written line lives
         # only at its home (a write drops the copies): if every partition's SMs read the kernel's lines
         # alike, lines of which a fraction f are written fill a partition at (1 - f) read lines to f / P

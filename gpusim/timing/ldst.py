@@ -10,13 +10,14 @@ from typing import NamedTuple
 import numpy as np
 
 from gpusim.timing.coalescer import Coalescer
-from gpusim.timing.decode import GLOBAL_ATOM, SHARED, TimingInfo
+from gpusim.timing.decode import GLOBAL_ATOM, GLOBAL_ST, SHARED, TimingInfo
 from gpusim.timing.shared_memory import BankMap
 
 
 class Plans(NamedTuple):
-    """One plan per access row. Global: its lines are lines[lo[j]:hi[j]] with their sector masks and,
-    for atomics, the lanes on each line's busiest address (`ops`; 1 otherwise). Shared: lo[j] is the
+    """One plan per access row. Global: its lines are lines[lo[j]:hi[j]] with their sector masks and
+    `ops`: for atomics, the lanes on each line's busiest address; for stores, the mask of the line's
+    sectors written only in part (0: every sector written whole); 1 for loads. Shared: lo[j] is the
     wavefronts it needs, hi[j] the wavefronts a conflict-free access of as many bytes would need."""
 
     lo: np.ndarray
@@ -48,6 +49,10 @@ class AddressStage:
             lines, masks, bounds = self.coalescer.line_arrays(rows, g)
             lo[g], hi[g] = bounds[:-1], bounds[1:]
             ops = np.ones(lines.size, np.int64)
+            store = np.flatnonzero(kind[g] == GLOBAL_ST)
+            if store.size:  # the sectors each store writes only in part
+                self.coalescer.partial_masks(rows, g[store], self.width[pcs[g[store]]], lines, bounds[store],
+                                             bounds[store + 1], ops)
             atomic = kind[g] == GLOBAL_ATOM
             if atomic.any():
                 depth = self.coalescer.max_lanes_per_address(rows[g[atomic]])
@@ -60,11 +65,8 @@ class AddressStage:
             widths = self.width[pcs[s]]
             for width in np.unique(widths).tolist():
                 sel = s[widths == width]
+                # (an atomic's lanes on one address are one update: its passes are the bank wavefronts)
                 wave, ideal = self.banks.wavefront_arrays(rows, width, sel)
-                atomic = self.atomic[pcs[sel]]
-                if atomic.any():
-                    # same-address atomics serialise on top of bank conflicts
-                    wave[atomic] = np.maximum(wave[atomic], self.coalescer.max_lanes_per_address(rows[sel[atomic]]))
                 lo[sel], hi[sel] = wave, ideal
         return Plans(lo, hi, lines, masks, ops)
 

@@ -1,6 +1,10 @@
 """Shared memory: a scratchpad of `banks` banks, each `bank_width_bytes` wide. Lanes of a warp that
 touch distinct words of one bank are served in separate wavefronts (a bank conflict); lanes reading
-the same word share it (broadcast). The SM's shared-memory pipe serves one wavefront per cycle."""
+the same word share it (broadcast); an atomic's lanes on one address are combined into one update (the
+SASS's ATOMS.POPC.INC / ATOMS.ADD), its distinct addresses in one bank take a pass each. The SM's
+shared-memory pipe serves one wavefront per cycle; a
+conflicted access's own wavefronts (its replays) are `shared_memory.replay_cycles` apart, so a lone
+warp's n-way conflict costs latency + replay x (n - 1) while many warps still get one wavefront a cycle."""
 
 from __future__ import annotations
 
@@ -20,6 +24,8 @@ class SharedMemoryPipes(NamedTuple):
     wavefronts: np.ndarray
     ideal_wavefronts: np.ndarray
     latency: int
+    replay: int  # cycles each further wavefront of one access adds to its latency
+    atomic_replay: int  # pipe cycles of each further pass of an atomic (a read-modify-write of a bank)
 
 
 struct_type(SharedMemoryPipes)
@@ -27,18 +33,24 @@ struct_type(SharedMemoryPipes)
 
 def make_shared_memory(cfg: Config, sms: int) -> SharedMemoryPipes:
     z = lambda: np.zeros(sms, dtype=np.int64)  # noqa: E731
-    return SharedMemoryPipes(z(), z(), z(), z(), cfg.shared_memory.latency_cycles)
+    sm_ = cfg.shared_memory
+    return SharedMemoryPipes(z(), z(), z(), z(), sm_.latency_cycles, sm_.replay_cycles, sm_.atomic_replay_cycles)
 
 
 @njit
-def access(m, sm, t, wavefronts, ideal):
-    """Serve one warp access at cycle `t` on SM `sm`; returns the cycle its data is usable."""
+def access(m, sm, t, wavefronts, ideal, atomic=False):
+    """Serve one warp access at cycle `t` on SM `sm`; returns the cycle its data is usable. The pipe
+    takes one wavefront a cycle; one access's replays follow each other `replay` cycles apart. An
+    atomic's passes after the first each hold the pipe `atomic_replay` cycles (a read-modify-write of
+    the bank its conflicting addresses share)."""
     start = m.free_at[sm] if m.free_at[sm] > t else t
-    m.free_at[sm] = start + wavefronts
+    step = m.atomic_replay if atomic else 1
+    m.free_at[sm] = start + 1 + step * (wavefronts - 1)
     m.requests[sm] += 1
     m.wavefronts[sm] += wavefronts
     m.ideal_wavefronts[sm] += ideal
-    return start + m.latency + wavefronts - 1
+    gap = m.replay if m.replay > step else step
+    return start + m.latency + gap * (wavefronts - 1)
 
 
 class BankMap:

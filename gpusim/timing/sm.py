@@ -55,7 +55,8 @@ from gpusim.timing.policies import scheduler
 from gpusim.timing.stream import advance, check_hunger
 from gpusim.timing.warp import HELD, OFF, cp_commit, cp_wait, deps_ready, write_regs
 
-BARRIER_STATE, DRAIN, LONG_SB = S["barrier"], S["drain"], S["long_scoreboard"]
+BARRIER_STATE, DRAIN, LONG_SB, BRANCH_RESOLVING = S["barrier"], S["drain"], S["long_scoreboard"], S["branch_resolving"]
+WAIT_STATE = S["wait"]  # a warp held by its last instruction's stall count (SASS; 1 cycle, no wait, for PTX)
 LDST = PORT["ldst"]
 
 # Where an SM's loop resumes (`stage`): at the top of a cycle; after waiting for the chip's clock to
@@ -105,12 +106,13 @@ class SMs(NamedTuple):
     max_warps: int  # warp slots per SM
     sync_latency: int
     refill_below: int  # the engine stops for the feeder when fewer blocks are staged
+    divergence: int  # cycles a change of a warp's active threads costs (units.branch.divergence_cycles)
 
 
 struct_type(SMs)
 
 
-def make_sms(n: int, nsp: int, blocks: int, max_warps: int, wpb: int, sync_latency: int) -> SMs:
+def make_sms(n: int, nsp: int, blocks: int, max_warps: int, wpb: int, sync_latency: int, divergence: int = 0) -> SMs:
     z = lambda *s: np.zeros((n, *s), dtype=np.int64)  # noqa: E731
     nb = n * blocks
     free = np.tile(np.arange(max_warps, dtype=np.int64)[::-1], (n, 1)) + (np.arange(n) * max_warps)[:, None]
@@ -120,7 +122,7 @@ def make_sms(n: int, nsp: int, blocks: int, max_warps: int, wpb: int, sync_laten
                np.zeros(nb, np.int64), np.zeros(nb, np.int64), np.zeros(nb, np.int64), np.zeros(nb, np.int64),
                np.zeros(nb, np.bool_), np.zeros((nb, max(1, wpb)), np.int64), np.zeros(nb, np.int64),
                z(), z(), z(), z(), z(), z(), np.zeros(1, np.int64), np.zeros(2, np.int64),
-               nsp, blocks, max_warps, sync_latency, 2 * blocks + 2)
+               nsp, blocks, max_warps, sync_latency, 2 * blocks + 2, divergence)
 
 
 class Machine(NamedTuple):
@@ -280,6 +282,11 @@ def next_instr(M, w, t, floor, floor_reason):
     W.pc[w] = pc
     W.port[w] = code.port[pc]
     check_hunger(st, h)
+    if st.flag[pos] and t + M.sms.divergence > floor:
+        # the warp's active threads change here (a divergent branch, the switch to its other side, the
+        # rejoin): the convergence barrier's cost, charged as the branch resolving
+        floor = t + M.sms.divergence
+        floor_reason = BRANCH_RESOLVING
     at, why = deps_ready(W, code, w, pc, floor, floor_reason)
     if at > t + 1:
         _sp.account(M.P, W.sp[w], w, prev if at == floor else pc, why, t + 1, at)
@@ -295,10 +302,12 @@ def issue(M, w, t):
     g = W.sp[w]
     _sp.dispatch(P, g, code.port[pc], t + code.interval[pc])
     kind = code.kind[pc]
+    if code.yields[pc]:  # (SASS's yield bit)
+        scheduler.on_yield(P, g, w)
     if kind == ALU:
         write_regs(W, code, w, pc, t + code.latency[pc], code.dep_reason[pc])
         advance(M.streams, W.h[w])
-        next_instr(M, w, t, t + 1, 0)
+        next_instr(M, w, t, t + code.stall[pc], WAIT_STATE)
     elif kind == BRANCH or kind == EXIT:
         advance(M.streams, W.h[w])
         next_instr(M, w, t, t + code.latency[pc], code.dep_reason[pc])
@@ -324,7 +333,7 @@ def _issue_other(M, w, t, pc, g, kind):
         return
     if kind == SHARED:
         a = st.acc[st.pos[W.h[w]]]
-        ready = _smem.access(M.smem, s, t, st.a_lo[a], st.a_hi[a])
+        ready = _smem.access(M.smem, s, t, st.a_lo[a], st.a_hi[a], code.atomic[pc] != 0)
         write_regs(W, code, w, pc, ready, code.dep_reason[pc])
         busy_until = M.smem.free_at[s]
         _sp.occupy(P, g, LDST, busy_until)
@@ -350,7 +359,7 @@ def _issue_other(M, w, t, pc, g, kind):
         _arrive(M, w, t)
         return
     advance(st, W.h[w])
-    next_instr(M, w, t, t + 1, 0)
+    next_instr(M, w, t, t + code.stall[pc], WAIT_STATE)
 
 
 @njit_inline
@@ -374,7 +383,7 @@ def global_access(M, w, t):
             if ready > W.drain[w]:
                 W.drain[w] = ready
     elif kind == GLOBAL_ST:
-        ack, accepted = _l1.store(M.l1, M.noc, M.l2, M.dram, s, t, st.lines, st.masks, lo, hi)
+        ack, accepted = _l1.store(M.l1, M.noc, M.l2, M.dram, s, t, st.lines, st.masks, st.ops, lo, hi)
         if ack > W.drain[w]:
             W.drain[w] = ack
     else:
@@ -386,7 +395,7 @@ def global_access(M, w, t):
             W.drain[w] = ready
     _sp.occupy(P, g, LDST, accepted)
     advance(st, W.h[w])
-    next_instr(M, w, t, t + 1, 0)
+    next_instr(M, w, t, t + code.stall[pc], WAIT_STATE)
 
 
 @njit_inline

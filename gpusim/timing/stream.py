@@ -3,6 +3,8 @@ pool that the feeder (gpusim/timing/feeder.py) appends to as the functional exec
 compacts, and grows. Handle `h`'s instructions not yet issued are pc[pos[h]:end[h]]; `done[h]`: its
 stream has no more. An instruction's memory access, if any, is `acc[i]` (an index into the access
 plans: lo/hi, and for global accesses their lines lines[lo:hi] with sector masks and atomic depths).
+`flag[i]` marks an instruction at which the warp's set of active threads changed (not by an exit): a
+divergent branch's first side, the switch to its other side, the reconvergence.
 
 The engine needs a warp's next instruction and the one after it (to know, on issue, whether the warp
 retires); a warp that has fewer left and more to come is "hungry", and the engine stops at its next
@@ -24,6 +26,7 @@ class Streams(NamedTuple):
     hungry_flag: np.ndarray  # per handle (bool): listed in `hungry`
     pc: np.ndarray  # pool: the instruction's pc (int32)
     acc: np.ndarray  # pool: its access plan, or -1
+    flag: np.ndarray  # pool (bool): the warp's active threads differ from its previous instruction's
     a_lo: np.ndarray  # per access plan
     a_hi: np.ndarray
     lines: np.ndarray

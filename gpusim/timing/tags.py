@@ -74,6 +74,16 @@ def allocate(c, row, line):
 
 
 @njit
+def victim_valid(c, row):
+    """The valid sectors of the line `allocate` would evict from set `row` next (0: an empty way)."""
+    tag = c.tag
+    for w in range(tag.shape[1]):
+        if tag[row, w] == EMPTY:
+            return 0
+    return c.valid[row, replacement.victim(c.policy, c.meta, row, c.ways)]
+
+
+@njit
 def invalidate(c, row, way):
     c.tag[row, way] = EMPTY
     c.valid[row, way] = 0

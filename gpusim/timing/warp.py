@@ -92,12 +92,15 @@ def cp_wait(W, w, keep):
 
 @njit_inline
 def write_regs(W, code, w, pc, at, reason):
-    """Record that the registers `pc` writes land at cycle `at`."""
+    """Record that the registers `pc` writes land at cycle `at` (a register with a later pending write keeps it: a
+    SASS dependency barrier set by several instructions is released by the last; a PTX instruction waits for
+    its destinations' pending writes before it issues, so for it the later write is always this one)."""
     writes, ready, why = code.writes, W.sb_ready, W.sb_reason
     for k in range(code.wr_off[pc], code.wr_off[pc + 1]):
         r = writes[k]
-        ready[w, r] = at
-        why[w, r] = reason
+        if at >= ready[w, r]:
+            ready[w, r] = at
+            why[w, r] = reason
 
 
 @njit_inline

@@ -33,8 +33,10 @@ from gpusim.workloads.verify import WorkloadRun, compare
 
 WORKLOAD_FILE = "workload.yaml"
 REFERENCE_FILE = "reference.py"
+ISAS = ("ptx", "sass")
+SASS_DEFAULT_ARCH = 80  # a SASS workload's `program` (the default config, a100, is sm_80)
 REQUIRED_FIELDS = ("kernel", "params", "launch", "test_sizes")
-OPTIONAL_FIELDS = ("name", "description", "tolerance", "flops", "bytes_moved", "problem", "entry", "args",
+OPTIONAL_FIELDS = ("name", "description", "isa", "tolerance", "flops", "bytes_moved", "problem", "entry", "args",
                    "reference")
 DEFAULT_TOLERANCE = {"rtol": 1.0e-5, "atol": 1.0e-8}  # np.allclose's own defaults
 # host copies of a launch's buffers held at once: the inputs, their simulated device memory and, when
@@ -74,9 +76,13 @@ def find_workload(name: str) -> Path | None:
     return None
 
 
-def load_workload(name_or_path: str | os.PathLike) -> Workload:
+def load_workload(name_or_path: str | os.PathLike, isa: str | None = None) -> Workload:
     """Load a workload by name (`saxpy`, `pointer_chase`) or by the path of its folder (or of its
-    workload.yaml). Raises WorkloadError for a malformed folder, AssemblyError for a bad kernel."""
+    workload.yaml). Raises WorkloadError for a malformed folder, AssemblyError for a bad kernel.
+    `isa="sass"` runs a CUDA C (`.cu`) workload as the SASS nvcc makes of it, for the architecture of the
+    config it runs on (as `isa: sass` in its workload.yaml does); `isa="ptx"` as nvcc's PTX."""
+    if isa is not None and isa not in ISAS:
+        raise WorkloadError(f"isa {isa!r} is not one of {', '.join(ISAS)}")
     text = os.fspath(name_or_path)
     path = Path(text)
     if path.name == WORKLOAD_FILE and path.is_file():
@@ -90,7 +96,7 @@ def load_workload(name_or_path: str | os.PathLike) -> Workload:
             raise WorkloadError(f"unknown workload '{text}'; known workloads: {known} "
                                 f"(or give the path of a folder holding a {WORKLOAD_FILE})")
         path = found
-    return _load_folder(path)
+    return _load_folder(path, isa)
 
 
 # ---- the Workload ---------------------------------------------------------------------------------
@@ -108,7 +114,7 @@ class Workload:
     name: str
     description: str
     folder: Path
-    program: Program
+    program: Program  # for `isa: sass`, the sm_80 program; `program_for(cfg)` gives the config's
     defaults: dict[str, int | float]
     test_sizes: tuple[dict[str, int | float], ...]
     launch_spec: LaunchSpec
@@ -121,6 +127,27 @@ class Workload:
     reference_file: Path | None = None  # `reference:` in workload.yaml; None: the folder's reference.py
     _inputs: Callable[..., dict] = field(default=None, repr=False)
     _reference: Callable[..., dict] = field(default=None, repr=False)
+    isa: str = "ptx"  # "ptx": gpusim's PTX-shaped ISA (.sasm, .ptx, a .cu through nvcc's PTX); "sass"
+    kernel_file: Path | None = None
+    entry: str | None = None
+    arg_names: tuple[str, ...] | None = None
+    _programs: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def program_for(self, cfg: Any = None) -> Program:
+        """The program that runs on `cfg`: for a SASS workload, the SASS of the config's architecture (its
+        compute capability: sm_80 on the A100, sm_90 on the H200); otherwise `program`."""
+        if self.isa != "sass" or cfg is None:
+            return self.program
+        if isinstance(cfg, str | os.PathLike):
+            from gpusim.config import load_config
+
+            cfg = load_config(cfg)
+        from gpusim.isa.sass import arch_of
+
+        arch = arch_of(cfg)
+        if arch not in self._programs:
+            self._programs[arch] = _sass_program(self.kernel_file, arch, self.entry, self.arg_names)
+        return self._programs[arch]
 
     @property
     def yaml_path(self) -> Path:
@@ -227,7 +254,7 @@ class Workload:
         del inputs
         kwargs = {} if max_steps_per_warp is None else {"max_steps_per_warp": max_steps_per_warp}
         t0 = time.perf_counter()
-        result = (executor or execute)(self.program, launch, args, mem, cfg=cfg, **kwargs)
+        result = (executor or execute)(self.program_for(cfg), launch, args, mem, cfg=cfg, **kwargs)
         exec_seconds = time.perf_counter() - t0
         outputs: dict[str, np.ndarray] = {}
         for name, exp in expected.items():
@@ -260,7 +287,7 @@ class Workload:
         inputs = self.inputs(p, seed) if inputs is None else inputs
         self._check_memory(self._bind(inputs)[1], cfg, HOST_COPIES_PREPARED - 1)
         args, buffers, mem = self._load(inputs)
-        return PreparedLaunch(workload=self.name, params=p, launch=launch, program=self.program, args=args,
+        return PreparedLaunch(workload=self.name, params=p, launch=launch, program=self.program_for(cfg), args=args,
                               memory=mem, bytes_moved=self.bytes_moved(p, inputs), flops=self.flops(p),
                               seed=seed)
 
@@ -363,21 +390,12 @@ class PreparedLaunch:
 
 # ---- loading --------------------------------------------------------------------------------------
 
-def _load_folder(folder: Path) -> Workload:
+FieldError = Callable[[str, str], WorkloadError]  # (field, message) -> "file:line: field: message"
+
+
+def _load_folder(folder: Path, isa: str | None = None) -> Workload:
     yml = folder / WORKLOAD_FILE
-    try:
-        text = yml.read_text()
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except OSError as e:
-        raise WorkloadError(f"{yml}: cannot read: {e.strerror}") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{yml}:{mark.line + 1}" if mark else str(yml)
-        raise WorkloadError(f"{where}: not valid YAML: {getattr(e, 'problem', None) or e}") from None
-    lines = {}
-    if isinstance(node, yaml.MappingNode):
-        lines = {k.value: k.start_mark.line + 1 for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
+    data, lines = _read_yaml(yml)
 
     def err(fld: str, msg: str) -> WorkloadError:
         top = fld.split(".")[0].split("[")[0]
@@ -397,9 +415,50 @@ def _load_folder(folder: Path) -> Workload:
     if not isinstance(name, str) or name != folder.name:
         raise err("name", f"'{name}' must match the folder name '{folder.name}' "
                   "(workloads load by folder name)")
-    description = str(data.get("description", "") or "")
+    defaults = _params(data, err)
+    iraw = isa if isa is not None else data.get("isa", "ptx")
+    if iraw not in ISAS:
+        raise err("isa", f"expected one of {', '.join(ISAS)}, got {iraw!r}")
+    program = _kernel(data, folder, err, iraw)
+    launch_spec = _launch_spec(data, err)
+    tol = _tolerance(data, err)
+    for f in ("flops", "bytes_moved"):
+        v = data.get(f)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, str | int | float)):
+            raise err(f, f"expected a number or an expression of the parameters, got {v!r}")
+    problem = _problem(data, defaults, err)
+    ref, fns = _reference(data, folder, name, err)
+    wl = Workload(name=name, description=str(data.get("description", "") or ""), folder=folder.resolve(),
+                  program=program, defaults=defaults, test_sizes=(), launch_spec=launch_spec, tolerance=tol,
+                  flops_expr=data.get("flops"), bytes_expr=data.get("bytes_moved"), problem=problem,
+                  reference_file=ref, _inputs=fns["inputs"], _reference=fns["reference"], isa=iraw,
+                  kernel_file=(folder / data["kernel"]).resolve(), entry=data.get("entry"),
+                  arg_names=tuple(data["args"]) if data.get("args") is not None else None)
+    if iraw == "sass":
+        wl._programs[SASS_DEFAULT_ARCH] = program
+    return dataclasses.replace(wl, test_sizes=_test_sizes(wl, data["test_sizes"], yml, err))
 
-    # parameters
+
+def _read_yaml(yml: Path) -> tuple[Any, dict[str, int]]:
+    """workload.yaml's data, and the line of each top-level field."""
+    try:
+        text = yml.read_text()
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except OSError as e:
+        raise WorkloadError(f"{yml}: cannot read: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{yml}:{mark.line + 1}" if mark else str(yml)
+        raise WorkloadError(f"{where}: not valid YAML: {getattr(e, 'problem', None) or e}") from None
+    lines = {}
+    if isinstance(node, yaml.MappingNode):
+        lines = {k.value: k.start_mark.line + 1 for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
+    return data, lines
+
+
+def _params(data: dict, err: FieldError) -> dict[str, int | float]:
+    """`params`: parameter name -> default number."""
     raw = data["params"]
     if not isinstance(raw, dict) or not raw:
         raise err("params", "expected a mapping of parameter name -> default number, "
@@ -411,8 +470,11 @@ def _load_folder(folder: Path) -> Workload:
         if isinstance(v, bool) or not isinstance(v, int | float):
             raise err(f"params.{k}", f"default must be a number, got {v!r}")
         defaults[k] = v
+    return defaults
 
-    # kernel
+
+def _kernel(data: dict, folder: Path, err: FieldError, isa: str = "ptx") -> Program:
+    """`kernel` (and `entry`) loaded, its parameters named by `args` if given (`isa` "sass": a .cu's SASS, sm_80)."""
     kname = data["kernel"]
     if not isinstance(kname, str) or not kname:
         raise err("kernel", f"expected the file name of the kernel (.sasm, .ptx or .cu), got {kname!r}")
@@ -424,7 +486,9 @@ def _load_folder(folder: Path) -> Workload:
     entry = data.get("entry")
     if entry is not None and (not isinstance(entry, str) or not entry):
         raise err("entry", f"expected the kernel's name (mangled or not), got {entry!r}")
-    program = load_kernel(kpath, entry)
+    if isa == "sass" and kpath.suffix != ".cu":
+        raise err("isa", f"isa: sass needs a CUDA C kernel (.cu), not '{kname}'")
+    program = load_kernel(kpath, entry) if isa == "ptx" else _sass_program(kpath, SASS_DEFAULT_ARCH, entry, None)
     # args: the names reference.py gives the kernel's parameters, in order (PTX names them _Z..._param_N)
     araw = data.get("args")
     if araw is not None:
@@ -435,8 +499,11 @@ def _load_folder(folder: Path) -> Workload:
             raise err("args", f"{len(araw)} names for the {len(program.params)} parameters of kernel "
                       f"{program.name} ({', '.join('.' + p.type for p in program.params)})")
         program = program.with_param_names(araw)
+    return program
 
-    # launch
+
+def _launch_spec(data: dict, err: FieldError) -> LaunchSpec:
+    """`launch`: grid and block, each an expression or a list of 1-3."""
     lraw = data["launch"]
     if not isinstance(lraw, dict) or set(lraw) != {"grid", "block"}:
         raise err("launch", "expected {grid: EXPR, block: EXPR} (or lists of 1-3 expressions), "
@@ -449,9 +516,11 @@ def _load_folder(folder: Path) -> Workload:
                                            for e in exprs):
             raise err(f"launch.{fld}", f"expected an expression or a list of 1-3 expressions, got {v!r}")
         spec[fld] = exprs
-    launch_spec = LaunchSpec(spec["grid"], spec["block"])
+    return LaunchSpec(spec["grid"], spec["block"])
 
-    # tolerance
+
+def _tolerance(data: dict, err: FieldError) -> dict[str, float]:
+    """`tolerance` over the defaults: rtol and atol."""
     tol = dict(DEFAULT_TOLERANCE)
     traw = data.get("tolerance") or {}
     if not isinstance(traw, dict) or set(traw) - {"rtol", "atol"}:
@@ -460,26 +529,26 @@ def _load_folder(folder: Path) -> Workload:
         if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
             raise err(f"tolerance.{k}", f"expected a non-negative number, got {v!r}")
         tol[k] = float(v)
+    return tol
 
-    for f in ("flops", "bytes_moved"):
-        v = data.get(f)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, str | int | float)):
-            raise err(f, f"expected a number or an expression of the parameters, got {v!r}")
 
-    # problem size: the `problem:` list, else the parameters the flops/bytes_moved expressions read
+def _problem(data: dict, defaults: Mapping[str, int | float], err: FieldError) -> tuple[str, ...]:
+    """The problem size: the `problem:` list, else the parameters the flops/bytes_moved expressions read."""
     praw = data.get("problem")
     if praw is None:
         used = {n for f in ("flops", "bytes_moved") for n in names_in(data.get(f))}
-        problem = tuple(k for k in defaults if k in used)
-    else:
-        if not isinstance(praw, list) or not all(isinstance(k, str) for k in praw):
-            raise err("problem", f"expected a list of parameter names, got {praw!r}")
-        unknown = [k for k in praw if k not in defaults]
-        if unknown:
-            raise err("problem", f"'{unknown[0]}' is not a parameter; parameters: {', '.join(defaults)}")
-        problem = tuple(dict.fromkeys(praw))
+        return tuple(k for k in defaults if k in used)
+    if not isinstance(praw, list) or not all(isinstance(k, str) for k in praw):
+        raise err("problem", f"expected a list of parameter names, got {praw!r}")
+    unknown = [k for k in praw if k not in defaults]
+    if unknown:
+        raise err("problem", f"'{unknown[0]}' is not a parameter; parameters: {', '.join(defaults)}")
+    return tuple(dict.fromkeys(praw))
 
-    # reference.py (or the file `reference:` names, relative to the folder: another workload's)
+
+def _reference(data: dict, folder: Path, name: str, err: FieldError) -> tuple[Path, dict[str, Callable]]:
+    """reference.py (or the file `reference:` names, relative to the folder: another workload's) and its
+    inputs() and reference() functions."""
     rraw = data.get("reference", REFERENCE_FILE)
     if not isinstance(rraw, str) or not rraw.endswith(".py"):
         raise err("reference", f"expected the path of a .py file, got {rraw!r}")
@@ -491,14 +560,11 @@ def _load_folder(folder: Path) -> Workload:
         if not callable(f):
             raise WorkloadError(f"{ref}: missing function {fn}(p, {'rng' if fn == 'inputs' else 'inputs'})")
         fns[fn] = f
+    return ref, fns
 
-    wl = Workload(name=name, description=description, folder=folder.resolve(), program=program,
-                  defaults=defaults, test_sizes=(), launch_spec=launch_spec, tolerance=tol,
-                  flops_expr=data.get("flops"), bytes_expr=data.get("bytes_moved"), problem=problem,
-                  reference_file=ref, _inputs=fns["inputs"], _reference=fns["reference"])
 
-    # test sizes: each is a set of overrides; check them (and the launch at each) now
-    sraw = data["test_sizes"]
+def _test_sizes(wl: Workload, sraw: Any, yml: Path, err: FieldError) -> tuple[dict, ...]:
+    """`test_sizes`: each a set of overrides, checked now (and the launch at each)."""
     if not isinstance(sraw, list) or not sraw or not all(isinstance(s, dict) for s in sraw):
         raise err("test_sizes", "expected a non-empty list of parameter overrides, "
                   "e.g. [{n: 1000}, {n: 4099}]")
@@ -516,7 +582,14 @@ def _load_folder(folder: Path) -> Workload:
             raise err(f"test_sizes[{i - 1}]", str(e).removeprefix(f"{yml}: ")) from None
         if i:
             sizes.append(p)
-    return dataclasses.replace(wl, test_sizes=tuple(sizes))
+    return tuple(sizes)
+
+
+def _sass_program(kpath: Path, arch: int, entry: str | None, names: tuple[str, ...] | None):
+    from gpusim.isa.sass import load_sass
+
+    prog = load_sass(kpath, arch, entry)
+    return prog.with_param_names(names) if names is not None and len(names) == len(prog.params) else prog
 
 
 def _import_reference(path: Path, name: str):

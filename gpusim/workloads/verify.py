@@ -11,6 +11,13 @@ from gpusim.errors import VerificationError
 from gpusim.functional.launch import Launch
 
 MAX_SHOWN = 10  # mismatching indices kept per output
+NOT_CHECKED = "not checked (no reference)"
+
+
+def verified_text(verified: bool | None) -> str:
+    """How every report says a run's `verified`: "yes" (checked against a reference and equal), "NO"
+    (checked, and it differs) or "not checked (no reference)" (None: nothing compared it)."""
+    return NOT_CHECKED if verified is None else "yes" if verified else "NO"
 
 
 def compare(outputs: dict[str, np.ndarray], expected: dict[str, np.ndarray], *, rtol: float,
@@ -62,7 +69,14 @@ class WorkloadRun:
 
     @property
     def ok(self) -> bool:
+        """Nothing differs from the reference (also True when there is none: see `verified`)."""
         return not self.mismatches
+
+    @property
+    def verified(self) -> bool | None:
+        """The one place that decides "verified": True when the outputs were compared with a reference and
+        match, False when they differ, None when nothing was compared (no reference: `gpusim.launch`)."""
+        return None if not self.expected and not self.mismatches else not self.mismatches
 
     def message(self) -> str:
         """One line per differing output (empty when verified)."""
@@ -90,7 +104,7 @@ class WorkloadRun:
             "params": dict(self.params),
             "launch": {"grid": list(self.launch.grid), "block": list(self.launch.block)},
             "seed": self.seed,
-            "verified": self.ok,
+            "verified": self.verified,
             "mismatches": {k: {**v, "first_indices": [list(i) if isinstance(i, tuple) else i
                                                       for i in v["first_indices"]]}
                            for k, v in self.mismatches.items()},

@@ -118,3 +118,112 @@ def test_documented_command(page, cmd, env, folders, tmp_path_factory):
     assert done.returncode == status, f"{page.name}: `{cmd}` exited {done.returncode}:\n{done.stderr[-2000:]}"
     if status:
         assert "Traceback" not in done.stderr
+
+
+# ---- the numbers README quotes beside its commands are what the commands print (issue 37) ----------------
+README = ROOT / "README.md"
+NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w])")
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(m.replace(",", "")) for m in NUMBER.findall(text)]
+
+
+def _close(doc: list[float], got: list[float]) -> bool:
+    """Each documented number within 1 % of the printed one in the same place."""
+    return len(got) >= len(doc) and all(abs(d - g) <= 0.01 * abs(g) for d, g in zip(doc, got, strict=False))
+
+
+def _gpusim(argv: str, folder: Path) -> str:
+    done = subprocess.run([sys.executable, "-m", "gpusim", *shlex.split(argv)[1:]], cwd=folder, capture_output=True,
+                          text=True, timeout=1800, env={**os.environ, "GPUSIM_PROGRESS": "0"})
+    assert done.returncode == 0, f"`{argv}` exited {done.returncode}:\n{done.stderr[-2000:]}"
+    return done.stdout
+
+
+def _output_blocks(page: Path) -> list[tuple[str, str]]:
+    """(command, block) for each fenced block introduced by "`gpusim ...` prints"."""
+    text = page.read_text()
+    out = []
+    for m in re.finditer(r"```(\w*)\n(.*?)```", text, re.S):
+        before = text[:m.start()].rstrip().rsplit("\n\n", 1)[-1]
+        said = re.search(r"`(gpusim [^`]+)` prints", before)
+        if said and m.group(1) == "":
+            out.append((said.group(1), m.group(2)))
+    return out
+
+
+def _label(line: str) -> str:
+    return re.split(r"\s{2,}|\d", line, maxsplit=1)[0].strip()
+
+
+@pytest.mark.parametrize(("cmd", "block"), _output_blocks(README), ids=[c for c, _ in _output_blocks(README)])
+def test_readme_output_blocks_are_what_the_command_prints(cmd, block, tmp_path):
+    if any(s in cmd for s in SLOW) and not ALL:
+        pytest.skip("a command that takes minutes: GPUSIM_DOC_COMMANDS=all runs it")
+    printed = _gpusim(cmd, tmp_path).splitlines()
+    for line in block.splitlines():
+        shown = line.split("...")[0]
+        if not _numbers(shown):
+            continue
+        match = next((p for p in printed if _label(p) == _label(line)), None)
+        assert match is not None, f"README shows `{line}`, but `{cmd}` prints no line labelled {_label(line)!r}"
+        assert _close(_numbers(shown), _numbers(match)), f"README: `{line}`\n`{cmd}` prints: `{match}`"
+
+
+def _commented_commands(page: Path) -> list[tuple[str, str]]:
+    """(command, comment) for each gpusim command of the page whose comment quotes numbers."""
+    out = []
+    for block in _blocks(page):
+        for raw in block.splitlines():
+            code, sep, comment = raw.partition("  #")
+            code = code.strip().removeprefix("$ ")
+            if sep and code.startswith("gpusim ") and _numbers(comment):
+                out.append((code, comment.strip()))
+    return out
+
+
+@pytest.mark.parametrize(("cmd", "comment"), _commented_commands(README),
+                         ids=[c for c, _ in _commented_commands(README)])
+def test_numbers_in_readme_comments_are_printed(cmd, comment, tmp_path):
+    if any(s in cmd for s in SLOW) and not ALL:
+        pytest.skip("a command that takes minutes: GPUSIM_DOC_COMMANDS=all runs it")
+    printed = _numbers(_gpusim(cmd, tmp_path))
+    for n in _numbers(comment):
+        assert any(abs(n - p) <= 0.01 * abs(p) for p in printed), f"README: `{cmd}  {comment}`: {n:g} is not printed"
+
+
+def test_readme_python_prints_what_its_comment_says(capsys):
+    """The README's `print(...)  # values` lines, run with the lines of their block before them."""
+    checked = 0
+    for m in re.finditer(r"```python\n(.*?)```", README.read_text(), re.S):
+        lines = m.group(1).splitlines()
+        for i, line in enumerate(lines):
+            code, sep, comment = line.partition("  #")
+            if not (sep and code.strip().startswith("print(") and _numbers(comment)):
+                continue
+            exec(compile("\n".join([*lines[:i], code]), "README.md", "exec"), {})  # noqa: S102
+            printed, said = capsys.readouterr().out.split(), comment.split()
+            assert len(printed) == len(said), f"README: {line}\nprints: {' '.join(printed)}"
+            for p, c in zip(printed, said, strict=True):
+                same = _close(_numbers(c), _numbers(p)) if _numbers(c) else p == c
+                assert same, f"README: {line}\nprints: {' '.join(printed)}"
+            checked += 1
+    assert checked >= 1
+
+
+def test_readme_bench_table_has_the_pinned_cycles():
+    from gpusim.cli.bench_cmd import PINNED_CYCLES
+
+    rows = {m.group(1): _numbers(m.group(2)) for m in re.finditer(r"^\| (\w+) \|([^\n]*)$", README.read_text(), re.M)}
+    assert {name: rows[name][1] for name in PINNED_CYCLES} == PINNED_CYCLES
+
+
+def test_readme_shows_every_subcommand_and_no_page_repeats_a_section():
+    from gpusim.cli.main import SUBCOMMANDS
+
+    shown = {cmd.split()[1] for cmd, _ in page_commands(README)}
+    assert set(SUBCOMMANDS) - shown == set(), "README runs no example of these subcommands"
+    for page in PAGES:
+        heads = re.findall(r"^#+ .*$", page.read_text(), re.M)
+        assert len(heads) == len(set(heads)), f"{page.name} repeats a section: {heads}"

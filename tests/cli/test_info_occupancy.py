@@ -93,7 +93,7 @@ def test_occupancy_text(capsys):
     assert "registers                4  <- limiter" in out
     assert "active blocks per SM       4" in out
     assert "active warps per SM        32 of 64" in out
-    assert "occupancy                  50.0%" in out
+    assert "theoretical occupancy      50.0%" in out
     assert "limited by                 registers" in out
     assert "17408 bytes/block of 167936 per SM" in out
 

@@ -179,7 +179,7 @@ NUMERIC = [
 def test_a_number_out_of_range_is_a_usage_error(argv, flag, value, message, capsys):
     status, out, err = _exit([*argv, flag.split("/")[0], value], capsys)
     assert status == 2 and out == ""
-    assert err.splitlines()[-1] == f"gpusim {argv[0]}: error: argument {flag}: {message}"
+    assert err.splitlines() == [f"gpusim {argv[0]}: error: argument {flag}: {message}", f"see gpusim {argv[0]} --help"]
 
 
 # ---- version, list ---------------------------------------------------------------------------------------

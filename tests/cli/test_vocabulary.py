@@ -71,11 +71,11 @@ def test_command_speaks_the_vocabulary(name):
                                                      "--dask-scheduler)"),
 ])
 def test_renamed_flags_say_what_replaced_them(capsys, argv, new):
-    with pytest.raises(SystemExit) as exc:  # (argparse's own exit: usage, then the one-line error)
+    with pytest.raises(SystemExit) as exc:  # (argparse's own exit: the one-line error, then the help hint)
         cli_main.main(argv)
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].endswith(f"renamed: use {new}")
+    assert err[0].endswith(f"renamed: use {new}") and err[1].startswith("see gpusim ") and len(err) == 2
 
 
 def test_the_vocabulary_is_documented():

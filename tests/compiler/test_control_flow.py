@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from gpusim.compiler import CompilerError, Graph, GraphError, evaluate, import_onnx, lower
-from gpusim.compiler.control_flow import emit_if, emit_loop, run_control_flow, unroll_loops
+from gpusim.compiler.control_flow import emit_if, emit_loop, unroll_loops
+from gpusim.compiler.control_flow_run import run_control_flow
 from gpusim.compiler.cost import AnalyticalCost
 from gpusim.compiler.cost.base import launch_overhead_cycles
 
@@ -201,3 +202,17 @@ def test_onnx_if_inside_a_loop_body_matches_the_reference(a100):
                                                                    for i in range(3)]
         other = "else_branch" if p else "then_branch"
         assert run.not_taken == {f"%y iteration {i} %r {other}": 1 for i in range(3)}
+
+
+def test_the_operator_table_gets_control_flow_rules_from_the_layers_that_own_them():
+    """ops.py declares if and loop and imports no layer above it: their type rule, numpy semantics and host
+    run are registered by control_flow.py, evaluate.py and control_flow_run.py (docs/architecture.md)."""
+    from gpusim.compiler.ops import OPS, register
+
+    for op in ("if", "loop"):
+        d = OPS[op]
+        assert [f.__module__ for f in (d.infer, d.compute, d.run_on_host)] == [
+            "gpusim.compiler.control_flow", "gpusim.compiler.evaluate", "gpusim.compiler.control_flow_run"]
+    assert [op for op, d in OPS.items() if d.run_on_host is not None] == ["if", "loop"]
+    with pytest.raises(GraphError, match="unknown operator 'switch': declare it in OPS before registering its rules"):
+        register("switch", infer=OPS["if"].infer)

@@ -7,7 +7,8 @@ import pytest
 
 from gpusim.analysis.sharding import sharding_study
 from gpusim.compiler import CompilerError, evaluate, models
-from gpusim.compiler.shard import evaluate_sharded, gemm_only_cost, row_local, run_sharded, shard
+from gpusim.compiler.shard import evaluate_sharded, shard
+from gpusim.compiler.shard_cost import gemm_only_cost, row_local, run_sharded
 from gpusim.compiler.streams import Task, assign_streams
 from gpusim.config import load_config
 
@@ -101,7 +102,7 @@ def test_fused_sharded_graph_still_computes_the_original_and_runs_in_chunks():
 
     from gpusim.compiler import run_pipeline
     from gpusim.compiler.cost import AnalyticalCost
-    from gpusim.compiler.shard import compiler_cost, shard_program
+    from gpusim.compiler.shard_cost import compiler_cost, shard_program
 
     graph = models.transformer(32, 64, 4, 128)
     sharded = shard(graph, 4)

@@ -55,6 +55,14 @@ def occupancy(block: int, regs: int, smem: int = 0):
     return probe
 
 
+def measured_kernel(cfg):
+    """A small saxpy as `gpusim validate --kernels` times it (kernel + the launch as events count it)."""
+    from gpusim.analysis.kernel_validation import Pair, simulate_pair
+
+    return simulate_pair(Pair("saxpy", "small", {"n": 4096, "block": 256}, 10.0), "saxpy", "sasm", cfg,
+                         sample="off").simulated_us
+
+
 def derived(cfg):
     return cfg.derived()
 
@@ -96,6 +104,9 @@ SOFTMAX = kernel("softmax", rows=64)  # stores, then loads of what was stored
 CHASE = kernel("pointer_chase", footprint=168 * 1024, stride=128, steps=3000)
 DIVERGE = kernel("divergence", n=2048)
 BANKS = kernel("shared_bank_conflict", n=1024, stride=32)
+SCATTER = kernel("transpose_naive", rows=128, cols=128)  # every store writes a 32-byte sector in part
+HIST = kernel("histogram", n=8192)  # global atomics (16 lanes on a bin) after shared ones
+PATHS = kernel("diverge_paths", paths=4, iters=2)  # a warp's threads split and rejoin
 def cpu(workload: str, **params):
     """The CPU model's result (gpusim/cpu) for a small workload run: cycles, bounds, levels, breakdown."""
     def probe(cfg):
@@ -145,7 +156,7 @@ FIELDS: dict[str, tuple] = {
     "sm.max_threads_per_block": ({"sm.max_threads_per_block": 128, "sm.max_block_dims": [128, 128, 64]}, [SAXPY]),
     "sm.max_block_dims": ({"sm.max_block_dims": [128, 128, 64]}, [SAXPY]),
     "sm.max_warps_per_sm": ({"sm.max_warps_per_sm": 32, "sm.max_threads_per_sm": 1024}, [occupancy(256, 16)]),
-    "sm.max_threads_per_sm": ({"sm.max_threads_per_sm": 1024}, []),
+    "sm.max_threads_per_sm": ({"sm.max_threads_per_sm": 1024}, [occupancy(256, 16)]),  # moves max_warps_per_sm
     "sm.max_blocks_per_sm": ({"sm.max_blocks_per_sm": 1}, [occupancy(256, 16)]),
     "sm.registers_per_sm": ({"sm.registers_per_sm": 32768, "sm.max_registers_per_block": 32768},
                             [occupancy(256, 64)]),
@@ -177,6 +188,8 @@ FIELDS: dict[str, tuple] = {
     "shared_memory.banks": ({"shared_memory.banks": 16}, [BANKS]),
     "shared_memory.bank_width_bytes": ({"shared_memory.bank_width_bytes": 8}, [BANKS]),
     "shared_memory.latency_cycles": ({"shared_memory.latency_cycles": 200}, [BANKS]),
+    "shared_memory.replay_cycles": ({"shared_memory.replay_cycles": 9}, [BANKS]),
+    "shared_memory.atomic_replay_cycles": ({"shared_memory.atomic_replay_cycles": 50}, [HIST]),
     "l2.size_bytes": ({"l2.size_bytes": 4 * 128 * 16 * 128}, [BIG], "gtx980", {"l2.size_bytes": 4 * 128 * 16 * 2}),
     "l2.ways": ({"l2.ways": 1}, [BIG], "gtx980", {"l2.size_bytes": 4 * 128 * 16 * 16}),  # L1 caches no loads
     "l2.line_size_bytes": ({"l2.line_size_bytes": 256}, [REUSE, SAXPY]),
@@ -193,11 +206,14 @@ FIELDS: dict[str, tuple] = {
     "interconnect.partition_bytes_per_cycle": ({"interconnect.partition_bytes_per_cycle": 1}, [SAXPY]),
     "interconnect.gpc_partitions": ({"interconnect.gpc_partitions": [1, 0, 0, 0, 1, 1, 1]}, [SAXPY]),
     "l2.partitions": ({"l2.partitions": 1}, [SAXPY]),
+    "l2.rmw_sector_cycles": ({"l2.rmw_sector_cycles": 500}, [SCATTER]),
+    "l2.partition_policy": ({"l2.partition_policy": "spill"}, [SOFTMAX]),
+    "l2.atomic_op_cycles": ({"l2.atomic_op_cycles": 100}, [HIST]),
     "dram.technology": INFORMATIONAL,
     "dram.controllers": ({"dram.controllers": 1}, [SAXPY]),
-    "dram.bus_width_bits": ({"dram.bus_width_bits": 1024}, []),
-    "dram.data_rate_mtps": ({"dram.data_rate_mtps": 100}, []),
-    "dram.bandwidth_gbps": ({"dram.bandwidth_gbps": 10}, []),
+    "dram.bus_width_bits": ({"dram.bus_width_bits": 1280}, [SAXPY]),  # moves bandwidth_gbps with it
+    "dram.data_rate_mtps": ({"dram.data_rate_mtps": 100}, [SAXPY]),  # moves bandwidth_gbps with it
+    "dram.bandwidth_gbps": ({"dram.bandwidth_gbps": 10}, [SAXPY]),
     "dram.latency_cycles": ({"dram.latency_cycles": 2000}, [SAXPY]),
     "dram.queue_depth": ({"dram.queue_depth": 1}, [COPY], "gtx980", ONE_BANK),
     "dram.efficiency": ({"dram.efficiency": 0.1}, [SAXPY]),
@@ -221,6 +237,7 @@ FIELDS: dict[str, tuple] = {
                                          [TILED, SAXPY]),
     "launch.kernel_launch_overhead_ns": ({"launch.kernel_launch_overhead_ns": 100000}, [SAXPY]),
     "launch.block_dispatch_cycles": ({"launch.block_dispatch_cycles": 1000}, [SAXPY]),
+    "launch.event_latency_ns": ({"launch.event_latency_ns": 100000}, [measured_kernel]),
     "pcie.generation": INFORMATIONAL,
     "pcie.lanes": INFORMATIONAL,
     "pcie.bandwidth_gbps": ({"pcie.bandwidth_gbps": 1}, [PROGRAM]),
@@ -278,6 +295,7 @@ FIELDS: dict[str, tuple] = {
     "units.<class>.bf16_fma_per_cycle": ({"units.tensor.bf16_fma_per_cycle": 16}, [MMA_BF16]),
     "units.<class>.tf32_fma_per_cycle": ({"units.tensor.tf32_fma_per_cycle": 32}, [GEMM_TF32]),
     "units.<class>.s8_fma_per_cycle": ({"units.tensor.s8_fma_per_cycle": 128}, [GEMM_INT8]),
+    "units.<class>.divergence_cycles": ({"units.branch.divergence_cycles": 200}, [PATHS]),
     "opcodes.<opcode>.latency_cycles": ({"opcodes.ex2.latency_cycles": 100}, [SOFTMAX]),  # softmax's exp
     "opcodes.<opcode>.lanes_per_subpartition": ({"opcodes.ex2.lanes_per_subpartition": 1}, [SOFTMAX]),
 }

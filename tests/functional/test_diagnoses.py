@@ -199,13 +199,13 @@ DONE:
 @pytest.mark.parametrize("src, grid", [(SPIN, 3), (SPIN_LAST, 700)], ids=["spin", "spin_last"])
 def test_the_probe_raises_the_fault_the_launch_would_raise(monkeypatch, src, grid, timed):
     """The same message (step, pc, line, block, thread) with the probe as without it."""
-    from gpusim.functional import executor
+    from gpusim.functional import warps
 
     prog = assemble(src, "k.sasm")
     cfg = gpusim.load_config("a100")
 
     def fault(probe_at: int) -> str:
-        monkeypatch.setattr(executor, "PROBE_AT_STEPS", probe_at)
+        monkeypatch.setattr(warps, "PROBE_AT_STEPS", probe_at)  # where the executor reads it
         with pytest.raises(KernelFault) as err:
             (timed_execute if timed else execute)(prog, Launch.make(grid, 128), {}, GlobalMemory(), cfg=cfg,
                                                  max_steps_per_warp=6000)
@@ -221,7 +221,7 @@ def test_the_probe_raises_the_fault_the_launch_would_raise(monkeypatch, src, gri
 def test_a_probe_leaves_the_launch_as_it_was(monkeypatch):
     """Long warps that end are probed (a block run ahead on copies) and the launch is unchanged: the same
     values in memory and the same statistics, functional and timed, as with no probe."""
-    from gpusim.functional import executor
+    from gpusim.functional import executor, warps
 
     wl = gpusim.load_workload("ffma_peak")
     cfg = gpusim.load_config("a100")
@@ -235,7 +235,7 @@ def test_a_probe_leaves_the_launch_as_it_was(monkeypatch):
     monkeypatch.setattr(executor.Executor, "probe_runaway", counted)
     results = {}
     for probe_at in (1 << 10, 1 << 40):
-        monkeypatch.setattr(executor, "PROBE_AT_STEPS", probe_at)
+        monkeypatch.setattr(warps, "PROBE_AT_STEPS", probe_at)  # where the executor reads it
         f = wl.run({"n": 4096, "iters": 32}, cfg)
         t = gpusim.simulate(wl, cfg, n=4096, iters=32)
         assert f.ok and t.verified

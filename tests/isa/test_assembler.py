@@ -79,10 +79,14 @@ def test_decoded_operands():
 
 
 def test_every_opcode_has_one_unit_class():
-    assert {o.unit for o in OPCODES.values()} <= set(Unit) | {"by-type"}
+    assert {o.unit for o in OPCODES.values()} <= set(Unit) | {"by-type", "by-type-sfu"}
     p = assemble(HEAD + "    add.f32 %f0, %f1, 1.0\n    add.u32 %r0, %r1, 1\n    sqrt.approx.f32 %f0, %f1\n"
                  "    ld.global.f32 %f0, [%rd]\n    bar.sync 0\n    exit\n")
     assert [i.unit for i in p.instructions] == [Unit.FP32, Unit.INT, Unit.SFU, Unit.LDST, Unit.SYNC, Unit.BRANCH]
+    # special functions and division of .f64: the FP64 unit (ptxas's DFMA sequences); of integers: the ALU
+    p = assemble(".kernel k\n.reg .f64 %d<2>\n.reg .u32 %r<2>\n    sqrt.rn.f64 %d0, %d1\n    rcp.rz.f64 %d0, %d1\n"
+                 "    div.rn.f64 %d0, %d0, %d1\n    rsqrt.approx.f64 %d0, %d1\n    div.u32 %r0, %r0, %r1\n")
+    assert [i.unit for i in p.instructions[:5]] == [Unit.FP64] * 4 + [Unit.INT]
 
 
 def test_reconvergence_point_is_the_immediate_post_dominator():

@@ -136,7 +136,7 @@ def test_unsupported_instruction_is_located():
     ("\tld.local.u32 %r1, [%rd1];\n", "local-memory access 'ld.local.u32 %r1, [%rd1]'"),
     ("\tcvta.to.local.u64 %rd1, %rd2;\n", "instruction 'cvta.to.local.u64'"),
     ("\tcall.uni f, (%r1);\n", "instruction 'call.uni'"),
-    ("\tadd.rz.f32 %f1, %f2, %f3;\n", "instruction 'add.rz.f32'"),
+    ("\tmul.rna.f32 %f1, %f2, %f3;\n", "instruction 'mul.rna.f32'"),  # (.rz/.rm/.rp: read since issue 40)
     ("\t.local .pred %q;\n", "local array type '.pred'"),
 ])
 def test_unsupported_constructs(line, what):

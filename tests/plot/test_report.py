@@ -1,13 +1,17 @@
 """The HTML report (`gpusim report`): its sections carry the result's own figures, it fetches nothing,
-and it renders in a real browser (headless Chromium, where one is installed) with no console errors and
-the verdict on the page."""
+and it renders in a real browser (headless Chromium) with no console errors and the verdict on the page.
+The browser test skips where no Chromium is installed, except in CI (`CI=true`), where it fails: .ci/run
+installs Chromium, and a run where that failed must not pass without the page ever being opened."""
 
 import html
 import json
+import os
 import re
 import shutil
 import subprocess
+import sys
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 
@@ -95,14 +99,23 @@ def test_the_command_writes_the_file_next_to_the_result(tmp_path, capsys, monkey
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+NO_BROWSER = "no Chromium on PATH (Debian: apt-get install chromium; .ci/run installs it)"
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on PATH (Debian: apt-get install chromium); "
-                                              ".ci/run installs it where it can")
-def test_renders_in_headless_chromium_without_console_errors(tmp_path, saxpy, page):
+@pytest.fixture
+def chromium():
+    """The browser's path; without one, a skip on a developer's machine and a failure in CI."""
+    if CHROMIUM is None:
+        if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
+            pytest.fail(f"CI=true and {NO_BROWSER}: the HTML report's browser test cannot run", pytrace=False)
+        pytest.skip(NO_BROWSER)
+    return CHROMIUM
+
+
+def test_renders_in_headless_chromium_without_console_errors(chromium, tmp_path, saxpy, page):
     path = tmp_path / "report.html"
     path.write_text(page)
-    done = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
+    done = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
                            "--v=0", "--dump-dom", path.as_uri()], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
@@ -127,3 +140,17 @@ def test_the_source_view_is_in_the_report(tmp_path, monkeypatch, capsys):
     assert "<h2>Source</h2>" in (tmp_path / "r.html").read_text()
     out = capsys.readouterr().out
     assert "bottleneck" in out and "source view: saxpy on a100" in out  # (a file report leaves stdout's summary)
+
+
+@pytest.mark.parametrize(("ci", "outcome"), [("true", f"Failed: CI=true and {NO_BROWSER}"),
+                                             ("", "SKIPPED [1] tests/plot/test_report.py")])
+def test_the_browser_test_cannot_skip_in_ci(ci, outcome, tmp_path):
+    """The browser test run with no browser on PATH: in CI it fails, elsewhere it skips."""
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTEST_XDIST_WORKER")}
+    env.update(PATH=str(tmp_path), CI=ci)  # (an empty folder: no chromium, nothing else either)
+    root = Path(__file__).parents[2]
+    done = subprocess.run([sys.executable, "-m", "pytest", "-rsE", "-p", "no:cacheprovider", "-p", "no:xdist",
+                           f"{Path(__file__)}::test_renders_in_headless_chromium_without_console_errors"],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    assert outcome in done.stdout, done.stdout[-2000:]
+    assert done.returncode == (1 if ci else 0)

@@ -87,7 +87,7 @@ def test_grid_is_x_when_block_does_not_vary(tmp_path):
 def test_nothing_varies(tmp_path):
     path = tmp_path / "one.json"
     path.write_text(json.dumps([row(0, "a100", 256, cycles=5)]))
-    with pytest.raises(GpusimError, match="one.json: no parameter column varies"):
+    with pytest.raises(GpusimError, match="one.json: nothing varies between the points"):
         sweep_figure(load_input(path))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -37,6 +38,25 @@ class Op:
         mnem = ".".join((self.opcode, *self.quals, *self.types))
         return f"{self.guard + ' ' if self.guard else ''}{mnem} {', '.join((self.dst, *self.srcs))}"
 
+
+
+def fused_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """a * b + c rounded once to f32, lane by lane: the exact sum as a Fraction, then the f32 nearest to it
+    (ties to even) among the cast of its nearest double and that value's two neighbours."""
+    with np.errstate(all="ignore"):
+        p = a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)
+        out = p.astype(F32)
+        for i in range(out.size):
+            if not np.isfinite(p[i]) or not np.isfinite(out[i]):
+                continue  # infinities and NaN: the double sum already is the answer (|a b| < 2^256)
+            v = Fraction(float(a[i])) * Fraction(float(b[i])) + Fraction(float(c[i]))
+            if v == 0:
+                continue
+            r = out[i]
+            cands = [np.nextafter(r, F32(-np.inf)), r, np.nextafter(r, F32(np.inf))]
+            cands = [x for x in cands if np.isfinite(x)]
+            out[i] = min(cands, key=lambda x: (abs(Fraction(float(x)) - v), int(x.view(np.uint32)) & 1))
+        return out
 
 def signed(bits: np.ndarray) -> np.ndarray:
     return bits.astype(np.uint32).view(np.int32).astype(np.int64)
@@ -227,9 +247,8 @@ class Interpreter:
             case "add" | "sub" | "mul":
                 r = {"add": np.add, "sub": np.subtract, "mul": np.multiply}[op.opcode](a[0], a[1]).astype(F32)
                 return saturate01(r) if "sat" in op.quals else (r, everywhere)
-            case "fma" | "mad":  # documented: exact float64 product plus the addend, rounded to float32
-                return (a[0].astype(np.float64) * a[1].astype(np.float64) + a[2].astype(np.float64)).astype(F32), \
-                    everywhere
+            case "fma" | "mad":  # one rounding of the exact a * b + c (PTX's fused multiply-add)
+                return fused_f32(a[0], a[1], a[2]), everywhere
             case "min" | "max":
                 return fminmax(a[0], a[1], op.opcode == "min"), everywhere
             case "neg":

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
-from gpusim.isa.opcodes import OPCODES
+from gpusim.isa.opcodes import ATOM_OPS, OPCODES, type_rule
 from gpusim.isa.program import SPECIAL_REGISTERS
 from gpusim.isa.types import BITS_ONLY, REGISTER_TYPES, TYPES, ScalarType, compatible, widened
 
@@ -195,6 +195,9 @@ def instruction(draw, d: Decls) -> str:
         ok = sorted(q for q in group if qualifier_ok(op, t, q))
         if ok and (i in spec.required or draw(st.booleans())):
             quals.append(draw(st.sampled_from(ok)))
+    if type_rule(op, quals, types):  # what a type takes beyond the table (PTX ISA 9.7.3): drop the rest
+        quals = [("add" if q in ATOM_OPS else q) if op in ("atom", "red") else q for q in quals
+                 if q not in ("rz", "rm", "rp", "ftz", "approx", "full")]
     sig = "dMss" if op == "atom" and "cas" in quals else spec.sig
     if op == "setp" and set(quals) & {"and", "or", "xor"}:  # p = (a CMP b) BOOL q
         sig = "PssQ"

@@ -60,7 +60,7 @@ def test_units(m):
 
 
 def test_caches_and_dram(m):
-    assert (m["l1_requests"], m["l1_hit_sectors"], m["l1_miss_sectors"]) == (60, 40, 80)
+    assert (m["l1_tag_lookups"], m["l1_hit_sectors"], m["l1_miss_sectors"]) == (60, 40, 80)
     assert m["l1_hit_rate_pct"] == approx(100 * 40 / 120)
     assert m["l1_mshr_full_cycles"] == 5
     assert (m["l2_read_sectors"], m["l2_write_sectors"]) == (100, 20)

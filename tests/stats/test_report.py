@@ -4,6 +4,7 @@ what simulate() does with its configuration arguments."""
 import csv
 import io
 import json
+from pathlib import Path
 
 import pytest
 
@@ -70,7 +71,8 @@ def test_real_run_provenance_and_consistency(saxpy):
     r = saxpy
     cfg = gpusim.load_config("a100")
     assert r.provenance == {"gpusim_version": gpusim.__version__, "config": "a100", "config_hash": cfg.hash(),
-                            "workload": "saxpy", "params": {"n": 5000, "block": 256},
+                            "config_file": str(Path(cfg.source).resolve()), "config_overrides": {}, "workload": "saxpy",
+                            "params": {"n": 5000, "block": 256},
                             "launch": {"grid": [20, 1, 1], "block": [256, 1, 1]}, "seed": 3, "scheduler": "gto"}
     k, st = r.kernel, r.run.result.stats
     assert r.verified is True

@@ -24,6 +24,8 @@ def test_every_field_path_names_a_real_field_of_a_loaded_config():
         for part in path.split("."):
             if part == "tensor" and part not in node:  # an optional unit class a100 may lack
                 break
+            if part == "divergence_cycles" and part not in node:  # an optional field of the branch unit
+                break
             if part.startswith("<"):  # a table's entries (`opcodes.<opcode>`): a100's table is empty
                 assert isinstance(node, dict), path
                 break

@@ -34,8 +34,8 @@ def test_one_row_per_point_with_the_same_columns(blocks):
     assert [r["point"] for r in rows] == [0, 1, 2, 3] and [r["block"] for r in rows] == [64, 128, 256, 2048]
     assert all(list(r) == blocks.columns for r in rows)
     cols = blocks.columns
-    assert tuple(cols[:5]) == HEAD and cols[5:7] == ["n", "block"] and tuple(cols[7:14]) == RUN
-    assert tuple(cols[-2:]) == TAIL
+    assert tuple(cols[:6]) == HEAD and cols[6:8] == ["n", "block"] and tuple(cols[8:15]) == RUN
+    assert tuple(cols[-3:]) == TAIL
     for name in ("cycles", "kernel_seconds", "achieved_gflops", "achieved_occupancy", "warp_states_pct.long_scoreboard",
                  "unit_utilisation_pct.fp32", "dram_bytes_read"):
         assert name in cols
@@ -65,7 +65,8 @@ def test_best_is_the_fewest_cycles_and_explained(blocks):
     assert f"{best['achieved_occupancy']:.1%} achieved" in text and best["verdict"] in text
     assert "top stall   long_scoreboard" in text
     table = blocks.table().splitlines()
-    assert table[0].split() == ["#", "block", "status", "cycles", "time", "us", "occupancy", "verdict", "top", "stall"]
+    assert table[0].split() == ["#", "block", "status", "cycles", "time", "us", "achieved", "occ.", "verdict", "top",
+                                "stall"]
     assert f"{best['cycles']:,}" in table[1 + best["point"]]
     assert table[4].split()[:3] == ["3", "2048", "error"] and "the limit is 1024" in table[4]
 

@@ -71,7 +71,7 @@ def test_a_write_at_the_home_drops_the_far_copy(chip):
     assert _read(chip, 0, line, 30_000.0) == near
     # SM 0 writes: the write goes to the home (crossing both ways), which drops partition 0's copy
     t = 40_000.0
-    ack = _l2.write(l2, noc, d, _noc.slice_of(noc, 0, line), t, line, 0b0001) - t
+    ack = _l2.write(l2, noc, d, _noc.slice_of(noc, 0, line), t, line, 0b0001, 0) - t
     assert ack == near + 2 * cross
     assert _read(chip, 0, line, 50_000.0) == pytest.approx(near + 2 * cross)
 

@@ -51,6 +51,11 @@ class Asm:
         self.load_bytes = 0.0  # global bytes one warp's loads move between L1 and L2
         self.store_bytes = 0.0
 
+    @property
+    def weight(self) -> float:
+        """How many times a thread runs the instruction emitted next (the trip counts of the loops around it)."""
+        return self._weight
+
     # --- declarations ---------------------------------------------------------------------------
 
     def param(self, name: str, type_: str = "u64") -> None:

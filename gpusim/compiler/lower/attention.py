@@ -37,7 +37,7 @@ from gpusim.compiler.errors import CompilerError
 from gpusim.compiler.lower.asm import SECTOR, WARP, WIDTH, Asm, fimm
 from gpusim.compiler.lower.expr import LOG2E, divide, modulo
 from gpusim.compiler.lower.kernel import Kernel, Template, declare, finish
-from gpusim.compiler.lower.matmul import _batch_stride as batch_stride
+from gpusim.compiler.lower.matmul import batch_stride
 from gpusim.compiler.lower.region import Region
 from gpusim.config import Config
 from gpusim.functional import Launch

@@ -10,7 +10,7 @@ from gpusim.compiler.ir import Graph, Node
 from gpusim.compiler.lower import attention, conv, elementwise, gather, matmul, mma, reduce, transpose
 from gpusim.compiler.lower.kernel import Kernel, Template
 from gpusim.compiler.lower.region import kernel_name, region_of
-from gpusim.compiler.ops import Kind, kind_of
+from gpusim.compiler.ops import OPS, Kind, kind_of
 from gpusim.compiler.verify import verify
 from gpusim.config import Config
 
@@ -29,9 +29,9 @@ def template_of(node: Node) -> Template | None:
     a reshape: a view of its input)."""
     if node.op in NO_KERNEL:
         return None
-    if node.op in ("if", "loop"):
+    if OPS[node.op].run_on_host is not None:
         raise CompilerError(f"node %{node.name} ({node.op}): control flow is not one kernel; run the graph with "
-                            "gpusim.compiler.control_flow.run_control_flow")
+                            "gpusim.compiler.control_flow_run.run_control_flow")
     if node.op in GATHERS:
         return TEMPLATES["gather"]
     if node.op == "conv" or node.op == "fused" and any(n.op == "conv" for n in node.attrs["body"].nodes.values()):

@@ -77,7 +77,7 @@ def space(region: Region, cfg: Config) -> dict[str, tuple]:
     """The tiles up to twice M and N; B^T only through shared memory (its direct loads put each thread of
     a warp on its own row of B^T: a sector per thread, 5 to 10 times slower in simulation than the
     shared-memory loop, which the analytical model does not see)."""
-    _, m, _, n = _dims(region)
+    _, m, _, n = matmul_dims(region)
     return {"BM": tuple(t for t in TILES if t < 2 * m or t == TILES[0]),
             "BN": tuple(t for t in TILES if t < 2 * n or t == TILES[0]),
             "BK": (8, 16, 32), "TM": (1, 2, 4, 8), "TN": (1, 2, 4, 8),
@@ -94,7 +94,7 @@ def transposed(mm) -> tuple[bool, bool]:
     return (bool(mm.attrs["trans_a"]), bool(mm.attrs["trans_b"])) if mm.op == "matmul_t" else (False, False)
 
 
-def _dims(region: Region) -> tuple[tuple[int, ...], int, int, int]:
+def matmul_dims(region: Region) -> tuple[tuple[int, ...], int, int, int]:
     """The batch shape, M, K and N."""
     mm = find_matmul(region)
     types = {i.name: i.type for i in region.inputs}
@@ -106,7 +106,7 @@ def _dims(region: Region) -> tuple[tuple[int, ...], int, int, int]:
     return mm.shape[:-2], m, k, (b.shape[-2] if tb else b.shape[-1])
 
 
-def _batch_stride(shape: tuple[int, ...], batch: tuple[int, ...], what: str) -> int:
+def batch_stride(shape: tuple[int, ...], batch: tuple[int, ...], what: str) -> int:
     """Elements between one batch's matrix and the next in an operand of `shape` (0: shared by all)."""
     lead = (1,) * (len(batch) + 2 - len(shape)) + tuple(shape[:-2])
     if all(d == 1 for d in lead):
@@ -117,7 +117,7 @@ def _batch_stride(shape: tuple[int, ...], batch: tuple[int, ...], what: str) -> 
     return math.prod(shape[-2:])
 
 
-def _rebatched(e: Asm, region: Region, names: Mapping[str, str], batch: tuple[int, ...], mm) -> Region:
+def rebatched(e: Asm, region: Region, names: Mapping[str, str], batch: tuple[int, ...], mm) -> Region:
     """Every batched operand's pointer moved to the block's batch; the region with the epilogue operands
     seen as matrices (their batch dimensions dropped)."""
     z = "%ctaid.z"
@@ -125,7 +125,7 @@ def _rebatched(e: Asm, region: Region, names: Mapping[str, str], batch: tuple[in
     for i in region.inputs:
         shape = i.type.shape
         if batch and i.scalar is None:
-            stride = _batch_stride(shape, batch, f"node %{region.node.name}: operand %{i.name}")
+            stride = batch_stride(shape, batch, f"node %{region.node.name}: operand %{i.name}")
             if stride:
                 e.rebase(names[i.name], e.value("mul.lo.u32", "u32", z, str(stride)), i.type.dtype)
         if len(shape) > 2 and i.name not in mm.inputs:
@@ -138,7 +138,7 @@ def _rebatched(e: Asm, region: Region, names: Mapping[str, str], batch: tuple[in
 
 
 def generate(region: Region, params: Mapping[str, Any], name: str, operands: Operands | None = None) -> Kernel:
-    batch, m, k, n = _dims(region)
+    batch, m, k, n = matmul_dims(region)
     batches = math.prod(batch)
     bm, bn, bk, tm, tn = (int(params[p]) for p in ("BM", "BN", "BK", "TM", "TN"))
     shared = bool(params["use_shared"])
@@ -165,7 +165,7 @@ def generate(region: Region, params: Mapping[str, Any], name: str, operands: Ope
     names = declare(e, region)
     if operands is not None:
         operands.rebase(e, names)
-    region = _rebatched(e, region, names, batch, mm)
+    region = rebatched(e, region, names, batch, mm)
     a_param, b_param = (names[i] for i in mm.inputs)
     row0 = e.value("mad.lo.u32", "u32", "%ctaid.y", str(bm), "%tid.y")
     col0 = e.value("mad.lo.u32", "u32", "%ctaid.x", str(bn), "%tid.x")

@@ -40,14 +40,14 @@ warp's tile is a multiple of 16 x 16), num_stages (1..4)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from gpusim.compiler.errors import CompilerError
 from gpusim.compiler.lower.asm import WARP, WIDTH, Asm
 from gpusim.compiler.lower.expr import Indexer, Values
 from gpusim.compiler.lower.kernel import Kernel, Template, declare, finish
-from gpusim.compiler.lower.matmul import _dims, _rebatched, find_matmul, transposed
+from gpusim.compiler.lower.matmul import find_matmul, matmul_dims, rebatched, transposed
 from gpusim.compiler.lower.region import Region
 from gpusim.config import Config
 from gpusim.functional import Launch
@@ -83,7 +83,7 @@ def unsupported(region: Region, cfg: Config | None) -> str | None:
 def _layout(region: Region) -> str | None:
     """Why the template cannot read `region`'s operands as they lie in memory (None: it can)."""
     a = operands(region)[0]
-    _, m, k, n = _dims(region)
+    _, m, k, n = matmul_dims(region)
     ta, tb = transposed(find_matmul(region))
     if ta:
         return "A is read transposed (an ldmatrix.trans of A^T is not written)"
@@ -99,7 +99,7 @@ def _layout(region: Region) -> str | None:
 
 def default(region: Region) -> dict[str, Any]:
     """A 32 x 32 warp tile, the block tile no larger than the matrix needs, three stages."""
-    _, m, _, n = _dims(region)
+    _, m, _, n = matmul_dims(region)
     bm, bn = (min(64, max(16, 1 << (d - 1).bit_length())) for d in (m, n))
     dt = operands(region)[0]
     return {"BM": bm, "BN": bn, "BK": 64 // WIDTH[dt], "WM": max(1, bm // 32), "WN": max(1, bn // 32),
@@ -108,7 +108,7 @@ def default(region: Region) -> dict[str, Any]:
 
 def space(region: Region, cfg: Config) -> dict[str, tuple]:
     """Tiles up to twice M and N, k tiles of 32, 64 or 128 bytes, 1 to 4 warps each way, 1 to 4 stages."""
-    _, m, _, n = _dims(region)
+    _, m, _, n = matmul_dims(region)
     es = WIDTH[operands(region)[0]]
     return {"BM": tuple(t for t in TILES if t < 2 * m or t == TILES[0]),
             "BN": tuple(t for t in TILES if t < 2 * n or t == TILES[0]),
@@ -191,7 +191,7 @@ def _issue(e: Asm, ops: list[_Operand], stage: str | int, more: str | None, k: i
             at = f"[{place}+{stage}]" if isinstance(stage, int) else f"[{e.value('add.u32', 'u32', place, stage)}]"
             at = at.replace("+0]", "]")
             e("cp.async.cg.shared.global", at, f"[{address}]", str(CHUNK), guard=e.both(inside, more))
-            e.load_bytes += e._weight * WARP * CHUNK  # a warp's copy: 512 bytes from L2 (cp.async.cg skips L1)
+            e.load_bytes += e.weight * WARP * CHUNK  # a warp's copy: 512 bytes from L2 (cp.async.cg skips L1)
             if inside is not None:
                 e("st.shared.v4.u32", at, f"{{{zero}, {zero}, {zero}, {zero}}}", guard=f"!{inside}")
             e("add.u64", address, address, str(op.tile_step))
@@ -200,16 +200,14 @@ def _issue(e: Asm, ops: list[_Operand], stage: str | int, more: str | None, k: i
     e("cp.async.commit_group")
 
 
-def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
-    batch, m, k, n = _dims(region)
-    batches = math.prod(batch)
-    bm, bn, bk, wm_n, wn_n, stages = (int(params[p]) for p in ("BM", "BN", "BK", "WM", "WN", "num_stages"))
-    mm = find_matmul(region)
-    dt = operands(region)[0]
+def _warp_tile(region: Region, dt: str, shape: tuple[int, ...], tiles: tuple[int, ...]) -> tuple[int, int, int]:
+    """A warp's tile (BM/WM x BN/WN) and the threads of a block, once the parameters (BM, BN, BK, WM, WN,
+    num_stages) are checked against the tensor cores and the region (its result of `shape`, operands of
+    dtype `dt`); CompilerError naming what does not fit."""
+    bm, bn, bk, wm_n, wn_n, stages = tiles
     if dt not in MMA or operands(region)[1] != dt:
         raise CompilerError(f"mma: operands {'/'.join(operands(region))}; the tensor-core template takes f16, "
                             "bf16 or i8 pairs")
-    mnemonic, acc_type, precision, _, fmas = MMA[dt]
     es = WIDTH[dt]
     if stages not in STAGES:
         raise CompilerError(f"mma: num_stages {stages}; must be 1..4")
@@ -223,16 +221,28 @@ def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
     threads = WARP * wm_n * wn_n
     if threads > 1024:
         raise CompilerError(f"mma: WM x WN = {wm_n * wn_n} warps; at most 32")
-    if region.root.shape != (*batch, m, n):
+    if region.root.shape != shape:
         raise CompilerError(f"node %{region.node.name}: the epilogue's result {region.root.type} is not "
-                            f"{'x'.join(map(str, (*batch, m, n)))}")
+                            f"{'x'.join(map(str, shape))}")
     reason = _layout(region)
     if reason is not None:
         raise CompilerError(f"node %{region.node.name}: the tensor-core template does not apply: {reason}")
+    return tm, tn, threads
+
+
+def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
+    batch, m, k, n = matmul_dims(region)
+    batches = math.prod(batch)
+    bm, bn, bk, wm_n, wn_n, stages = (int(params[p]) for p in ("BM", "BN", "BK", "WM", "WN", "num_stages"))
+    mm = find_matmul(region)
+    dt = operands(region)[0]
+    tm, tn, threads = _warp_tile(region, dt, (*batch, m, n), (bm, bn, bk, wm_n, wn_n, stages))
+    mnemonic, acc_type, precision, _, fmas = MMA[dt]
+    es = WIDTH[dt]
     tb = transposed(mm)[1]
     e = Asm(name)
     names = declare(e, region)
-    region = _rebatched(e, region, names, batch, mm)
+    region = rebatched(e, region, names, batch, mm)
     a_param, b_param = (names[i] for i in mm.inputs)
     kc = bk * es // CHUNK  # chunks of a row along K
     row0, col0 = (e.value("mul.lo.u32", "u32", f"%ctaid.{axis}", str(t)) for axis, t in (("y", bm), ("x", bn)))
@@ -252,7 +262,6 @@ def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
         _copy_slots(e, op, tid, threads, e.value("add.u32", "u32", origin, str(op.base)) if op.base else origin,
                     k, bk)
     zero = e.value("mov.u32", "u32", "0")
-    tiles = -(-k // bk)
 
     # ldmatrix addresses of this lane (stage 0): A per k step, B per k step (B^T) or per pair of n8 tiles (B)
     lane = e.value("and.b32", "u32", tid, "31")
@@ -283,7 +292,7 @@ def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
 
     def compute(stage: str) -> None:
         """The mma of one k tile, the next k step's fragments loaded before this step's mma."""
-        e.round_trips["shared"] += e._weight  # the first step's fragments, after the barrier
+        e.round_trips["shared"] += e.weight  # the first step's fragments, after the barrier
         frags = fragments(stage, 0)
         for s in range(steps):
             following = fragments(stage, s + 1) if s + 1 < steps else None
@@ -295,17 +304,29 @@ def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
                     e(mnemonic, f"{{{c}}}", f"{{{', '.join(af[mi])}}}", f"{{{', '.join(bregs)}}}", f"{{{c}}}")
             frags = following
 
-    ops = [a, b]
-    mma_count = 0.0
+    mma_count = _k_loop(e, [a, b], compute, stages, stage_bytes, k, bk, zero) * steps * mi_n * nj_n
+    _epilogue(e, region, names, mm, acc, acc_type, (m, n), (bm, bn, tm, tn), (wm, wn), lane)
+    launch = Launch.make((-(-n // bn), -(-m // bm), batches), (threads, 1))
+    # every block copies its panels once (cp.async.cg: from L2, no L1), so the unique bytes are the bytes
+    return finish(e, region, "mma", params, launch,
+                  flops=batches * (2 * m * n * k + m * n * (len(region.ops) - 1)),
+                  tensor_fma={precision: mma_count * fmas})
+
+
+def _k_loop(e: Asm, ops: list[_Operand], compute: Callable[[str], None], stages: int, stage_bytes: int, k: int,
+            bk: int, zero: str) -> float:
+    """The loop over K's tiles: with one stage, copy a tile, wait, compute, and let every warp finish
+    before the next copy; with S stages, S - 1 tiles in flight in a ring (one barrier a tile). Returns how
+    many times a thread runs `compute` (the loop's trips)."""
+    tiles = -(-k // bk)
     if stages == 1:
         with e.loop(tiles):
             _issue(e, ops, 0, None, k, zero)
             e("cp.async.wait_group", "0")
-            e.round_trips["global"] += e._weight
+            e.round_trips["global"] += e.weight
             e("bar.sync", "0")
-            before = e._weight
+            weight = e.weight
             compute("0")
-            mma_count += before * steps * mi_n * nj_n
             e("bar.sync", "0")
     else:
         for s in range(stages - 1):  # the prologue: tiles 0 .. S-2 (empty groups past the last)
@@ -323,9 +344,8 @@ def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
             if tiles > 1:
                 later = e.value("add.u32", "u32", kt, str(stages - 1))
                 _issue(e, ops, ls, e.value("setp.lt.u32", "pred", later, str(tiles)), k, zero)
-            before = e._weight
+            weight = e.weight
             compute(cs)
-            mma_count += before * steps * mi_n * nj_n
             if tiles > 1:
                 for reg in (cs, ls):
                     e("add.u32", reg, reg, str(stage_bytes))
@@ -334,12 +354,7 @@ def generate(region: Region, params: Mapping[str, Any], name: str) -> Kernel:
         # the copy latency is waited for once, then one wait per S - 1 tiles (the copies of S - 1 tiles
         # in flight behind the mma)
         e.round_trips["global"] += (tiles - 1) / (stages - 1)
-    _epilogue(e, region, names, mm, acc, acc_type, (m, n), (bm, bn, tm, tn), (wm, wn), lane)
-    launch = Launch.make((-(-n // bn), -(-m // bm), batches), (threads, 1))
-    # every block copies its panels once (cp.async.cg: from L2, no L1), so the unique bytes are the bytes
-    return finish(e, region, "mma", params, launch,
-                  flops=batches * (2 * m * n * k + m * n * (len(region.ops) - 1)),
-                  tensor_fma={precision: mma_count * fmas})
+    return weight
 
 
 def _kmajor_reads(e: Asm, op: _Operand, origin: str, lane: str, warp_index: str, warp_rows: int, steps: int,

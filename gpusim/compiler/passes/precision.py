@@ -97,7 +97,7 @@ class _Builder:
     def add(self, op: str, inputs: tuple[str, ...], attrs: Mapping, name: str | None = None,
             type_: TensorType | None = None) -> str:
         t = type_ or infer_type(op, tuple(self.new[i].type for i in inputs), attrs)
-        name = name if name is not None else self.new._new_name(None, op)
+        name = name if name is not None else self.new.fresh_name()
         self.new.add_node(Node(name, op, inputs, t, dict(attrs)))
         return name
 

@@ -1,7 +1,8 @@
 """Dispatch to the warp-scheduler policy chosen in YAML (its index in
 `gpusim.config.vocab.SCHEDULER_POLICIES`). A policy's `pick(P, W, g, t)` returns the warp sub-partition
 `g` issues next among its eligible ones (or -1), remembering what it needs in `P.last[g]`;
-`on_long_latency(P, g, w)` hears that warp `w` waits on global memory or a barrier."""
+`on_long_latency(P, g, w)` hears that warp `w` waits on global memory or a barrier; `on_yield(P, g, w)` that
+it issued an instruction with SASS's yield bit (a hint to turn to another warp)."""
 
 from gpusim.config.vocab import SCHEDULER_POLICIES
 from gpusim.timing.jit import njit_inline
@@ -36,3 +37,9 @@ def on_long_latency(P, g, w):
         lrr.on_long_latency(P, g, w)
     else:
         oldest_first.on_long_latency(P, g, w)
+
+
+@njit_inline
+def on_yield(P, g, w):
+    if P.policy == GTO:
+        gto.on_yield(P, g, w)

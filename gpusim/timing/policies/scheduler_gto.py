@@ -18,3 +18,10 @@ def pick(P, W, g, t):
 @njit_inline
 def on_long_latency(P, g, w):
     pass
+
+
+@njit_inline
+def on_yield(P, g, w):
+    """SASS's yield bit: the warp stops being the greedy one (the oldest eligible warp goes next)."""
+    if P.last[g] == w:
+        P.last[g] = -1

@@ -38,6 +38,7 @@ LOAD_GAP = 3  # mma between two of the second k-step's ldmatrix
 
 
 def kernel(name: str) -> str:
+    """The .sasm text of workload `name` (a key of VARIANTS)."""
     mma, acc, es = VARIANTS[name]
     L = []
     e = L.append
@@ -67,6 +68,17 @@ def kernel(name: str) -> str:
     e(f"    mul.lo.u32 %kb, %nn, {es}              // bytes of one row of A and of Bt")
     e("    shr.u32 %ntiles, %kb, 6              // 64-byte k tiles")
     e(f"    mul.lo.u32 %ring, %S, {TILE_BYTES}")
+    _addresses(e, es)
+    for i in range(128):
+        e(f"    mov.{acc} %acc{i}, 0")
+    _main_loop(e, mma)
+    _epilogue(e, acc)
+    e("    exit")
+    return "\n".join(L) + "\n"
+
+
+def _addresses(e, es: int):
+    """This thread's cp.async addresses (shared and global) and its ldmatrix addresses."""
     # cp.async: this thread's rows tid/4 + 32i (i = 0..3) and chunk tid%4, in A and in Bt
     e("    shr.u32 %row, %tx, 2")
     e("    and.b32 %chunk, %tx, 3")
@@ -132,8 +144,10 @@ def kernel(name: str) -> str:
     e("    add.u32 %b0, %b1, %x")
     e("    xor.b32 %x, %x, 32")
     e("    add.u32 %b1, %b1, %x")
-    for i in range(128):
-        e(f"    mov.{acc} %acc{i}, 0")
+
+
+def _main_loop(e, mma: str):
+    """The prologue (tiles 0 .. stages - 2 in flight) and the k loop: one stage, or the pipeline."""
     # prologue: tiles 0 .. stages-2
     e("    mov.u32 %lt, 0                      // tiles issued")
     e("    mov.u32 %ls, 0                      // the next tile's stage (byte offset)")
@@ -179,6 +193,10 @@ def kernel(name: str) -> str:
     e("    add.u32 %kt, %kt, 1")
     e("    setp.lt.u32 %p, %kt, %ntiles")
     e("    @%p bra LOOP")
+
+
+def _epilogue(e, acc: str):
+    """Each warp's 128 accumulators stored to C (st.global.v2)."""
     # epilogue: acc (mi, nj, r) is C[row0 + 16 mi + 8 (r >= 2)][col0 + 8 nj + (r & 1)]
     e("    shr.u32 %x, %lane, 2                // groupID")
     e("    and.b32 %y, %lane, 3")
@@ -209,8 +227,6 @@ def kernel(name: str) -> str:
             e(f"    st.global.v2.{acc} [%pa+{nj * 32}], {{%acc{base + 2}, %acc{base + 3}}}")
         if mi < 3:
             e("    add.u64 %pc, %pc, %rs16")
-    e("    exit")
-    return "\n".join(L) + "\n"
 
 
 def _compute(e, mma: str, copies: list[str]):

@@ -1,0 +1,706 @@
+"""The scheduling of warps, common to every ISA the functional executor runs: blocks in batches, each warp
+with its pc and SIMT stack, the warps standing at the lowest pc stepping together as one numpy operation over
+their active lanes (so a uniform kernel runs each instruction once per batch, not once per warp); control flow
+(branches and their divergence, exit, bar.sync), faults, the runaway-loop guard and deadlock diagnosis, and
+the operand readers/writers over the registers (one numpy array per register, over the batch's lanes).
+Warps are independent except at barriers, shared memory and atomics, so any interleaving that respects
+barriers is a valid execution; this one keeps warps converged, which is also what makes it fast.
+
+What each instruction computes is the ISA's: `ptx_ops.PtxOps` (gpusim's PTX-shaped ISA: .sasm and nvcc's
+PTX) and `sass_ops.SassOps` (the machine code ptxas makes) turn instructions into the closures this
+scheduler runs."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from gpusim.errors import DeadlockError, KernelFault, LaunchError
+from gpusim.functional.launch import Launch, require_units
+from gpusim.functional.memory import GlobalMemory, host_available_bytes
+from gpusim.functional.simt_stack import SimtStack
+from gpusim.functional.stats import ExecStats
+from gpusim.functional.stream import BatchRecorder, BlockStream, StreamChunk
+from gpusim.isa.program import SPECIAL_REGISTERS, Instruction, Operand, Program
+from gpusim.isa.types import TYPES
+
+WARP = 32  # the warp size when no config is given; else the config's sm.warp_size
+RUN, WAIT, DONE = 0, 1, 2
+# The runaway-loop guard: a warp that issues more instructions than this faults. 2^17 is 3.5x the
+# longest warp of any shipped workload at its default and test sizes (ffma_peak, gemm_tiled: ~37,000),
+# and with the probe below a loop that never ends is stopped within ~10 s in either mode, whatever the
+# grid (docs/robustness.md). A count, not a time: the same kernel always stops at the same place.
+DEFAULT_MAX_STEPS_PER_WARP = 1 << 17
+DEFAULT_BATCH_LANES = 1 << 16
+# The runaway-loop probe (WarpScheduler.probe_runaway): a batch that passes this many steps has one of its
+# blocks run on alone, on copies, to its end or the step limit. A batch of 2,048 warps stepping
+# together reaches the limit slowly (over half a minute when its loop touches memory), and in timing
+# mode far more slowly: the timing model simulates each of their instructions first, and one SM that
+# runs alone (no global access to wait on) pulls its blocks' batches far ahead of the other warps,
+# whose streams wait in memory (minutes and gigabytes for a large grid). One block alone reaches the
+# limit in seconds.
+PROBE_AT_STEPS = 1 << 10
+DEFAULT_CHUNK = 1 << 15  # warp instructions per chunk when the timing model pulls streams
+
+
+def _param_bytes(program: Program, params: dict) -> bytes:
+    names = {p.name for p in program.params}
+    for key in params:
+        if key not in names:
+            raise LaunchError(f"unknown kernel parameter '{key}'; {program.name} takes "
+                              + (", ".join(p.name for p in program.params) or "none"), field=key)
+    size = max((p.offset + TYPES[p.type].bytes for p in program.params), default=0)
+    buf = bytearray(-(-size // 8) * 8)
+    for p in program.params:
+        if p.name not in params:
+            raise LaunchError(f"missing value for .param .{p.type} {p.name}", field=p.name)
+        t = TYPES[p.type]
+        v = params[p.name]
+        try:
+            if t.is_float or (t.kind == "b" and isinstance(v, float | np.floating) and t.bits in (32, 64)
+                              and getattr(program, "isa", "") == "sass"):
+                # (a SASS kernel's parameter typed by its size only: a float is passed as its bits)
+                t = TYPES[f"f{t.bits}"] if not t.is_float else t
+                arr = np.asarray(float(v), dtype=t.dtype)
+            else:
+                iv = int(v)
+                if iv != v:
+                    raise ValueError
+                if not -(1 << (t.bits - 1)) <= iv < (1 << t.bits):
+                    raise LaunchError(f"{iv} does not fit .{p.type}", field=p.name)
+                arr = np.asarray(iv & ((1 << t.bits) - 1), dtype=np.uint64).astype(np.dtype(f"u{t.bytes}"))
+        except (TypeError, ValueError):
+            raise LaunchError(f"expected a .{p.type} value, got {v!r}", field=p.name) from None
+        buf[p.offset: p.offset + t.bytes] = arr.tobytes()
+    return bytes(buf)
+
+
+class _Batch:
+    """The state of a batch of thread blocks executing together: `nblocks` blocks from position
+    `first_block` of the launch order (of `ex.block_ids` when the executor runs chosen blocks)."""
+
+    def __init__(self, ex: WarpScheduler, first_block: int, nblocks: int):
+        self.ex, prog, launch = ex, ex.program, ex.launch
+        self.first_block, self.nblocks = first_block, nblocks
+        T = launch.threads_per_block
+        WS = self.ws = ex.warp_size
+        self.lane_ids = np.arange(WS)
+        self.wpb = -(-T // WS)
+        W = self.W = nblocks * self.wpb
+        L = W * WS
+        lane = np.arange(L, dtype=np.int64)
+        warp = lane // WS
+        self.lane_block = warp // self.wpb  # block index within the batch
+        tlin = (warp % self.wpb) * WS + (lane % WS)
+        self.exists = (tlin < T).reshape(W, WS)
+        self.full_lanes = int(self.exists.sum())
+        self.all_exist = self.full_lanes == L
+        self.live = self.exists.copy()
+        self.stack = SimtStack(W, self.exists)
+        self.state = np.zeros(W, dtype=np.int8)
+        self.bar_pc = np.full(W, -1, dtype=np.int64)
+        self.full = self.all_exist  # every warp runs all its lanes
+        # registers, then special registers, as one list of lane arrays
+        self.R: list[np.ndarray] = [np.zeros(L, dtype=TYPES[r.type].dtype) for r in prog.registers]
+        bx, by, _ = launch.block
+        gx, gy, _ = launch.grid
+        if ex.block_ids is None:
+            gid = first_block + self.lane_block
+        else:
+            gid = ex.block_ids[first_block: first_block + nblocks][self.lane_block]
+        specials = {
+            "%tid.x": tlin % bx, "%tid.y": (tlin // bx) % by, "%tid.z": tlin // (bx * by),
+            "%ctaid.x": gid % gx, "%ctaid.y": (gid // gx) % gy, "%ctaid.z": gid // (gx * gy),
+            "%laneid": lane % WS, "%warpid": warp % self.wpb,
+        }
+        for name in SPECIAL_REGISTERS:
+            if name in ex.used_specials:
+                if name in specials:
+                    arr = specials[name].astype(np.uint32)
+                elif name.startswith("%ntid"):
+                    arr = np.full(L, launch.block["xyz".index(name[-1])], dtype=np.uint32)
+                elif name.startswith("%nctaid"):
+                    arr = np.full(L, launch.grid["xyz".index(name[-1])], dtype=np.uint32)
+                elif name == "%nwarpid":
+                    arr = np.full(L, self.wpb, dtype=np.uint32)
+                else:  # WARP_SZ
+                    arr = np.full(L, WS, dtype=np.uint32)
+                self.R.append(arr)
+            else:
+                self.R.append(None)
+        self.smem_size = ex.shared_window
+        self.smem_stride = -(-max(self.smem_size, 8) // 8) * 8
+        self.smem = np.zeros(nblocks * self.smem_stride, dtype=np.uint8)
+        self.lane_smem = self.lane_block * self.smem_stride  # each lane's block's offset in `smem`
+        # cp.async: copies issued and not yet waited for, as (warp, group, shared byte indices, bytes) per
+        # lane; a warp's copies join its group number `cp_groups[w]` (the groups it has committed so far)
+        self.cp_pending: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self.cp_groups = np.zeros(W, dtype=np.int64)
+        self.rec = BatchRecorder(W, WS) if ex.record else None
+        if ex.loop_cap is not None:  # iterations of each loop's current instance, per warp
+            self.loop_count = np.zeros((W, len(ex.loop_headers)), dtype=np.int64)
+
+    def block_copy(self, k: int, ex: WarpScheduler) -> _Batch:
+        """Block k of this batch alone, as a batch of its own run by `ex`, in the state it has here
+        (registers, SIMT stacks, barrier and exit state, shared memory), copied."""
+        one = _Batch(ex, self.first_block + k, 1)
+        w = slice(k * self.wpb, (k + 1) * self.wpb)
+        lanes = slice(k * self.wpb * self.ws, (k + 1) * self.wpb * self.ws)
+        for mine, here in zip(one.R, self.R, strict=True):
+            if here is not None:
+                mine[:] = here[lanes]
+        one.live[:], one.state[:], one.bar_pc[:] = self.live[w], self.state[w], self.bar_pc[w]
+        s, t = one.stack, self.stack
+        s.pc, s.active, s.rpc, s.depth = t.pc[w].copy(), t.active[w].copy(), t.rpc[w].copy(), t.depth[w].copy()
+        s.below_pc, s.below_mask, s.below_rpc = t.below_pc[w].copy(), t.below_mask[w].copy(), t.below_rpc[w].copy()
+        one.smem[:] = self.smem[k * self.smem_stride: (k + 1) * self.smem_stride]
+        one.full = False  # (the general path; _steps sets it again where the warps reconverge)
+        return one
+
+    # lane -> (block, thread) for error messages
+    def where(self, lane: int) -> tuple[tuple, tuple]:
+        launch = self.ex.launch
+        w, l = divmod(int(lane), self.ws)
+        gid = self.first_block + w // self.wpb
+        if self.ex.block_ids is not None:
+            gid = int(self.ex.block_ids[gid])
+        t = (w % self.wpb) * self.ws + l
+        bx, by, _ = launch.block
+        gx, gy, _ = launch.grid
+        return (gid % gx, (gid // gx) % gy, gid // (gx * gy)), (t % bx, (t // bx) % by, t // (bx * by))
+
+
+class BatchSource:
+    """A batch of blocks that executes when asked: `advance()` runs it a chunk further and returns
+    the instructions its warps issued meanwhile (a StreamChunk), or None once it has finished."""
+
+    def __init__(self, b: _Batch, steps: Iterator[tuple]):
+        self.first_block, self.nblocks, self.wpb = b.first_block, b.nblocks, b.wpb
+        self._b = b
+        self._steps = steps
+        self.finished = False
+
+    def advance(self) -> StreamChunk | None:
+        if self.finished:
+            return None
+        with np.errstate(all="ignore"):
+            try:
+                G, steps = next(self._steps)
+                if steps >= self._b.ex.probe_after:
+                    self._b.ex.probe_runaway(self._b, G, steps)
+            except StopIteration:
+                self.finished = True
+        b = self._b
+        return b.rec.flush(b.W, b.state == DONE, grouped=False)  # (the timing model's feeder reads it)
+
+
+class WarpScheduler:
+    """Runs one launch of a program over global memory.
+
+    Options for sampled simulation (values are then not those of the kernel; never verify them):
+    `block_limit` N executes only the first N blocks of the grid in launch order, `block_ids` only the
+    blocks with these linear ids, in this order (either way `%nctaid` stays the whole grid's, and the
+    stats count only the blocks executed). `loop_cap` C makes every loop of every warp stop after C
+    iterations: a backward branch (target <= pc) that the warp has already taken C times in the
+    loop's current instance falls through for all its lanes, so the warp leaves the loop and runs
+    the code after it (an instance restarts when an enclosing loop's backward branch is taken). A
+    dict {loop header pc: C} caps those loops only (a loop's header is its backward branch's target).
+    Every warp of a block sees the same cap, so a loop with a barrier inside, which all warps iterate
+    alike, stays matched. `loop_trips` then holds, per loop header pc, the most backward branches any
+    warp took in one instance (a cap of 2**62, or {}, counts them without capping), and
+    `block_warp_instructions` the warp instructions of each block executed, in execution order."""
+
+    def __init__(self, program: Program, launch: Launch, params: dict, memory: GlobalMemory, *,
+                 cfg=None, max_steps_per_warp: int | None = None, record: bool = False,
+                 batch_lanes: int | None = None, block_limit: int | None = None,
+                 block_ids=None, loop_cap: int | dict[int, int] | None = None):
+        require_units(program, cfg)  # (first: a kernel for another kind of GPU is refused for what it needs most)
+        launch.validate(cfg, program.shared_bytes)
+        self.program, self.launch, self.memory, self.cfg = program, launch, memory, cfg
+        self.warp_size = int(cfg.sm.warp_size) if cfg is not None else WARP
+        self.params = _param_bytes(program, params)
+        self.max_steps = max_steps_per_warp or DEFAULT_MAX_STEPS_PER_WARP
+        self.record = record
+        self.block_ids = None
+        self.num_blocks = launch.num_blocks  # blocks this executor runs
+        if block_limit is not None and block_ids is not None:
+            raise LaunchError("give block_limit or block_ids, not both", field="blocks")
+        if block_limit is not None:
+            if int(block_limit) < 1:
+                raise LaunchError(f"block_limit is {block_limit}; must be at least 1", field="blocks")
+            self.num_blocks = min(int(block_limit), launch.num_blocks)
+        elif block_ids is not None:
+            ids = np.asarray(block_ids, dtype=np.int64).reshape(-1)
+            if ids.size == 0 or ids.min() < 0 or ids.max() >= launch.num_blocks:
+                raise LaunchError(f"block_ids must be non-empty and within 0..{launch.num_blocks - 1}",
+                                  field="blocks")
+            self.block_ids, self.num_blocks = ids, int(ids.size)
+        self.loop_cap = None
+        if loop_cap is not None:
+            back = [i for i in program.instructions if i.opcode == "bra" and i.target <= i.pc]
+            self.loop_headers = sorted({i.target for i in back})
+            self.loop_trips = dict.fromkeys(self.loop_headers, 0)
+            caps = loop_cap if isinstance(loop_cap, dict) else dict.fromkeys(self.loop_headers, loop_cap)
+            unknown = sorted(set(caps) - set(self.loop_headers))
+            if unknown:
+                raise LaunchError(f"loop_cap: pc {unknown[0]} is not a loop header (headers: "
+                                  f"{', '.join(map(str, self.loop_headers)) or 'none'})", field="loop_cap")
+            if any(int(c) < 0 for c in caps.values()):
+                raise LaunchError(f"loop_cap {min(caps.values())}: must be at least 0", field="loop_cap")
+            self.loop_cap = {h: int(caps.get(h, 1 << 62)) for h in self.loop_headers}
+            self.block_warp_instructions = np.zeros(self.num_blocks, dtype=np.int64)  # in execution order
+        self.stats = ExecStats(warp_size=self.warp_size)
+        self.stats.blocks = self.num_blocks
+        self.stats.warps = self.num_blocks * launch.warps_per_block(self.warp_size)
+        self.stats.threads = self.num_blocks * launch.threads_per_block
+        self.isa = getattr(program, "isa", "ptx")
+        self.used_specials = {o.name for i in program.instructions for o in i.srcs if o.kind == "special"}
+        # the bytes of a block's shared window its addresses range over (SASS: the reserved area included)
+        self.shared_window = getattr(program, "shared_window", program.shared_bytes)
+        if self.isa == "sass":
+            self._init_sass()
+        lanes_per_block = launch.warps_per_block(self.warp_size) * self.warp_size
+        self.blocks_per_batch = max(1, (batch_lanes or DEFAULT_BATCH_LANES) // lanes_per_block)
+        self.nregs = len(program.registers)
+        self.probe_after = PROBE_AT_STEPS  # a batch past this many steps is probed (probe_runaway)
+
+    # ---- driver -----------------------------------------------------------------------------
+    def run(self) -> ExecStats:
+        for _ in self.batches():
+            pass
+        return self.stats
+
+    def batches(self) -> Iterator[_Batch]:
+        """Run the launch batch by batch, yielding each finished batch (its recorder holds the
+        per-warp instruction streams when recording)."""
+        with np.errstate(all="ignore"):
+            total = self.num_blocks
+            for first in range(0, total, self.blocks_per_batch):
+                b = _Batch(self, first, min(self.blocks_per_batch, total - first))
+                self._run_batch(b)
+                yield b
+
+    def stream_batches(self, chunk: int = DEFAULT_CHUNK) -> Iterator[BatchSource]:
+        """The launch as a sequence of batches that execute on demand, about `chunk` warp instructions
+        at a time
+        (recording): the timing model pulls instructions as its warps need them, so only a window of
+        each warp's stream is ever held. Batches are opened in order; several may be open at once."""
+        total = self.num_blocks
+        for first in range(0, total, self.blocks_per_batch):
+            b = _Batch(self, first, min(self.blocks_per_batch, total - first))
+            yield BatchSource(b, self._steps(b, chunk))
+
+    def block_streams(self) -> Iterator[BlockStream]:
+        """Run the launch (recording) and yield each block's stream; `self.stats` is complete once
+        the iterator is exhausted."""
+        for b in self.batches():
+            yield from b.rec.blocks(self.program, b.first_block, b.nblocks, b.wpb)
+
+    def _run_batch(self, b: _Batch) -> None:
+        for G, steps in self._steps(b, DEFAULT_CHUNK):
+            if steps >= self.probe_after:
+                self.probe_runaway(b, G, steps)
+
+    def _steps(self, b: _Batch, chunk: int) -> Iterator[None]:
+        """Execute the batch to its end, pausing (yielding) after about every `chunk` warp instructions
+        when chunk > 0."""
+        prog = self.program
+        ops = [self._decode(ins, b) for ins in prog.instructions]
+        st = b.stack
+        pcs_buf = np.empty(b.W, dtype=np.int64)
+        big = np.int64(1 << 40)
+        steps = since = 0
+        stats = self.stats
+        by_unit = stats.by_unit
+        global_access = [self._global_access(i) for i in prog.instructions]
+        ninstr = len(prog.instructions)
+        per_block = None  # loop-cap mode: warp instructions of each block of this batch
+        if self.loop_cap is not None:
+            per_block = self.block_warp_instructions[b.first_block: b.first_block + b.nblocks]
+            wpb = b.wpb
+        while True:
+            runnable = b.state == RUN
+            np.copyto(pcs_buf, st.pc)
+            pcs_buf[~runnable] = big
+            p = int(pcs_buf.min())
+            if p == big:
+                if (b.state == DONE).all():
+                    return
+                self._deadlock(b)
+            G = np.flatnonzero(pcs_buf == p)
+            if p >= ninstr:  # (a listing whose last instruction falls through)
+                self.fault(b, prog.instructions[-1], int(G[0]) * b.ws, "ran past the kernel's last instruction")
+            ins = prog.instructions[p]
+            if b.full and G.size == b.W:
+                lanes = slice(None)
+                nlanes = b.full_lanes
+                mask = st.active
+                if b.rec is not None:
+                    b.rec.positions = None
+            else:
+                mask = st.active[G]
+                lanes = (G[:, None] * b.ws + b.lane_ids)[mask]
+                nlanes = lanes.size
+                if b.rec is not None:
+                    b.rec.positions = np.flatnonzero(mask)
+            stats.warp_instructions += G.size
+            stats.thread_instructions += nlanes
+            by_unit[ins.unit] += G.size
+            if global_access[p]:
+                stats.global_requests += G.size
+            if per_block is not None:
+                per_block += np.bincount(G // wpb, minlength=per_block.size)
+            if b.rec is not None:
+                b.rec.step(p, G, mask)
+            ops[p](G, lanes)
+            steps += 1
+            if steps > self.max_steps:
+                self._runaway(b, ins)
+            if chunk:
+                since += G.size
+                if since >= chunk:
+                    since = 0
+                    yield G, steps
+            reconv = st.pc[G] == st.rpc[G]
+            if reconv.any():
+                ws = G[reconv]
+                b.state[ws[~st.pop(ws)]] = DONE
+                b.full = b.all_exist and not st.depth.any() and bool(st.active.all())
+
+    # ---- errors -----------------------------------------------------------------------------
+    def fault(self, b: _Batch, ins: Instruction, lane: int, msg: str, address: int | None = None,
+              cls=KernelFault):
+        block, thread = b.where(lane)
+        raise cls(msg, kernel=self.program.name, pc=ins.pc, line=ins.line, source=ins.text,
+                  block=block, thread=thread, address=address, file=self.program.source)
+
+    def _runaway(self, b: _Batch, ins: Instruction):
+        w = int(np.flatnonzero(b.state == RUN)[0]) if (b.state == RUN).any() else 0
+        lane = w * b.ws + int(np.argmax(b.stack.active[w]))
+        self.fault(b, ins, lane, _runaway_reason(self.max_steps))
+
+    def probe_runaway(self, b: _Batch, G: np.ndarray, steps: int) -> None:
+        """The runaway-loop probe. Batch `b` has taken `steps` steps (the last one by warps G) and, at
+        this pace, would need minutes to reach the step limit if it loops forever (all its warps step
+        together; in timing mode the timing model simulates every instruction of them first). So the
+        block of its first running warp is run on alone, from its present state, on copies of that
+        state and of global memory, without recording: if it passes the limit, the step-limit fault
+        is raised now, naming that warp (steps counted as the batch counts them: the batch's so far,
+        then the block's); if it ends, the batch goes on and another probe waits until a batch runs
+        twice as long. Other faults are left for the batch to meet. No probe under loop_cap (loops are
+        cut short) or when copying global memory would take more than a quarter of the free host
+        memory. A block that waits for another block (a cross-block spin, racy in any case) may loop
+        in the probe and not in the launch, as it may in functional mode's batches."""
+        self.probe_after = self.max_steps + 1  # (unless the probe ends below: no other)
+        running = np.flatnonzero(b.state != DONE)
+        free = host_available_bytes()
+        if (self.loop_cap is not None or steps >= self.max_steps or not running.size
+                or (free is not None and self.memory.buffer.nbytes > free // 4)):
+            return
+        probe = copy.copy(self)
+        probe.memory = copy.copy(self.memory)
+        probe.memory._buf = self.memory.buffer.copy()
+        probe.stats = ExecStats(warp_size=self.warp_size)
+        probe.record = False
+        probe.max_steps = self.max_steps - steps
+        run = np.flatnonzero(b.state == RUN)
+        k = int((run if run.size else running)[0]) // b.wpb
+        one = b.block_copy(k, probe)
+        st = one.stack
+        g = G[(G >= k * b.wpb) & (G < (k + 1) * b.wpb)] - k * b.wpb
+        reconv = st.pc[g] == st.rpc[g]  # what _steps does after the step it paused on
+        if reconv.any():
+            ws = g[reconv]
+            one.state[ws[~st.pop(ws)]] = DONE
+        try:
+            with np.errstate(all="ignore"):
+                more = sum(1 for _ in probe._steps(one, 1))  # (chunk 1: it pauses after every step)
+        except KernelFault as exc:
+            if exc.reason == _runaway_reason(probe.max_steps):
+                raise KernelFault(_runaway_reason(self.max_steps), exc.kernel, exc.pc, exc.line, exc.source,
+                                  exc.block, exc.thread, exc.address, exc.file) from None
+            return
+        self.probe_after = 2 * (steps + more)
+
+    def _deadlock(self, b: _Batch):
+        """No warp of the batch can run, yet some wait at a barrier: name the block and why."""
+        prog = self.program
+        waiting = np.flatnonzero(b.state == WAIT)
+        w = int(waiting[0])
+        blk = w // b.wpb
+        ws = slice(blk * b.wpb, (blk + 1) * b.wpb)
+        pcs = sorted(set(int(x) for x in b.bar_pc[ws][b.state[ws] == WAIT]))
+        ins = prog.instructions[pcs[0]]
+        arrived = int(b.live[ws][b.state[ws] == WAIT].sum())
+        exited = int((b.exists[ws] & ~b.live[ws]).sum())
+        total = int(b.exists[ws].sum())
+        if len(pcs) > 1:
+            lines = ", ".join(str(prog.instructions[p].line) for p in pcs)
+            msg = f"deadlock: warps of the block wait at different barriers (lines {lines})"
+        else:
+            msg = (f"deadlock: barrier reached by {arrived} of {total} threads of the block; "
+                   f"{exited} exited without reaching it")
+        self.fault(b, ins, w * b.ws + int(np.argmax(b.exists[w])), msg, cls=DeadlockError)
+
+    # ---- memory addresses ---------------------------------------------------------------------------
+    def _global_access(self, ins) -> bool:
+        """Does the instruction access global memory (Nsight's requests)?"""
+        if self.isa == "sass":
+            return ins.space == "global"
+        return ((ins.opcode in ("ld", "st", "atom", "red") and ins.space == "global")
+                or (ins.opcode == "cp" and bool(set(ins.quals) & {"ca", "cg"})))
+
+    def _global_offsets(self, b: _Batch, ins, lanes, a: np.ndarray, width: int) -> np.ndarray:
+        """Byte offsets in global memory's buffer of the executing lanes' `width`-byte accesses at addresses `a`,
+        each checked for alignment and against the allocations (a fault names the first bad lane)."""
+        mem = self.memory
+        if width > 1:
+            mis = (a & (width - 1)) if width & (width - 1) == 0 else a % width
+            if mis.any():
+                bad = int(np.flatnonzero(mis)[0])
+                self.fault(b, ins, _lane_at(lanes, bad), f"misaligned {width}-byte global access", int(a[bad]))
+        off = mem.offsets(a, width)
+        if off is None:
+            bad = int(np.flatnonzero(~mem.valid(a, width))[0])
+            self.fault(b, ins, _lane_at(lanes, bad), f"out-of-bounds {width}-byte global access "
+                       "(outside every allocation)", int(a[bad]))
+        return off
+
+    def _shared_offsets(self, b: _Batch, ins, lanes, a: np.ndarray, width: int) -> np.ndarray:
+        """Byte offsets in the batch's shared memory of the executing lanes' `width`-byte accesses at addresses
+        `a` of their block's shared window, each checked for alignment and bounds."""
+        size = b.smem_size
+        # (as unsigned, a negative address is huge: one comparison checks both ends)
+        if size >= width:
+            bad = a.view(np.uint64) > np.uint64(size - width)
+        else:
+            bad = np.ones(a.shape, dtype=bool)
+        if width > 1:
+            bad |= ((a & (width - 1)) if width & (width - 1) == 0 else a % width) != 0
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            what = "misaligned" if 0 <= a[i] and a[i] + width <= size else "out-of-bounds"
+            self.fault(b, ins, _lane_at(lanes, i), f"{what} {width}-byte shared access (the block has "
+                       f"{size} bytes of shared memory)", int(a[i]))
+        return a + b.lane_smem[lanes]  # (the block's region of the batch's shared memory)
+
+    # ---- decoding: one closure per instruction, per batch --------------------------------------
+    def _reader(self, op: Operand, b: _Batch) -> Callable:
+        """lanes -> operand values in the operand's type."""
+        t = TYPES[op.type] if op.type else None
+        if op.kind in ("imm", "sym"):
+            v = op.value
+            if t.is_int:
+                v = int(v) & ((1 << t.bits) - 1)
+                v = np.array(v, dtype=np.uint64).astype(np.dtype(f"u{t.bytes}")).view(t.dtype)[()]
+            else:
+                v = t.dtype.type(v)
+            return lambda lanes: v
+        if op.kind == "special":
+            arr = b.R[self.nregs + SPECIAL_REGISTERS.index(op.name)]
+        else:
+            arr = b.R[op.reg]
+        if t.kind == "pred":
+            if op.negate:
+                return lambda lanes: ~arr[lanes]
+            return lambda lanes: arr[lanes]
+        if arr.dtype == t.dtype:
+            return lambda lanes: arr[lanes]
+        if arr.dtype.itemsize == t.dtype.itemsize:
+            view = arr.view(t.dtype)
+            return lambda lanes: view[lanes]
+        dt = t.dtype
+        return lambda lanes: arr[lanes].astype(dt)
+
+    def _writer(self, op: Operand, b: _Batch, value_dtype: np.dtype) -> Callable:
+        arr = b.R[op.reg]
+        if arr.dtype != value_dtype and arr.dtype.itemsize == value_dtype.itemsize and arr.dtype.kind != "b":
+            arr = arr.view(value_dtype)
+
+        def write(lanes, value):
+            arr[lanes] = value
+
+        return write
+
+    def _guarded(self, ins: Instruction, b: _Batch, body: Callable) -> Callable:
+        """Wrap an instruction body so that lanes whose guard predicate is false sit it out."""
+        if ins.guard < 0:
+            return body
+        pred = b.R[ins.guard]
+        neg = ins.guard_negate
+        stats = self.stats
+
+        def run(G, lanes):
+            if isinstance(lanes, slice):
+                on = np.flatnonzero(pred != neg)
+            else:
+                on = lanes[pred[lanes] != neg]
+            stats.predicated_off += (b.full_lanes if isinstance(lanes, slice) else lanes.size) - on.size
+            if b.rec is not None and b.rec.positions is not None:
+                b.rec.positions = b.rec.positions[pred[lanes] != neg]
+            elif b.rec is not None:
+                b.rec.positions = on
+            body(G, on)
+
+        return run
+
+    # ---- control --------------------------------------------------------------------------------
+    def _branch(self, ins: Instruction, b: _Batch) -> Callable:
+        st, target, nxt = b.stack, ins.target, ins.pc + 1
+        if self.loop_cap is not None and target <= ins.pc:
+            return self._capped_branch(ins, b)
+        if ins.guard < 0 or target == nxt:
+            def run(G, lanes):
+                st.pc[G] = target if ins.guard < 0 else nxt
+            return run
+        pred = b.R[ins.guard].reshape(b.W, b.ws)
+        neg = ins.guard_negate
+        reconv = ins.reconv
+
+        def run(G, lanes):
+            act = st.active[G]
+            taken = act & (pred[G] != neg)
+            n_taken = taken.sum(1)
+            self._resolve(b, G, taken, n_taken, n_taken == act.sum(1), target, nxt, reconv)
+
+        return run
+
+    def _resolve(self, b: _Batch, G, taken, n_taken, all_taken, target: int, nxt: int, reconv: int) -> None:
+        """A guarded branch's outcome for warps G: warps whose active lanes all take it jump, warps
+        where none does fall through, and the rest diverge (the taken lanes wait on the SIMT stack)."""
+        st = b.stack
+        st.pc[G] = np.where(all_taken, target, nxt)
+        split = (n_taken > 0) & ~all_taken
+        if split.any():
+            st.diverge(G[split], taken[split], nxt, target, reconv)
+            self.stats.divergent_branches += int(split.sum())
+            b.full = False
+        self.stats.branches += G.size
+
+    def _capped_branch(self, ins: Instruction, b: _Batch) -> Callable:
+        """A loop's backward branch under `loop_cap`: a warp whose current instance of the loop has
+        taken it `loop_cap` times falls through, all its lanes; taking it restarts the loops inside."""
+        st, target, nxt, cap = b.stack, ins.target, ins.pc + 1, self.loop_cap[ins.target]
+        count, headers = b.loop_count, self.loop_headers
+        k = headers.index(target)
+        inner = np.array([j for j, h in enumerate(headers) if target < h <= ins.pc], dtype=np.int64)
+        trips = self.loop_trips
+
+        def took(g):
+            if g.size:
+                count[g, k] += 1
+                if inner.size:
+                    count[np.ix_(g, inner)] = 0
+                trips[target] = max(trips[target], int(count[g, k].max()))
+
+        if ins.guard < 0:
+            def run(G, lanes):
+                go = count[G, k] < cap
+                st.pc[G] = np.where(go, target, nxt)
+                took(G[go])
+            return run
+        pred = b.R[ins.guard].reshape(b.W, b.ws)
+        neg = ins.guard_negate
+        reconv = ins.reconv
+
+        def run(G, lanes):
+            act = st.active[G]
+            taken = act & (pred[G] != neg)
+            capped = count[G, k] >= cap
+            taken[capped] = False
+            n_taken = taken.sum(1)
+            self._resolve(b, G, taken, n_taken, (n_taken == act.sum(1)) & ~capped, target, nxt, reconv)
+            took(G[n_taken > 0])
+
+        return run
+
+    def _exit(self, ins: Instruction, b: _Batch) -> Callable:
+        st = b.stack
+        pred = b.R[ins.guard].reshape(b.W, b.ws) if ins.guard >= 0 else None
+        neg, nxt = ins.guard_negate, ins.pc + 1
+
+        def run(G, lanes):
+            act = st.active[G]
+            leaving = act if pred is None else act & (pred[G] != neg)
+            b.live[G] &= ~leaving
+            st.active[G] = act & ~leaving
+            if pred is not None:
+                st.pc[G] = nxt
+            emptied = ~st.active[G].any(1)
+            b.state[G[emptied & ~st.diverged[G]]] = DONE  # a warp that was not diverged is finished
+            below = leaving.any(1) & st.diverged[G]
+            if below.any():
+                st.remove_lanes_below(G[below], leaving[below])
+                ws = G[below & emptied]
+                b.state[ws[~st.pop(ws)]] = DONE
+            b.full = False
+
+        return run
+
+    def _barrier(self, ins: Instruction, b: _Batch) -> Callable:
+        st, nxt, wpb = b.stack, ins.pc + 1, b.wpb
+        stats = self.stats
+
+        def run(G, lanes):
+            act = st.active[G]
+            if ins.guard >= 0:  # lanes whose guard is false do not arrive
+                act = act & (b.R[ins.guard].reshape(b.W, b.ws)[G] != ins.guard_negate)
+            partial = (act != b.live[G]).any(1)
+            if partial.any():
+                i = int(np.argmax(partial))
+                w = int(G[i])
+                arrived, live = int(act[i].sum()), int(b.live[w].sum())
+                why = "a guard false on some lanes" if ins.guard >= 0 else "divergent code"
+                lane = int(np.argmax(act[i])) if arrived else int(np.argmax(b.live[w]))
+                self.fault(b, ins, w * b.ws + lane,
+                           f"deadlock: bar.sync reached by {arrived} of {live} threads of a warp (barrier in "
+                           f"{why})", cls=DeadlockError)
+            b.state[G] = WAIT
+            b.bar_pc[G] = ins.pc
+            stats.barriers += G.size
+            # blocks whose warps have all arrived (or finished) go on past the barrier together
+            blocks = G // wpb  # G is sorted, so a block's warps are adjacent
+            blocks = blocks[np.r_[True, blocks[1:] != blocks[:-1]]]
+            blocks = blocks[(b.state.reshape(b.nblocks, wpb)[blocks] != RUN).all(1)]
+            if blocks.size:
+                ws = blocks[:, None] * wpb + np.arange(wpb)  # [blocks, wpb] warp indices
+                waiting = b.state[ws] == WAIT
+                # a block with a warp at another barrier, or with exited threads, is left for _deadlock
+                # to diagnose once nothing can run
+                stuck = ((b.bar_pc[ws] != ins.pc) & waiting).any(1)
+                stuck |= (b.exists[ws] & ~b.live[ws]).reshape(blocks.size, -1).any(1)
+                go = ws[~stuck][waiting[~stuck]]
+                b.state[go] = RUN
+                b.stack.pc[go] = nxt
+
+        return run
+
+
+def _runaway_reason(limit: int) -> str:
+    return (f"step limit exceeded: a warp issued more than {limit:,} instructions (max_steps_per_warp, the "
+            "runaway-loop guard: a loop that never ends?); if the kernel is meant to run longer, raise it: gpusim "
+            "run --max-steps N, or max_steps_per_warp=N")
+
+
+def _count(lanes, b: _Batch) -> int:
+    return b.W * b.ws if isinstance(lanes, slice) else lanes.size
+
+
+def _lane_at(lanes, i: int) -> int:
+    return i if isinstance(lanes, slice) else int(lanes[i])
+
+
+def _positions(G: np.ndarray, lanes, ws: int) -> np.ndarray:
+    """Positions of `lanes` within the [len(G), ws] block of the warps in G (ws: the warp size)."""
+    if isinstance(lanes, slice):
+        return np.arange(G.size * ws)
+    row = np.searchsorted(G, lanes // ws)
+    return row * ws + lanes % ws
+
+
+def _select(out: np.ndarray, G: np.ndarray, lanes, ws: int) -> np.ndarray:
+    return out if isinstance(lanes, slice) else out[_positions(G, lanes, ws)]
+
+
