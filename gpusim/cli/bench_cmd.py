@@ -134,6 +134,9 @@ def register(subparsers) -> None:
     p.add_argument("--full-limit", type=number(1.0, 1e7), default=bench_sampling.FULL_LIMIT_SECONDS, metavar="S",
                    help="with --sampling: stop a full run after S CPU seconds and report the sampled run alone "
                         f"(default {bench_sampling.FULL_LIMIT_SECONDS:g})")
+    p.add_argument("--stored-only", action="store_true",
+                   help="with --sampling and --references: simulate no full run; a row whose full run is not "
+                        "stored is reported sampled alone")
     add_output(p, "--markdown", metavar="FILE",
                help="with --sampling: also write the table as Markdown to FILE (docs/sampling.md's table)")
     mode.add_argument("--tune", action="store_true",
@@ -478,7 +481,8 @@ def _run_sampling(args: argparse.Namespace, out) -> int:
     print(bs.table_header(), file=out, flush=True)
     rows = []
     for name, params in suite:
-        f = bs.full_reference(name, params, config, refs, args.references, args.full_limit, _in_child)
+        f = bs.full_reference(name, params, config, refs, args.references, args.full_limit, _in_child,
+                              stored_only=args.stored_only)
         if args.sample == "off":
             rows.append(bs.compare(f, {"decision": "not run", "reason": "--sample off"}))
         else:

@@ -10,7 +10,8 @@ A full run is the reference and can take many minutes, so `--references FILE` ke
 full run, keyed by workload, parameters, config hash, seed and the hash of the simulator's model code
 (`model_version`: timing, functional, isa, config, workloads; not the sampler's); a run whose key is in
 the file is read back instead of simulated. A full run that uses more than `--full-limit` CPU seconds is
-stopped and recorded as over the limit; the sampled run alone is then reported."""
+stopped and recorded as over the limit; the sampled run alone is then reported. With `--stored-only`, a
+full run not in the file is not simulated either (the sampled run alone, "not stored")."""
 
 from __future__ import annotations
 
@@ -224,12 +225,16 @@ def measure_sampled(name: str, params: dict, config: str, sample: str, bound: fl
             "whole_kernel": d.get("whole_kernel"), "verdict": (d.get("verdict") or {}).get("kind")}
 
 
-def full_reference(name: str, params: dict, config: str, refs: dict, path, limit: float | None, in_child) -> dict:
+def full_reference(name: str, params: dict, config: str, refs: dict, path, limit: float | None, in_child,
+                   stored_only: bool = False) -> dict:
     """The full run of `name` at `params` on `config`: from `refs` (read from `path`) when stored, else
-    simulated in a child process and appended to `path` (when given)."""
+    simulated in a child process and appended to `path` (when given), or with `stored_only` a record
+    saying it is not stored."""
     key = reference_key(name, params, config)
     if key in refs:
         return {**refs[key], "cached": True}
+    if stored_only:
+        return {"workload": name, "params": dict(params), "not_stored": True}
     rec = in_child(measure_full, name, params, config, limit)
     rec.update(key=key, config=config, model=model_version())
     if path is not None:
@@ -246,6 +251,8 @@ def compare(full: dict, sampled: dict) -> dict[str, Any]:
         row["full_verified"] = False
     if full.get("over_limit"):
         row.update(full_over_limit=True, full_cpu_seconds=full["cpu_seconds"])
+    elif full.get("not_stored"):
+        row.update(full_not_stored=True)
     else:
         row.update(full_cycles=full["cycles"], full_wall_seconds=full["wall_seconds"],
                    full_cpu_seconds=full["cpu_seconds"], full_warp_instructions=full["warp_instructions"],
@@ -256,7 +263,7 @@ def compare(full: dict, sampled: dict) -> dict[str, Any]:
                sampled_wall_seconds=sampled["wall_seconds"], sampled_cpu_seconds=sampled["cpu_seconds"],
                sampled_warp_instructions=sampled["warp_instructions_simulated"],
                estimated_warp_instructions=sampled["warp_instructions_estimated"], runs=sampled["runs"])
-    if full.get("over_limit"):
+    if full.get("over_limit") or full.get("not_stored"):
         return row
     err = 100.0 * (sampled["cycles"] - full["cycles"]) / full["cycles"]
     # speed-up in CPU seconds: the machine is shared, and wall time measures the others' load too
@@ -292,7 +299,8 @@ def summary(rows: list[dict]) -> dict[str, Any]:
             "targets_met": sum(r["targets_met"] for r in done),
             "geomean_error_pct": geo, "max_error_pct": max(errs, default=None),
             "max_bound_pct": max((r["confidence_pct"] for r in rows if "confidence_pct" in r), default=None),
-            "over_limit": sum(bool(r.get("full_over_limit")) for r in rows)}
+            "over_limit": sum(bool(r.get("full_over_limit")) for r in rows),
+            "not_stored": sum(bool(r.get("full_not_stored")) for r in rows)}
 
 
 # ---- the table ------------------------------------------------------------------------------------------
@@ -309,20 +317,32 @@ def table_header() -> str:
 def table_line(r: dict) -> str:
     """One row of the terminal table (CPU seconds)."""
     head = f"{r['workload']:<20}{_params(r['params'])[:33]:<34}"
-    full = "over limit" if r.get("full_over_limit") else f"{r['full_cycles']:,}"
+    full = _missing(r) or f"{r['full_cycles']:,}"
     if "sampled_cycles" not in r:
         return f"{head}{full:>12}  {r['decision']}: {r['reason']}"
     if "error_pct" not in r:
         return (f"{head}{full:>12}{r['sampled_cycles']:>12,}{'':>9}{r['confidence_pct']:>9.2f}"
-                f"{r['full_cpu_seconds']:>8.0f}{r['sampled_cpu_seconds']:>10.1f}{'':>9}  -    {r['decision']}")
+                f"{_seconds(r.get('full_cpu_seconds')):>8}{r['sampled_cpu_seconds']:>10.1f}{'':>9}  -    "
+                f"{r['decision']}")
     return (f"{head}{full:>12}{r['sampled_cycles']:>12,}{r['error_pct']:>+9.2f}{r['confidence_pct']:>9.2f}"
             f"{r['full_cpu_seconds']:>8.1f}{r['sampled_cpu_seconds']:>10.1f}{r['speedup']:>8.1f}x  "
             f"{'yes' if r['targets_met'] else 'no ':<4} {r['decision']}")
 
 
+def _seconds(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1f}"
+
+
+def _missing(r: dict) -> str:
+    """Why a row has no full run to compare with ('' where it has one)."""
+    return "over limit" if r.get("full_over_limit") else "not stored" if r.get("full_not_stored") else ""
+
+
 def summary_line(s: dict) -> str:
     geo = "n/a" if s["geomean_error_pct"] is None else f"{s['geomean_error_pct']:.2f}%"
-    return (f"{s['compared']} of {s['rows']} compared with their full run ({s['over_limit']} over the full-run limit): "
+    missing = f"{s['over_limit']} over the full-run limit" + (f", {s['not_stored']} not stored"
+                                                                if s.get("not_stored") else "")
+    return (f"{s['compared']} of {s['rows']} compared with their full run ({missing}): "
             f"|error| <= {TARGET_ERROR_PCT:g}% for {s['within_error']}, the bound holds the full run for "
             f"{s['within_bound']}, bound <= {TARGET_BOUND_PCT:g}% for {s['bound_at_most']}, >= {TARGET_SPEEDUP:g}x "
             f"(where the full run takes over {SPEEDUP_FROM_SECONDS:g} s) for {s['fast_enough']}; all targets: "
@@ -337,10 +357,10 @@ def markdown(rows: list[dict], s: dict, doc: dict) -> str:
            "speed-up | targets | what auto did |",
            "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for r in rows:
-        full = "over the limit" if r.get("full_over_limit") else f"{r['full_cycles']:,}"
+        full = _missing(r) or f"{r['full_cycles']:,}"
         if "sampled_cycles" not in r:
             out.append(f"| {r['workload']} | {_params(r['params'])} | {full} | - | - | - | "
-                       f"{r.get('full_cpu_seconds', 0):.1f} | - | - | - | {r['decision']}: {r['reason']} |")
+                       f"{_seconds(r.get('full_cpu_seconds'))} | - | - | - | {r['decision']}: {r['reason']} |")
             continue
         same = r["decision"] == "full"
         err = f"{r['error_pct']:+.2f} %" if "error_pct" in r else "-"
@@ -349,7 +369,8 @@ def markdown(rows: list[dict], s: dict, doc: dict) -> str:
         what = f"{r['decision']}: {r['reason']}".replace("|", "/")
         sampled = "=" if same else f"{r['sampled_cycles']:,}"
         out.append(f"| {r['workload']} | {_params(r['params'])} | {full} | {sampled} | {err} | "
-                   f"{r['confidence_pct']:.1f} % | {r['full_cpu_seconds']:.1f} | {r['sampled_cpu_seconds']:.1f} | "
+                   f"{r['confidence_pct']:.1f} % | {_seconds(r.get('full_cpu_seconds'))} | "
+                   f"{r['sampled_cpu_seconds']:.1f} | "
                    f"{speed} | {met} | {what} |")
     out += ["", summary_line(s), ""]
     return "\n".join(out)

@@ -63,3 +63,26 @@ def test_the_summary_counts_the_targets_and_takes_the_geometric_mean_error():
     assert (s["compared"], s["rows"], s["within_error"], s["within_bound"], s["over_limit"]) == (3, 4, 2, 3, 1)
     assert s["geomean_error_pct"] == pytest.approx(math.exp((math.log(1) + math.log(4) + math.log(1e-3)) / 3))
     assert "3 of 4 compared" in bs.summary_line(s)
+
+
+def test_stored_only_reports_a_row_without_its_full_run_sampled_alone(tmp_path):
+    path = tmp_path / "refs.jsonl"
+    stored = {**_full(1000, 120.0), "key": bs.reference_key("saxpy", {"n": 4096}, "a100")}
+    bs.append_reference(path, stored)
+    refs = bs.read_references(path)
+
+    def never(*a):
+        raise AssertionError("a full run was simulated")
+
+    f = bs.full_reference("saxpy", {"n": 4096}, "a100", refs, path, 600.0, never, stored_only=True)
+    assert f["cached"] and f["cycles"] == 1000
+    missing = bs.full_reference("saxpy", {"n": 8192}, "a100", refs, path, 600.0, never, stored_only=True)
+    assert missing == {"workload": "saxpy", "params": {"n": 8192}, "not_stored": True}
+    rows = [bs.compare(f, _sampled(1010, 0.05, 10.0)), bs.compare(missing, _sampled(2020, 0.05, 10.0))]
+    assert rows[1]["full_not_stored"] and "error_pct" not in rows[1] and rows[1]["sampled_cycles"] == 2020
+    s = bs.summary(rows)
+    assert (s["compared"], s["rows"], s["not_stored"]) == (1, 2, 1)
+    assert "1 not stored" in bs.summary_line(s) and "not stored" in bs.table_line(rows[1])
+    doc = {"suite": "h200", "config": "h200", "started": "now", "cpu_count": 2}
+    md = bs.markdown(rows, s, doc).splitlines()
+    assert md[5].startswith("| saxpy | n=8192 | not stored | 2,020 | - | 5.0 % | - | 10.0 | - | - |")
