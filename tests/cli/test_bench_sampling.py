@@ -63,6 +63,13 @@ def test_the_summary_counts_the_targets_and_takes_the_geometric_mean_error():
     assert (s["compared"], s["rows"], s["within_error"], s["within_bound"], s["over_limit"]) == (3, 4, 2, 3, 1)
     assert s["geomean_error_pct"] == pytest.approx(math.exp((math.log(1) + math.log(4) + math.log(1e-3)) / 3))
     assert "3 of 4 compared" in bs.summary_line(s)
+    # the sampled rows alone: a full run's exact 0 % does not pull their mean down
+    rows.append(bs.compare(_full(1000, 120.0), {**_sampled(1000, 0.0, 100.0), "decision": "full"}))
+    s = bs.summary(rows)
+    assert s["sampled"] == 3 and s["geomean_sampled_error_pct"] == pytest.approx(
+        math.exp((math.log(1) + math.log(4) + math.log(1e-3)) / 3))
+    assert s["geomean_error_pct"] == pytest.approx(math.exp((math.log(4) + 2 * math.log(1e-3)) / 4))
+    assert "over the 3 that auto sampled" in bs.summary_line(s)
 
 
 def test_stored_only_reports_a_row_without_its_full_run_sampled_alone(tmp_path):
