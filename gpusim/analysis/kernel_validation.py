@@ -14,7 +14,7 @@ and compares the times the way they were measured:
   of the buffers, filled the L2 with their lines, dirty where they wrote. A full simulation starts from
   that steady state: the L2 full of lines the kernel does not use, the kernel's own written share of its
   buffers dirty (`written_share`), so the kernel's first allocations evict and write back as on the GPU.
-- **Large sizes sampled** (`--sample auto`, gpusim/analysis/sampling.py) with the estimate's bound shown
+- **Large sizes sampled** (`--sample auto`, gpusim/analysis/sampling/) with the estimate's bound shown
   beside the error.
 
 The summary per front end is Accel-Sim's: mean absolute percentage error (MAPE), mean signed error, the

@@ -20,6 +20,7 @@ from gpusim.cli.args import (
     add_quiet,
     add_renamed,
     integer,
+    number,
 )
 from gpusim.cli.common import emit_json, emit_text, parse_sets, stdout_taken
 from gpusim.config.vocab import SCHEDULER_POLICIES
@@ -56,6 +57,9 @@ def register(subparsers) -> None:
                         "of blocks with loops cut short and extrapolates, printing the estimate and its error "
                         "bound, or simulates in full where that gains little; on samples whenever it can; "
                         "off (default) simulates every instruction")
+    p.add_argument("--sample-bound", type=number(0.1, 99.0), default=None, metavar="PCT",
+                   help="with --sample: the error bound, in %%, the sample grows towards (more waves, deeper loop "
+                        "levels; default 5); auto simulates in full where meeting it would cost more")
     p.add_argument("--sample-budget", type=integer(1), default=None, metavar="N",
                    help="with --sample: simulate up to about N warp instructions in detail (default: a twentieth "
                         "of the kernel's, at most 6,000,000, about half a minute); more cuts loops later, which "
@@ -84,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
             timing_only.append("--sample")
         if args.sample_budget is not None:
             timing_only.append("--sample-budget")
+        if args.sample_bound is not None:
+            timing_only.append("--sample-bound")
         if timing_only:
             verb = "needs" if len(timing_only) == 1 else "need"
             raise GpusimError(f"{' and '.join(timing_only)} {verb} the timing model: drop --functional")
@@ -98,6 +104,8 @@ def run_timing(args: argparse.Namespace) -> int:
         return run_sampled(args)
     if args.sample_budget is not None:
         raise GpusimError("--sample-budget needs --sample auto or on")
+    if args.sample_bound is not None:
+        raise GpusimError("--sample-bound needs --sample auto or on")
     wl = gpusim.load_workload(args.workload)
     result = simulate(wl, args.config, seed=args.seed, scheduler=args.warp_scheduler,
                       overrides=parse_sets(args.config_sets, "--config-set") or None, max_steps_per_warp=args.max_steps,
@@ -114,12 +122,15 @@ def run_timing(args: argparse.Namespace) -> int:
 
 
 def run_sampled(args: argparse.Namespace) -> int:
-    """`--sample auto|on`: the estimate, its bound and what was simulated. --csv and --trace describe the
-    run that was simulated in detail: the whole kernel when it ran in full, else the largest sampled
-    run (the first blocks, loops cut short)."""
+    """`--sample auto|on`: the estimate, its bound and what was simulated; the whole kernel's metrics
+    (estimated from the sample, with their bounds) in the summary, the JSON and the HTML report. --csv
+    and --trace describe the run that was simulated in detail: the whole kernel when it ran in full,
+    else the largest sampled run (the first blocks, loops cut short)."""
     from gpusim.analysis.sampling import simulate_sampled
 
     budget = {} if args.sample_budget is None else {"max_sample_warp_instructions": args.sample_budget}
+    if args.sample_bound is not None:
+        budget["bound"] = args.sample_bound / 100
     r = simulate_sampled(args.workload, args.config, sample=args.sample, seed=args.seed,
                          scheduler=args.warp_scheduler, overrides=parse_sets(args.config_sets, "--config-set") or None,
                          max_steps_per_warp=args.max_steps, max_cycles=args.max_cycles, **budget,

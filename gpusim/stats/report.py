@@ -62,6 +62,17 @@ class SimResult:
     provenance: dict[str, Any]
     source: list[dict[str, Any]] | None = None  # per source line (simulate(per_pc=True)), else None
     pcs: list[dict[str, Any]] | None = None  # per instruction, likewise
+    # A sampled run's whole-kernel estimate (gpusim.analysis.sampling, docs/sampling.md): `kernel`,
+    # `sms` and `verdict` are then estimated from the sampled runs, `bounds` holds each numeric kernel
+    # metric's interval (flattened names, as `rows()` spells them: `warp_states_pct.long_scoreboard`)
+    # and `sampling` what was simulated and why. None for a full simulation.
+    bounds: dict[str, tuple[float, float]] | None = None
+    sampling: dict[str, Any] | None = None
+
+    @property
+    def estimated(self) -> bool:
+        """Whether the metrics are a sampled run's whole-kernel estimate (see `bounds`)."""
+        return self.bounds is not None
 
     @classmethod
     def build(cls, cfg, run, timing: KernelTiming, *, wall_seconds: float = 0.0) -> SimResult:
@@ -162,6 +173,11 @@ class SimResult:
         })
         if self.source is not None:
             d["source"], d["pcs"] = self.source, self.pcs
+        if self.bounds is not None:
+            d["mode"] = "sampled"
+            d["bounds"] = {k: list(v) for k, v in self.bounds.items()}
+        if self.sampling is not None:
+            d["sampling"] = self.sampling
         return d
 
     def rows(self) -> list[dict[str, Any]]:

@@ -198,9 +198,10 @@ class Workload:
         return _eval(self.yaml_path, "flops", self.flops_expr, params)
 
     # -- data --
-    def inputs(self, params: Mapping[str, int | float], seed: int = 0) -> dict[str, Any]:
-        """reference.py's inputs(p, rng) with `numpy.random.default_rng(seed)`."""
-        rng = np.random.default_rng(seed)
+    def inputs(self, params: Mapping[str, int | float], seed: int = 0, *, rng: Any = None) -> dict[str, Any]:
+        """reference.py's inputs(p, rng) with `numpy.random.default_rng(seed)` (or `rng`, a stand-in with
+        the Generator's methods)."""
+        rng = np.random.default_rng(seed) if rng is None else rng
         out = _call(self.reference_path, "inputs", self._inputs, dict(params), rng)
         if not isinstance(out, Mapping):
             raise WorkloadError(f"{self.reference_path}: inputs() must return a dict of kernel parameter "
@@ -273,15 +274,17 @@ class Workload:
                            expected=expected, mismatches=mismatches, bytes_moved=bytes_moved,
                            flops=self.flops(p), seed=seed, exec_seconds=exec_seconds)
 
-    def prepare(self, params: Mapping[str, Any] | None = None, *, seed: int = 0, cfg: Any = None) -> PreparedLaunch:
+    def prepare(self, params: Mapping[str, Any] | None = None, *, seed: int = 0, cfg: Any = None,
+                inputs: Mapping[str, Any] | None = None) -> PreparedLaunch:
         """The launch of `params` with its inputs in a fresh global memory, ready for an executor, and
         without computing the numpy reference (for runs that are not verified, such as sampled
         simulation, where the reference of a large size would cost more than the sample). With a `cfg`,
-        arrays larger than its `chip.global_memory_bytes` are refused (LaunchError)."""
+        arrays larger than its `chip.global_memory_bytes` are refused (LaunchError). `inputs`: those of
+        `self.inputs(params, seed)` when the caller has them already (they are copied, not kept)."""
         p = self.params(params)
         launch = self.launch(p)
         self._check_host_memory(p, HOST_COPIES_PREPARED)
-        inputs = self.inputs(p, seed)
+        inputs = self.inputs(p, seed) if inputs is None else inputs
         self._check_memory(self._bind(inputs)[1], cfg, HOST_COPIES_PREPARED - 1)
         args, buffers, mem = self._load(inputs)
         return PreparedLaunch(workload=self.name, params=p, launch=launch, program=self.program_for(cfg), args=args,
