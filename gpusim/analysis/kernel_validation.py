@@ -184,12 +184,15 @@ def written_share(wl, params: dict[str, Any]) -> float:
 # simulation
 
 
-def simulate_pair(pair: Pair, workload: str, front_end: str, cfg: Config, *, sample: str = "auto") -> KernelRow:
-    """Simulate one measured pair through one port (see the module docstring for what is counted)."""
+def simulate_pair(pair: Pair, workload: str, front_end: str, cfg: Config, *, sample: str = "auto",
+                  ptxas_model: bool = True) -> KernelRow:
+    """Simulate one measured pair through one port (see the module docstring for what is counted).
+    `ptxas_model` False runs the .sasm and PTX ports in program order, as written (docs/isa.md, "The ptxas
+    model"); the SASS port is machine code either way."""
     from gpusim.analysis.sampling import simulate_sampled
     from gpusim.stats.simulate import simulate
 
-    wl = load_workload(workload, isa="sass" if front_end == "sass" else None)
+    wl = load_workload(workload, isa="sass" if front_end == "sass" else None).for_config(cfg, ptxas_model)
     if front_end == "sass":  # (the sampler's loop and memory analyses read PTX-shaped code: SASS runs whole)
         sample = "off"
     launch_us = cfg.launch.event_ns / 1000
@@ -215,9 +218,11 @@ def simulate_pair(pair: Pair, workload: str, front_end: str, cfg: Config, *, sam
 def validate_kernels(config: str = "h200", *, kernels: Sequence[str] | None = None,
                      sizes: Sequence[str] | None = None, front_ends: Sequence[str] | None = None,
                      sample: str = "auto", overrides: dict[str, Any] | None = None,
-                     progress: Callable[[KernelRow], None] | None = None) -> KernelValidation:
+                     progress: Callable[[KernelRow], None] | None = None,
+                     ptxas_model: bool = True) -> KernelValidation:
     """Every measured (kernel, size) of `config` through each of its ports (filtered by `kernels`,
-    `sizes`, `front_ends`), simulated on the config with `overrides`."""
+    `sizes`, `front_ends`), simulated on the config with `overrides` (`ptxas_model` False: the .sasm and
+    PTX ports in program order, without the ptxas model)."""
     cfg = load_config(config, overrides=overrides or None)
     pairs = measured_pairs(cfg.name)
     for what, given, known in (("kernel", kernels, {p.kernel for p in pairs}),
@@ -233,7 +238,7 @@ def validate_kernels(config: str = "h200", *, kernels: Sequence[str] | None = No
         for workload, fe in ports(pair.kernel):
             if front_ends and fe not in front_ends:
                 continue
-            row = simulate_pair(pair, workload, fe, cfg, sample=sample)
+            row = simulate_pair(pair, workload, fe, cfg, sample=sample, ptxas_model=ptxas_model)
             out.rows.append(row)
             if progress:
                 progress(row)

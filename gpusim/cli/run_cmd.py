@@ -69,6 +69,9 @@ def register(subparsers) -> None:
                         "warp instructions, share of the warp-state samples and top stalls, memory requests, "
                         "sectors and wavefronts per request (in --json: 'source' per line, 'pcs' per instruction; "
                         "docs/stats.md)")
+    p.add_argument("--program-order", action="store_true",
+                   help="run the kernel in program order, as written: without the ptxas model (moves folded, counted "
+                        "loops unrolled, each block's instructions scheduled; docs/isa.md, 'The ptxas model')")
     add_json(p, help="write the full result as JSON to FILE ('-' or no FILE: stdout)")
     add_csv(p, help="write the metrics as tidy long-format CSV to FILE ('-': stdout; see docs/stats.md)")
     add_output(p, "--html", metavar="FILE",
@@ -90,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
             timing_only.append("--sample-budget")
         if args.sample_bound is not None:
             timing_only.append("--sample-bound")
+        if args.program_order:
+            timing_only.append("--program-order")
         if timing_only:
             verb = "needs" if len(timing_only) == 1 else "need"
             raise GpusimError(f"{' and '.join(timing_only)} {verb} the timing model: drop --functional")
@@ -109,7 +114,8 @@ def run_timing(args: argparse.Namespace) -> int:
     wl = gpusim.load_workload(args.workload)
     result = simulate(wl, args.config, seed=args.seed, scheduler=args.warp_scheduler,
                       overrides=parse_sets(args.config_sets, "--config-set") or None, max_steps_per_warp=args.max_steps,
-                      max_cycles=args.max_cycles, verify=False, per_pc=args.source, **parse_sets(args.sets))
+                      max_cycles=args.max_cycles, verify=False, per_pc=args.source, ptxas_model=not args.program_order,
+                      **parse_sets(args.sets))
     summary = result.summary_table
     if args.source:
         title = f"source view: {result.provenance['workload']} on {result.provenance['config']} (timing)"
@@ -131,7 +137,10 @@ def run_sampled(args: argparse.Namespace) -> int:
     budget = {} if args.sample_budget is None else {"max_sample_warp_instructions": args.sample_budget}
     if args.sample_bound is not None:
         budget["bound"] = args.sample_bound / 100
-    r = simulate_sampled(args.workload, args.config, sample=args.sample, seed=args.seed,
+    wl = args.workload
+    if args.program_order:
+        wl = gpusim.load_workload(wl).for_config(None, ptxas_model=False)
+    r = simulate_sampled(wl, args.config, sample=args.sample, seed=args.seed,
                          scheduler=args.warp_scheduler, overrides=parse_sets(args.config_sets, "--config-set") or None,
                          max_steps_per_warp=args.max_steps, max_cycles=args.max_cycles, **budget,
                          **parse_sets(args.sets))

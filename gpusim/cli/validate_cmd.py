@@ -36,6 +36,9 @@ def register(subparsers) -> None:
     p.add_argument("--sample", choices=("auto", "on", "off"), default="auto",
                    help="with --kernels: sampled simulation of the large kernels (docs/sampling.md; default auto: "
                         "sampled where that gains, its bound shown beside the error)")
+    p.add_argument("--program-order", action="store_true", dest="program_order",
+                   help="with --kernels: run the .sasm and PTX ports in program order, as written, without the "
+                        "ptxas model (docs/isa.md, 'The ptxas model'; SASS is machine code either way)")
     p.add_argument("--figure", action="append", metavar="ID", help="only this figure (repeatable; --list shows ids)")
     add_config_set(p, help="config override (repeatable), e.g. --config-set opcodes.rsqrt.latency_cycles=39")
     p.add_argument("--list", action="store_true", help="list the figures with a reference for --config and exit")
@@ -51,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
     if args.kernels:
         return run_kernels(args)
     kernel_only = [f for f, v in (("--kernel", args.kernel), ("--size", args.size), ("--front-end", args.front_end),
-                                  ("--sample", args.sample != "auto")) if v]
+                                  ("--sample", args.sample != "auto"), ("--program-order", args.program_order))
+                   if v]
     if kernel_only:
         print(f"gpusim validate: error: {kernel_only[0]} needs --kernels", file=sys.stderr)
         return 2
@@ -98,7 +102,7 @@ def run_kernels(args: argparse.Namespace) -> int:
 
     result = validate_kernels(args.config or "h200", kernels=args.kernel, sizes=args.size, front_ends=args.front_end,
                               sample=args.sample, overrides=parse_sets(args.config_sets, "--config-set"),
-                              progress=progress)
+                              progress=progress, ptxas_model=not args.program_order)
     emit_json(result.to_dict(), args.json)
     emit_text(result.markdown, args.markdown)
     if args.chart:

@@ -92,7 +92,8 @@ def simulate(workload, cfg: Config | str | os.PathLike | None = None, *,
              config: Config | str | os.PathLike | None = None, params: dict[str, Any] | None = None, seed: int = 0,
              scheduler: str | None = None, overrides: dict[str, Any] | None = None,
              max_steps_per_warp: int | None = None, max_cycles: int | None = None, verify: bool = True,
-             per_pc: bool = False, warm_l2: float | None = None, **kwargs) -> SimResult:
+             per_pc: bool = False, warm_l2: float | None = None, ptxas_model: bool | None = None,
+             **kwargs) -> SimResult:
     """Simulate a workload (a name, a folder or a loaded Workload) on `cfg` (a Config, a built-in name or a YAML path)
     with size parameters `params`: values computed and compared with the numpy reference, cycles from the timing
     model, and the metrics and bottleneck verdict (a SimResult). `scheduler` (a name in
@@ -105,6 +106,8 @@ def simulate(workload, cfg: Config | str | os.PathLike | None = None, *,
     each instruction's executions, memory traffic and warp states (docs/stats.md, "Source view").
     `warm_l2` f starts the kernel with the L2 full of lines it does not use, a fraction f of them dirty
     (the steady state that earlier kernels on other data leave; `GPU.run`), instead of empty.
+    The kernel runs as the ptxas model compiles it for the config (`Workload.for_config`: docs/isa.md,
+    "The ptxas model"); `ptxas_model=False` runs it in program order, as written.
 
     The workload's parameters are best given as `params={"n": 4096}` and the config as `config="a100"`:
     those keywords cannot be confused with a workload parameter named like one of simulate's own
@@ -119,6 +122,7 @@ def simulate(workload, cfg: Config | str | os.PathLike | None = None, *,
     params = {**(params or {}), **kwargs}
     wl = workload if hasattr(workload, "program") else load_workload(workload)
     cfg = configure(cfg, scheduler, overrides)
+    wl = wl.for_config(cfg, ptxas_model)  # the kernel as ptxas compiles it (gpusim.isa.ptxas)
     t0 = time.perf_counter()
     run = wl.run(params, cfg, seed=seed, max_steps_per_warp=max_steps_per_warp,
                  executor=partial(timed_execute, max_cycles=max_cycles, per_pc=per_pc, warm_l2=warm_l2))
