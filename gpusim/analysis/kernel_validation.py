@@ -15,7 +15,8 @@ and compares the times the way they were measured:
   that steady state: the L2 full of lines the kernel does not use, the kernel's own written share of its
   buffers dirty (`written_share`), so the kernel's first allocations evict and write back as on the GPU.
 - **Large sizes sampled** (`--sample auto`, gpusim/analysis/sampling/) with the estimate's bound shown
-  beside the error.
+  beside the error; small and medium sizes run whole under `auto` (minutes at most), `--sample on`
+  samples them too.
 
 The summary per front end is Accel-Sim's: mean absolute percentage error (MAPE), mean signed error, the
 pairs within +-30 %, and Pearson's r of the log times."""
@@ -194,6 +195,8 @@ def simulate_pair(pair: Pair, workload: str, front_end: str, cfg: Config, *, sam
 
     wl = load_workload(workload, isa="sass" if front_end == "sass" else None).for_config(cfg, ptxas_model)
     if front_end == "sass":  # (the sampler's loop and memory analyses read PTX-shaped code: SASS runs whole)
+        sample = "off"
+    if sample == "auto" and pair.size != "large":  # small and medium run whole: minutes at most, no bound
         sample = "off"
     launch_us = cfg.launch.event_ns / 1000
     t0 = time.perf_counter()

@@ -38,3 +38,13 @@ def test_auto_runs_a_small_size_whole_and_shows_no_bound():
     row = simulate_pair(Pair("saxpy", "small", {"n": 1 << 14, "block": 256}, 10.0), "saxpy", "sasm", cfg)
     assert row.mode == "full" and row.bound_pct == 0.0 and row.verified is True
     assert KernelValidation("h200", [row]).table().splitlines()[1].split()[-2:] == ["-", "full"]
+
+
+def test_auto_runs_a_medium_size_whole():
+    """A medium pair is simulated whole under auto (no estimate whose bound could miss the full run); with
+    --sample on it is sampled like a large one."""
+    cfg = load_config("h200", overrides=SMALL)
+    medium = simulate_pair(Pair("saxpy", "medium", PARAMS, 100.0), "saxpy", "sasm", cfg)
+    assert medium.mode == "full" and medium.bound_pct == 0.0
+    on = simulate_pair(Pair("saxpy", "medium", PARAMS, 100.0), "saxpy", "sasm", cfg, sample="on")
+    assert on.mode == "sampled" and on.bound_pct > 0
