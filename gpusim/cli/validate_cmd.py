@@ -35,8 +35,8 @@ def register(subparsers) -> None:
                         "(nvcc's PTX of the CUDA port) or sass (the SASS ptxas makes of it, run whole)")
     p.add_argument("--sample", choices=("auto", "on", "off"), default="auto",
                    help="with --kernels: sampled simulation of the large kernels (docs/sampling.md; default auto: "
-                        "the large sizes sampled where that gains, their bound shown beside the error; small and medium "
-                        "sizes whole; on: every size sampled)")
+                        "the large sizes sampled where that gains, their bound shown beside the error; small and "
+                        "medium sizes whole; on: every size sampled)")
     p.add_argument("--program-order", action="store_true", dest="program_order",
                    help="with --kernels: run the .sasm and PTX ports in program order, as written, without the "
                         "ptxas model (docs/isa.md, 'The ptxas model'; SASS is machine code either way)")
