@@ -26,6 +26,10 @@ def register(subparsers) -> None:
     p.add_argument("--kernels", action="store_true",
                    help="whole kernels measured on the config's GPU (gpusim/data/measurements/<config>.json) "
                         "against the simulated ports of each (.sasm and nvcc PTX), instead of the microbenchmarks")
+    p.add_argument("--power", action="store_true",
+                   help="the power model (docs/power.md): idle and one-unit stress microbenchmarks (FFMA, SFU, "
+                        "tensor, shared, L2, DRAM) and the model's board power for each, against published or "
+                        "measured figures (gpusim/data/validation/power.yaml); --figure picks microbenchmarks")
     p.add_argument("--kernel", action="append", metavar="NAME", help="with --kernels: only this measured kernel "
                                                                       "(repeatable)")
     p.add_argument("--size", action="append", choices=("small", "medium", "large"),
@@ -54,6 +58,8 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.kernels:
         return run_kernels(args)
+    if args.power:
+        return run_power(args)
     kernel_only = [f for f, v in (("--kernel", args.kernel), ("--size", args.size), ("--front-end", args.front_end),
                                   ("--sample", args.sample != "auto"), ("--program-order", args.program_order))
                    if v]
@@ -116,3 +122,19 @@ def run_kernels(args: argparse.Namespace) -> int:
         if args.chart:
             print(f"wrote {args.chart}")
     return 0
+
+
+def run_power(args: argparse.Namespace) -> int:
+    from gpusim.analysis.power_validation import validate_power
+
+    quiet = stdout_taken(args.json, args.markdown) or args.quiet
+    result = validate_power(args.config or "a100", benches=args.figure,
+                            overrides=parse_sets(args.config_sets, "--config-set"),
+                            progress=None if quiet else lambda r: print(f"  {r.bench}: {r.power_w:.1f} W at "
+                                                                        f"{r.clock_mhz:.0f} MHz ({r.status})",
+                                                                        file=sys.stderr))
+    emit_json(result.to_dict(), args.json)
+    emit_text(result.markdown, args.markdown)
+    if not quiet:
+        print(result.table())
+    return 1 if result.failed else 0
