@@ -18,8 +18,13 @@ def register(subparsers) -> None:
                                           "workload) for the config's architecture, with its control codes.")
     p.add_argument("kernel", help="a .sasm file or a workload name (--sass: also a .cu, .cubin or .sass file)")
     p.add_argument("--plain", action="store_true", help="print only the disassembly (re-assemblable)")
+    p.add_argument("--ptxas", action="store_true",
+                   help="print the kernel as the ptxas model compiles it for --config (moves folded, counted loops "
+                        "unrolled, blocks scheduled: what timed runs execute; docs/isa.md, 'The ptxas model'), each "
+                        "instruction with the source line it came from")
     p.add_argument("--sass", action="store_true", help="the machine code: SASS from nvcc (or the checked-in cubin)")
-    add_config(p, help="--sass: the config whose architecture to show (default a100: sm_80; h200: sm_90)")
+    add_config(p, help="--ptxas: the config it compiles for; --sass: the config whose architecture to show "
+                       "(default a100: sm_80; h200: sm_90)")
     p.set_defaults(func=run)
 
 
@@ -31,6 +36,10 @@ def run(args) -> int:
         return _sass(args)
     path = Path(args.kernel)
     prog = gpusim.assemble_file(path) if path.suffix == ".sasm" else gpusim.load_workload(args.kernel).program
+    if args.ptxas:
+        from gpusim.isa.ptxas import ptxas
+
+        prog = ptxas(prog, gpusim.load_config(args.config))
     if args.plain:
         print(gpusim.disassemble(prog), end="")
         return 0

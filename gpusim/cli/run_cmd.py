@@ -20,6 +20,7 @@ from gpusim.cli.args import (
     add_quiet,
     add_renamed,
     integer,
+    number,
 )
 from gpusim.cli.commands import COMMANDS
 from gpusim.cli.common import emit_json, emit_text, parse_sets, stdout_taken
@@ -58,6 +59,9 @@ def register(subparsers) -> None:
                         "of blocks with loops cut short and extrapolates, printing the estimate and its error "
                         "bound, or simulates in full where that gains little; on samples whenever it can; "
                         "off (default) simulates every instruction")
+    p.add_argument("--sample-bound", type=number(0.1, 99.0), default=None, metavar="PCT",
+                   help="with --sample: the error bound, in %%, the sample grows towards (more waves, deeper loop "
+                        "levels; default 5); auto simulates in full where meeting it would cost more")
     p.add_argument("--sample-budget", type=integer(1), default=None, metavar="N",
                    help="with --sample: simulate up to about N warp instructions in detail (default: a twentieth "
                         "of the kernel's, at most 6,000,000, about half a minute); more cuts loops later, which "
@@ -67,6 +71,9 @@ def register(subparsers) -> None:
                         "warp instructions, share of the warp-state samples and top stalls, memory requests, "
                         "sectors and wavefronts per request (in --json: 'source' per line, 'pcs' per instruction; "
                         "docs/stats.md)")
+    p.add_argument("--program-order", action="store_true",
+                   help="run the kernel in program order, as written: without the ptxas model (moves folded, counted "
+                        "loops unrolled, each block's instructions scheduled; docs/isa.md, 'The ptxas model')")
     add_json(p, help="write the full result as JSON to FILE ('-' or no FILE: stdout)")
     add_csv(p, help="write the metrics as tidy long-format CSV to FILE ('-': stdout; see docs/stats.md)")
     add_output(p, "--html", metavar="FILE",
@@ -86,6 +93,10 @@ def run(args: argparse.Namespace) -> int:
             timing_only.append("--sample")
         if args.sample_budget is not None:
             timing_only.append("--sample-budget")
+        if args.sample_bound is not None:
+            timing_only.append("--sample-bound")
+        if args.program_order:
+            timing_only.append("--program-order")
         if timing_only:
             verb = "needs" if len(timing_only) == 1 else "need"
             raise GpusimError(f"{' and '.join(timing_only)} {verb} the timing model: drop --functional")
@@ -100,13 +111,16 @@ def run_timing(args: argparse.Namespace) -> int:
         return run_sampled(args)
     if args.sample_budget is not None:
         raise GpusimError("--sample-budget needs --sample auto or on")
+    if args.sample_bound is not None:
+        raise GpusimError("--sample-bound needs --sample auto or on")
     from gpusim.stats import simulate
     from gpusim.stats.source import format_source
 
     wl = gpusim.load_workload(args.workload)
     result = simulate(wl, args.config, seed=args.seed, scheduler=args.warp_scheduler,
                       overrides=parse_sets(args.config_sets, "--config-set") or None, max_steps_per_warp=args.max_steps,
-                      max_cycles=args.max_cycles, verify=False, per_pc=args.source, **parse_sets(args.sets))
+                      max_cycles=args.max_cycles, verify=False, per_pc=args.source, ptxas_model=not args.program_order,
+                      **parse_sets(args.sets))
     summary = result.summary_table
     if args.source:
         title = f"source view: {result.provenance['workload']} on {result.provenance['config']} (timing)"
@@ -119,13 +133,19 @@ def run_timing(args: argparse.Namespace) -> int:
 
 
 def run_sampled(args: argparse.Namespace) -> int:
-    """`--sample auto|on`: the estimate, its bound and what was simulated. --csv and --trace describe the
-    run that was simulated in detail: the whole kernel when it ran in full, else the largest sampled
-    run (the first blocks, loops cut short)."""
+    """`--sample auto|on`: the estimate, its bound and what was simulated; the whole kernel's metrics
+    (estimated from the sample, with their bounds) in the summary, the JSON and the HTML report. --csv
+    and --trace describe the run that was simulated in detail: the whole kernel when it ran in full,
+    else the largest sampled run (the first blocks, loops cut short)."""
     from gpusim.analysis.sampling import simulate_sampled
 
     budget = {} if args.sample_budget is None else {"max_sample_warp_instructions": args.sample_budget}
-    r = simulate_sampled(args.workload, args.config, sample=args.sample, seed=args.seed,
+    if args.sample_bound is not None:
+        budget["bound"] = args.sample_bound / 100
+    wl = args.workload
+    if args.program_order:
+        wl = gpusim.load_workload(wl).for_config(None, ptxas_model=False)
+    r = simulate_sampled(wl, args.config, sample=args.sample, seed=args.seed,
                          scheduler=args.warp_scheduler, overrides=parse_sets(args.config_sets, "--config-set") or None,
                          max_steps_per_warp=args.max_steps, max_cycles=args.max_cycles, **budget,
                          **parse_sets(args.sets))

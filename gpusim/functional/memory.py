@@ -96,7 +96,8 @@ class GlobalMemory:
     def alloc_array(self, arr: np.ndarray, name: str = "") -> int:
         arr = np.ascontiguousarray(arr)
         addr = self.alloc(arr.nbytes, name)
-        self.write(addr, arr)
+        if arr.any():  # (fresh memory is zeros already: an output buffer's zeros are not copied in)
+            self.write(addr, arr)
         return addr
 
     def write(self, addr: int, arr: np.ndarray) -> None:

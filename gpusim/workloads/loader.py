@@ -107,6 +107,11 @@ class Workload:
     entry: str | None = None
     arg_names: tuple[str, ...] | None = None
     _programs: dict = field(default_factory=dict, repr=False, compare=False)
+    # The ptxas model (gpusim.isa.ptxas): whether timed runs compile the kernel for their config first
+    # (`for_config`); the kernel as written, and the config hash `program` was compiled for
+    ptxas_model: bool = True
+    _written: Program | None = field(default=None, repr=False)
+    _compiled_for: str | None = field(default=None, repr=False)
 
     def program_for(self, cfg: Any = None) -> Program:
         """The program that runs on `cfg`: for a SASS workload, the SASS of the config's architecture (its
@@ -131,6 +136,35 @@ class Workload:
     @property
     def reference_path(self) -> Path:
         return self.reference_file or self.folder / REFERENCE_FILE
+
+    # -- the kernel as the GPU runs it --
+    @property
+    def written_program(self) -> Program:
+        """The kernel as its file has it (program order), whatever `for_config` made of `program`."""
+        return self._written or self.program
+
+    def for_config(self, cfg: Any, ptxas_model: bool | None = None) -> Workload:
+        """The workload whose `program` is the kernel as the ptxas model compiles it for `cfg` (a Config:
+        moves folded, counted loops unrolled, instructions scheduled; docs/isa.md, "The ptxas model"), which
+        every timed run of it uses (`gpusim.simulate`, sampled simulation, `gpusim.launch`). `ptxas_model`
+        False (or the workload's own `ptxas_model` False, when not given) gives the kernel in program
+        order. Calling it again with the same config returns the workload itself. A SASS workload is machine
+        code already (ptxas made it): it is its own."""
+        if self.isa == "sass":
+            return self
+        on = self.ptxas_model if ptxas_model is None else ptxas_model
+        written = self.written_program
+        if not on:
+            if self._compiled_for is None and not self.ptxas_model:
+                return self
+            return dataclasses.replace(self, program=written, ptxas_model=False, _written=None, _compiled_for=None)
+        from gpusim.isa.ptxas import ptxas
+
+        key = cfg.hash()
+        if self._compiled_for == key:
+            return self
+        return dataclasses.replace(self, program=ptxas(written, cfg), ptxas_model=True, _written=written,
+                                   _compiled_for=key)
 
     # -- parameters and launch --
     def params(self, overrides: Mapping[str, Any] | None = None) -> dict[str, int | float]:
@@ -173,9 +207,10 @@ class Workload:
         return _eval(self.yaml_path, "flops", self.flops_expr, params)
 
     # -- data --
-    def inputs(self, params: Mapping[str, int | float], seed: int = 0) -> dict[str, Any]:
-        """reference.py's inputs(p, rng) with `numpy.random.default_rng(seed)`."""
-        rng = np.random.default_rng(seed)
+    def inputs(self, params: Mapping[str, int | float], seed: int = 0, *, rng: Any = None) -> dict[str, Any]:
+        """reference.py's inputs(p, rng) with `numpy.random.default_rng(seed)` (or `rng`, a stand-in with
+        the Generator's methods)."""
+        rng = np.random.default_rng(seed) if rng is None else rng
         out = _call(self.reference_path, "inputs", self._inputs, dict(params), rng)
         if not isinstance(out, Mapping):
             raise WorkloadError(f"{self.reference_path}: inputs() must return a dict of kernel parameter "
@@ -248,15 +283,17 @@ class Workload:
                            expected=expected, mismatches=mismatches, bytes_moved=bytes_moved,
                            flops=self.flops(p), seed=seed, exec_seconds=exec_seconds)
 
-    def prepare(self, params: Mapping[str, Any] | None = None, *, seed: int = 0, cfg: Any = None) -> PreparedLaunch:
+    def prepare(self, params: Mapping[str, Any] | None = None, *, seed: int = 0, cfg: Any = None,
+                inputs: Mapping[str, Any] | None = None) -> PreparedLaunch:
         """The launch of `params` with its inputs in a fresh global memory, ready for an executor, and
         without computing the numpy reference (for runs that are not verified, such as sampled
         simulation, where the reference of a large size would cost more than the sample). With a `cfg`,
-        arrays larger than its `chip.global_memory_bytes` are refused (LaunchError)."""
+        arrays larger than its `chip.global_memory_bytes` are refused (LaunchError). `inputs`: those of
+        `self.inputs(params, seed)` when the caller has them already (they are copied, not kept)."""
         p = self.params(params)
         launch = self.launch(p)
         self._check_host_memory(p, HOST_COPIES_PREPARED)
-        inputs = self.inputs(p, seed)
+        inputs = self.inputs(p, seed) if inputs is None else inputs
         self._check_memory(self._bind(inputs)[1], cfg, HOST_COPIES_PREPARED - 1)
         args, buffers, mem = self._load(inputs)
         return PreparedLaunch(workload=self.name, params=p, launch=launch, program=self.program_for(cfg), args=args,
