@@ -21,9 +21,9 @@ import time
 from gpusim.cli import bench_sampling
 from gpusim.cli.args import add_config, add_output, add_quiet, integer, number
 from gpusim.cli.bench_sampling import BENCH_MAX_STEPS_PER_WARP
+from gpusim.cli.commands import COMMANDS
 from gpusim.cli.common import add_executor_args, emit_json, emit_text, make_executor
 from gpusim.errors import GpusimError
-from gpusim.sweep.executors import stop_pool, worker_signals
 
 # The timing-model suite (default): the issue's acceptance suite on a100.
 SUITE = [
@@ -96,7 +96,7 @@ LONG_RSS_LIMIT_MIB = 2048
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("bench", help="measure simulation speed on a fixed suite",
+    p = subparsers.add_parser("bench", help=COMMANDS["bench"],
                               description="Simulation speed: each workload of a fixed suite runs through "
                                           "the timing model in its own process, one at a time; reports "
                                           "warp instructions, simulated cycles, wall time, simulated "
@@ -258,6 +258,8 @@ def _in_child(func, *args):
     A child that dies (killed for memory, say) is an error, not a hang."""
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
+
+    from gpusim.sweep.executors import stop_pool, worker_signals
 
     # one core: keep numpy's BLAS (used by some references) from spinning threads beside the simulator
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):

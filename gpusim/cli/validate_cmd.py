@@ -10,11 +10,12 @@ import argparse
 import sys
 
 from gpusim.cli.args import add_config, add_config_set, add_json, add_output, add_quiet, add_renamed
+from gpusim.cli.commands import COMMANDS
 from gpusim.cli.common import emit_json, emit_text, parse_sets, stdout_taken
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("validate", help="microbenchmarks vs published figures and measurements",
+    p = subparsers.add_parser("validate", help=COMMANDS["validate"],
                               description="Run gpusim's microbenchmark suite (pointer chases, dependent and "
                                           "independent chains, bank conflicts, bandwidths, atomics, divergence, "
                                           "launch) on a config and compare each figure with its published or "

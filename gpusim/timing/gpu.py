@@ -23,7 +23,7 @@ from gpusim.timing.dispatcher import make_dispatcher
 from gpusim.timing.dram import make_dram
 from gpusim.timing.feeder import Feeder
 from gpusim.timing.interconnect import make_interconnect
-from gpusim.timing.jit import NEVER, is_cached, to_struct
+from gpusim.timing.jit import NEVER, is_cached, to_struct, watch_compile
 from gpusim.timing.l1 import make_l1
 from gpusim.timing.l2 import make_l2, prefill_dirty
 from gpusim.timing.ldst import AddressStage
@@ -173,6 +173,7 @@ def _announce_compile() -> None:
     if not is_cached(engine.run):
         print("gpusim: compiling the timing engine (first run only; cached afterwards) ...", file=sys.stderr,
               flush=True)
+        watch_compile(engine.run, sys.stderr)
 
 
 def l1_size(cfg: Config, occ) -> int:
