@@ -23,6 +23,7 @@ from gpusim.errors import GpusimError, LaunchError
 from gpusim.functional import GlobalMemory, Launch, execute
 from gpusim.isa import Program, load_kernel
 from gpusim.isa.ptx import with_dynamic_shared
+from gpusim.isa.ptxas import ptxas
 from gpusim.isa.types import TYPES
 from gpusim.stats import SimResult
 from gpusim.stats.simulate import configure, timed_execute
@@ -73,7 +74,8 @@ def _bind(program: Program, args: Sequence[Any]) -> tuple[dict[str, Any], dict[s
 
 def launch(kernel: str | Path | Program, grid, block, args: Sequence[Any] = (), config: Any = "a100",
            kernel_name: str | None = None, mode: str = "timing", *, shared_bytes: int = 0,
-           max_steps_per_warp: int | None = None, max_cycles: int | None = None, isa: str = "ptx"):
+           max_steps_per_warp: int | None = None, max_cycles: int | None = None, isa: str = "ptx",
+           ptxas_model: bool = True):
     """Run `kernel` (a .ptx, .cu or .sasm path, PTX text, or an assembled Program) over `grid` x `block`
     (an int or up to three) with `args`: numpy arrays (passed as pointers: copied into simulated global
     memory and back into the same arrays afterwards) and numbers or numpy scalars (by value), in the
@@ -81,9 +83,12 @@ def launch(kernel: str | Path | Program, grid, block, args: Sequence[Any] = (), 
     demangled name); `shared_bytes`, the dynamic shared memory of an `extern __shared__` array.
     `config`: a built-in name, a YAML path or a Config. mode "timing" returns the SimResult (cycles,
     metrics, verdict); mode "functional" (values and instruction counts only) the WorkloadRun, whose
-    `.result.stats` holds the counters. `isa="sass"` runs the machine code instead: the SASS nvcc makes of a
-    .cu for the config's architecture (sm_80 on a100, sm_90 on h200; the cubin checked in beside it when there
-    is one), or a .cubin / .sass listing, timed by its control codes (docs/isa.md, "SASS")."""
+    `.result.stats` holds the counters. Timed, the kernel runs as the ptxas model compiles it for the
+    config (gpusim.isa.ptxas; `ptxas_model=False`: in program order, as written); "functional" runs it as
+    written (its instruction counts are the kernel's own). `isa="sass"` runs the machine code instead: the
+    SASS nvcc makes of a .cu for the config's architecture (sm_80 on a100, sm_90 on h200; the cubin checked
+    in beside it when there is one), or a .cubin / .sass listing, timed by its control codes (docs/isa.md,
+    "SASS"; the ptxas model does not apply)."""
     if mode not in MODES:
         raise LaunchError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}", field="mode")
     if isa not in ISAS:
@@ -101,6 +106,8 @@ def launch(kernel: str | Path | Program, grid, block, args: Sequence[Any] = (), 
                                                                           local_threads=lnch.threads_per_block)
         if shared_bytes:
             program = with_dynamic_shared(program, shared_bytes)
+        if ptxas_model and mode == "timing":  # timed: the kernel as ptxas compiles it (gpusim.isa.ptxas)
+            program = ptxas(program, cfg)
     values, arrays = _bind(program, args)
     nbytes = sum(a.nbytes for a in arrays.values())
     mem = GlobalMemory(capacity=max(1 << 16, nbytes + 512 * (len(arrays) + 1)))

@@ -14,8 +14,9 @@ and compares the times the way they were measured:
   of the buffers, filled the L2 with their lines, dirty where they wrote. A full simulation starts from
   that steady state: the L2 full of lines the kernel does not use, the kernel's own written share of its
   buffers dirty (`written_share`), so the kernel's first allocations evict and write back as on the GPU.
-- **Large sizes sampled** (`--sample auto`, gpusim/analysis/sampling.py) with the estimate's bound shown
-  beside the error.
+- **Large sizes sampled** (`--sample auto`, gpusim/analysis/sampling/) with the estimate's bound shown
+  beside the error; small and medium sizes run whole under `auto` (minutes at most), `--sample on`
+  samples them too.
 
 The summary per front end is Accel-Sim's: mean absolute percentage error (MAPE), mean signed error, the
 pairs within +-30 %, and Pearson's r of the log times."""
@@ -184,13 +185,18 @@ def written_share(wl, params: dict[str, Any]) -> float:
 # simulation
 
 
-def simulate_pair(pair: Pair, workload: str, front_end: str, cfg: Config, *, sample: str = "auto") -> KernelRow:
-    """Simulate one measured pair through one port (see the module docstring for what is counted)."""
+def simulate_pair(pair: Pair, workload: str, front_end: str, cfg: Config, *, sample: str = "auto",
+                  ptxas_model: bool = True) -> KernelRow:
+    """Simulate one measured pair through one port (see the module docstring for what is counted).
+    `ptxas_model` False runs the .sasm and PTX ports in program order, as written (docs/isa.md, "The ptxas
+    model"); the SASS port is machine code either way."""
     from gpusim.analysis.sampling import simulate_sampled
     from gpusim.stats.simulate import simulate
 
-    wl = load_workload(workload, isa="sass" if front_end == "sass" else None)
+    wl = load_workload(workload, isa="sass" if front_end == "sass" else None).for_config(cfg, ptxas_model)
     if front_end == "sass":  # (the sampler's loop and memory analyses read PTX-shaped code: SASS runs whole)
+        sample = "off"
+    if sample == "auto" and pair.size != "large":  # small and medium run whole: minutes at most, no bound
         sample = "off"
     launch_us = cfg.launch.event_ns / 1000
     t0 = time.perf_counter()
@@ -215,9 +221,11 @@ def simulate_pair(pair: Pair, workload: str, front_end: str, cfg: Config, *, sam
 def validate_kernels(config: str = "h200", *, kernels: Sequence[str] | None = None,
                      sizes: Sequence[str] | None = None, front_ends: Sequence[str] | None = None,
                      sample: str = "auto", overrides: dict[str, Any] | None = None,
-                     progress: Callable[[KernelRow], None] | None = None) -> KernelValidation:
+                     progress: Callable[[KernelRow], None] | None = None,
+                     ptxas_model: bool = True) -> KernelValidation:
     """Every measured (kernel, size) of `config` through each of its ports (filtered by `kernels`,
-    `sizes`, `front_ends`), simulated on the config with `overrides`."""
+    `sizes`, `front_ends`), simulated on the config with `overrides` (`ptxas_model` False: the .sasm and
+    PTX ports in program order, without the ptxas model)."""
     cfg = load_config(config, overrides=overrides or None)
     pairs = measured_pairs(cfg.name)
     for what, given, known in (("kernel", kernels, {p.kernel for p in pairs}),
@@ -233,7 +241,7 @@ def validate_kernels(config: str = "h200", *, kernels: Sequence[str] | None = No
         for workload, fe in ports(pair.kernel):
             if front_ends and fe not in front_ends:
                 continue
-            row = simulate_pair(pair, workload, fe, cfg, sample=sample)
+            row = simulate_pair(pair, workload, fe, cfg, sample=sample, ptxas_model=ptxas_model)
             out.rows.append(row)
             if progress:
                 progress(row)

@@ -7,28 +7,39 @@ from pathlib import Path
 
 import gpusim
 from gpusim.cli.args import add_config
-from gpusim.isa.disassembler import format_instruction
-from gpusim.isa.program import EXIT_PC
+from gpusim.cli.commands import COMMANDS
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("asm", help="assemble a kernel and print it decoded",
+    p = subparsers.add_parser("asm", help=COMMANDS["asm"],
                               description="Assemble a .sasm file (or a workload's kernel) and print each "
                                           "instruction with its pc, unit class and reconvergence point. With "
                                           "--sass: the SASS of a .cu, .cubin or .sass listing (or of a CUDA C "
                                           "workload) for the config's architecture, with its control codes.")
     p.add_argument("kernel", help="a .sasm file or a workload name (--sass: also a .cu, .cubin or .sass file)")
     p.add_argument("--plain", action="store_true", help="print only the disassembly (re-assemblable)")
+    p.add_argument("--ptxas", action="store_true",
+                   help="print the kernel as the ptxas model compiles it for --config (moves folded, counted loops "
+                        "unrolled, blocks scheduled: what timed runs execute; docs/isa.md, 'The ptxas model'), each "
+                        "instruction with the source line it came from")
     p.add_argument("--sass", action="store_true", help="the machine code: SASS from nvcc (or the checked-in cubin)")
-    add_config(p, help="--sass: the config whose architecture to show (default a100: sm_80; h200: sm_90)")
+    add_config(p, help="--ptxas: the config it compiles for; --sass: the config whose architecture to show "
+                       "(default a100: sm_80; h200: sm_90)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    from gpusim.isa.disassembler import format_instruction
+    from gpusim.isa.program import EXIT_PC
+
     if args.sass:
         return _sass(args)
     path = Path(args.kernel)
     prog = gpusim.assemble_file(path) if path.suffix == ".sasm" else gpusim.load_workload(args.kernel).program
+    if args.ptxas:
+        from gpusim.isa.ptxas import ptxas
+
+        prog = ptxas(prog, gpusim.load_config(args.config))
     if args.plain:
         print(gpusim.disassemble(prog), end="")
         return 0
@@ -47,6 +58,7 @@ def run(args) -> int:
 
 
 def _sass(args) -> int:
+    from gpusim.isa.program import EXIT_PC
     from gpusim.isa.sass import arch_of, load_sass
 
     cfg = gpusim.load_config(args.config)

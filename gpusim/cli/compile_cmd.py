@@ -10,6 +10,7 @@ from pathlib import Path
 import gpusim
 from gpusim.analysis.sampling import SAMPLE_MODES
 from gpusim.cli.args import add_config, add_config_set, add_json, add_output, add_params, add_quiet, integer
+from gpusim.cli.commands import COMMANDS
 from gpusim.cli.common import add_executor_args, emit_json, make_executor, parse_sets
 from gpusim.compiler.accuracy import TOLERANCES, random_inputs, validate
 from gpusim.compiler.cost import MODELS, cost_based_fusion, make_cost_model
@@ -26,7 +27,7 @@ from gpusim.compiler.tune import STRATEGIES, Tuner
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("compile", help="compile a model to kernels: passes, tuning, time estimates",
+    p = subparsers.add_parser("compile", help=COMMANDS["compile"],
                               description="Compile MODEL for CONFIG: run the graph passes (fusion decided by the "
                                           "cost model), lower every node to a kernel of the ISA, optionally tune "
                                           "each kernel's template parameters, and print the kernels with their "

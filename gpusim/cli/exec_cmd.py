@@ -7,12 +7,13 @@ import argparse
 import sys
 
 from gpusim.cli.args import add_config, add_config_set, add_json, add_output
+from gpusim.cli.commands import COMMANDS
 from gpusim.cli.common import emit_json, parse_sets
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "exec", help="run a whole CUDA program (nvcc -cudart shared), every kernel simulated",
+        "exec", help=COMMANDS["exec"],
         description="Run PROGRAM as it is, its host code on this machine and every CUDA runtime call served by "
                     "gpusim: device memory, copies over the modelled PCIe, streams and events, and each kernel "
                     "simulated by the timing model. The program's own stdout and stderr are untouched; gpusim's "

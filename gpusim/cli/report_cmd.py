@@ -6,11 +6,12 @@ import argparse
 from pathlib import Path
 
 from gpusim.cli.args import add_output
+from gpusim.cli.commands import COMMANDS
 from gpusim.errors import GpusimError
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("report", help="a self-contained HTML report of a result (gpusim run --json)",
+    p = subparsers.add_parser("report", help=COMMANDS["report"],
                               description="Write one HTML file of a result written by `gpusim run --json`: the "
                                           "verdict with its evidence, the key metrics, the warp states per "
                                           "issued instruction, the charts (inline SVG), occupancy and, when the "

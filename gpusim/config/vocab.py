@@ -50,7 +50,7 @@ DRAM_SCHEDULER_DOCS = {
 
 # Opcode names a config's `opcodes:` table may list (per-opcode latency and throughput). THE opcode table
 # is `gpusim/isa/opcodes.py`, a layer above: it checks on import that its opcodes are exactly these.
-OPCODE_NAMES = ("mov", "cvt", "cvta", "add", "sub", "mul", "mad", "fma", "fadd", "fmul", "div", "rem", "min", "max",
-                "abs", "neg", "copysign", "testp", "and", "or", "xor", "not", "shl", "shr", "popc", "setp", "selp",
-                "rcp", "sqrt", "rsqrt", "sin", "cos", "ex2", "lg2", "ld", "st", "atom", "red", "cp", "mma", "ldmatrix",
-                "shfl", "vote", "bra", "exit", "bar", "membar", "fence")
+OPCODE_NAMES = ("mov", "cvt", "cvta", "add", "add3", "sub", "mul", "mad", "fma", "fadd", "fmul", "div", "rem", "min",
+                "max", "abs", "neg", "copysign", "testp", "and", "or", "xor", "not", "shl", "shr", "popc", "setp",
+                "selp", "rcp", "sqrt", "rsqrt", "sin", "cos", "ex2", "lg2", "ld", "st", "atom", "red", "cp", "mma",
+                "ldmatrix", "shfl", "vote", "bra", "exit", "bar", "membar", "fence")

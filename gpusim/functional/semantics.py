@@ -199,6 +199,11 @@ def _cvt(ins: Instruction, a):
     return out
 
 
+def add3(dt: np.dtype):
+    """`add3`: a + b + c, wrapping in the instruction's integer type (SASS's IADD3)."""
+    return lambda a, b, c: np.add(np.add(a, b, dtype=dt), c, dtype=dt)
+
+
 def _mode(ins: Instruction) -> str:
     """The instruction's IEEE rounding mode (.rn when it names none)."""
     return next((q for q in ins.quals if q in ieee.MODES), "rn")
@@ -268,6 +273,8 @@ def alu(ins: Instruction):
         return lambda a, b: _cvt_packed(ins, a, b)
     if op == "cvt":
         return lambda a: _cvt(ins, a)
+    if op == "add3":
+        return add3(dt)
     if t is not None and t.name in ("f32", "f64") and (g := _float_alu(ins, op, dt)) is not None:
         if "sat" in ins.quals and op in ("add", "fadd", "sub"):
             return lambda a, b: _sat01(g(a, b), dt)

@@ -114,6 +114,8 @@ OPCODES: dict[str, OpSpec] = {
             doc="generic <-> global address: the identity (a gpusim global address is its generic address); "
             "the INT pipe's move, as the SASS IADD/MOV it becomes where ptxas keeps it"),
         _op("add", BY_TYPE, "dss", ALL_T | INT16_T, [RND_F, {"sat"}], doc="d = a + b (integers wrap)"),
+        _op("add3", Unit.INT, "dsss", INT_T, doc="d = a + b + c (wrapping): SASS's IADD3, which ptxas makes of two "
+            "dependent integer adds; gpusim's ptxas model (gpusim/isa/ptxas) writes it, a .sasm kernel may too"),
         _op("sub", BY_TYPE, "dss", ALL_T | INT16_T, [RND_F, {"sat"}], doc="d = a - b (integers wrap)"),
         _op("mul", BY_TYPE, "dss", ALL_T | INT16_T, [{"lo", "hi", "wide"} | RND_F],
             doc="integers: .lo low half (default), .hi high half, .wide full double-width product (of 16- or "

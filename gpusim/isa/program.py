@@ -120,6 +120,9 @@ class Program:
     labels: tuple[tuple[str, int], ...]  # (name, pc), in source order
     maxnreg: int = 0  # `.maxnreg N`: the register count the kernel was compiled to (0: not given)
     live_registers: int = field(default=0, compare=False)  # peak live 32-bit register slots
+    # source lines of the instructions that begin a loop PTX marks `.pragma "nounroll"` (nvcc writes it on
+    # the remainder loops of the loops it unrolled); ptxas, and gpusim's model of it, leave those loops alone
+    nounroll: frozenset[int] = field(default=frozenset(), compare=False)
     source: str = field(default="<string>", compare=False)
 
     @property

@@ -150,6 +150,7 @@ class _Reader:
         self.files: dict[int, str] = {}
         self.entries: list[PtxEntry] = []
         self.loc_at: dict[int, tuple[str, int]] = {}  # sasm line -> CUDA source location
+        self.nounroll: set[int] = set()  # lines of the instructions a `.pragma "nounroll"` stands before
         self.original: dict[int, str] = {}  # line -> the PTX instruction's text
         self.dynamic: list[tuple[str, int]] = []  # `.extern .shared` arrays (name, alignment): sized at launch
         self.mnemonic: dict[int, str] = {}  # line -> the PTX mnemonic as written
@@ -261,7 +262,7 @@ class _Reader:
         # last instruction) are left out
         targets = {m.group(1) for _l, _c, s in self.statements(body, end + 1)
                    for m in [re.search(rf"\bbra(?:\.uni)?\s+({_IDENT})", s)] if m}
-        loc, ltid_declared = None, False
+        loc, ltid_declared, nounroll = None, False, False
         scopes: list[dict[str, str]] = []  # the registers each open nested scope declares: name -> unique name
         for line, col, s in self.statements(body, end + 1):
             # a nested scope (inline asm: `{ .reg .b32 %temp; mov.b64 {%r1, %temp}, %fd1; }`, `{ cvt... }`)
@@ -290,6 +291,8 @@ class _Reader:
                 lm = _LOC_RE.match(s)
                 if lm:
                     loc = self.location(lm, line, col)
+                elif s.startswith(".pragma") and '"nounroll"' in s:
+                    nounroll = True  # the loop whose first instruction comes next is not to be unrolled
                 elif s.startswith(_IGNORED_DIRECTIVES) or s.startswith(".section"):
                     pass
                 elif s.startswith((".reg ", ".shared ")):
@@ -309,6 +312,9 @@ class _Reader:
                 self.original[line] = " ".join(s.split())  # the PTX as written
             else:
                 self.instruction(line, col, s)
+            if nounroll:
+                self.nounroll.add(line)
+                nounroll = False
             if loc is not None:
                 self.loc_at[line] = loc
         # `.extern .shared` arrays follow the kernel's static ones (their size is the launch's)
@@ -733,7 +739,7 @@ def read_ptx(text: str, name: str = "<string>", entry: str | None = None, *,
                    for ins in prog.instructions)
     dynamic = {name for name, _ in r.dynamic}
     shared = tuple(replace(v, count=0, dynamic=True) if v.name in dynamic else v for v in prog.shared)
-    return replace(prog, name=ent.name, instructions=instrs, shared=shared)
+    return replace(prog, name=ent.name, instructions=instrs, shared=shared, nounroll=frozenset(r.nounroll))
 
 
 def read_ptx_file(path: str | Path, entry: str | None = None, *, source_dir: str | Path | None = None,

@@ -37,13 +37,15 @@ class TimedExecution:
 def timed_execute(program, launch, args, memory, *, cfg: Config, max_steps_per_warp: int | None = None,
                   max_cycles: int | None = None, block_limit: int | None = None,
                   loop_cap: int | None = None, warm_l2: float | None = None, per_pc: bool = False,
-                  block_ids: list[int] | None = None, issue_log: int = 0) -> TimedExecution:
+                  block_ids: list[int] | None = None, issue_log: int = 0,
+                  snapshots: tuple[int, ...] = ()) -> TimedExecution:
     """Execute `program` functionally and stream its warps' instructions through the timing model.
     `block_limit` and `loop_cap` (sampled simulation: the first blocks only, loops cut short; see
     `Executor`) time a part of the kernel; `warm_l2` starts the L2 full of foreign lines, that fraction
     of them dirty (`GPU.run`). `per_pc` counts per instruction too (`stats.per_pc`, `timing.pc_states`:
     the source view, gpusim.stats.source). `block_ids` runs those blocks only; `issue_log` N keeps SM 0's
-    issue log (`timing.issue_log`, up to N entries: `gpusim step --schedule`)."""
+    issue log (`timing.issue_log`, up to N entries: `gpusim step --schedule`); `snapshots` keeps the
+    counters after those numbers of blocks retired (`timing.snapshots`, `GPU.run`)."""
     ex = Executor(program, launch, args, memory, cfg=cfg, max_steps_per_warp=max_steps_per_warp, record=True,
                   block_limit=block_limit, loop_cap=loop_cap, block_ids=block_ids)
     sources = ex.stream_batches()
@@ -51,7 +53,7 @@ def timed_execute(program, launch, args, memory, *, cfg: Config, max_steps_per_w
         sources, ex.stats.per_pc = tallied(sources, program, cfg)
     with progress.bar(ex.num_blocks, f"simulating {program.name}", "block") as bar:
         timing = GPU(cfg).run(program, launch, _counted(sources, bar), max_cycles=max_cycles,
-                              warm_l2=warm_l2, per_pc=per_pc, issue_log=issue_log)
+                              warm_l2=warm_l2, per_pc=per_pc, issue_log=issue_log, snapshots=snapshots)
     return TimedExecution(program, launch, ex.stats, timing)
 
 
@@ -90,7 +92,8 @@ def simulate(workload, cfg: Config | str | os.PathLike | None = None, *,
              config: Config | str | os.PathLike | None = None, params: dict[str, Any] | None = None, seed: int = 0,
              scheduler: str | None = None, overrides: dict[str, Any] | None = None,
              max_steps_per_warp: int | None = None, max_cycles: int | None = None, verify: bool = True,
-             per_pc: bool = False, warm_l2: float | None = None, **kwargs) -> SimResult:
+             per_pc: bool = False, warm_l2: float | None = None, ptxas_model: bool | None = None,
+             **kwargs) -> SimResult:
     """Simulate a workload (a name, a folder or a loaded Workload) on `cfg` (a Config, a built-in name or a YAML path)
     with size parameters `params`: values computed and compared with the numpy reference, cycles from the timing
     model, and the metrics and bottleneck verdict (a SimResult). `scheduler` (a name in
@@ -103,6 +106,8 @@ def simulate(workload, cfg: Config | str | os.PathLike | None = None, *,
     each instruction's executions, memory traffic and warp states (docs/stats.md, "Source view").
     `warm_l2` f starts the kernel with the L2 full of lines it does not use, a fraction f of them dirty
     (the steady state that earlier kernels on other data leave; `GPU.run`), instead of empty.
+    The kernel runs as the ptxas model compiles it for the config (`Workload.for_config`: docs/isa.md,
+    "The ptxas model"); `ptxas_model=False` runs it in program order, as written.
 
     The workload's parameters are best given as `params={"n": 4096}` and the config as `config="a100"`:
     those keywords cannot be confused with a workload parameter named like one of simulate's own
@@ -117,6 +122,7 @@ def simulate(workload, cfg: Config | str | os.PathLike | None = None, *,
     params = {**(params or {}), **kwargs}
     wl = workload if hasattr(workload, "program") else load_workload(workload)
     cfg = configure(cfg, scheduler, overrides)
+    wl = wl.for_config(cfg, ptxas_model)  # the kernel as ptxas compiles it (gpusim.isa.ptxas)
     t0 = time.perf_counter()
     run = wl.run(params, cfg, seed=seed, max_steps_per_warp=max_steps_per_warp,
                  executor=partial(timed_execute, max_cycles=max_cycles, per_pc=per_pc, warm_l2=warm_l2))

@@ -83,6 +83,22 @@ def test_the_launch_is_counted_as_events_count_it():
     assert r.mode == "full" and r.verified
 
 
+def test_program_order_runs_the_ports_as_written():
+    """`ptxas_model=False` (validate --kernels --program-order): the PTX port runs as nvcc wrote it, the warp
+    instructions those of the written kernel run functionally; by default the ptxas model's compiled kernel
+    (docs/isa.md, "The ptxas model"), fewer of them; the SASS port is machine code either way."""
+    cfg = load_config("h200")
+    pair = Pair("reduce_sum_shfl", "small", {"n": 4096, "block": 256}, 10.0)
+    wl = load_workload("reduce_sum_shfl_cu")
+    counts = {on: wl.for_config(cfg, on).run(pair.params, cfg).result.stats.warp_instructions for on in (True, False)}
+    for on in (True, False):
+        r = simulate_pair(pair, "reduce_sum_shfl_cu", "ptx", cfg, sample="off", ptxas_model=on)
+        assert r.warp_instructions == counts[on]
+    assert counts[True] < counts[False]
+    sass = [simulate_pair(pair, "reduce_sum_shfl_cu", "sass", cfg, ptxas_model=on).cycles for on in (True, False)]
+    assert sass[0] == sass[1]
+
+
 def test_the_rotation_leaves_the_l2_full_of_dirty_lines():
     """A kernel measured on rotated buffers starts from an L2 full of other buffers' lines, its written
     share dirty: the small saxpy's stores and loads evict them, and the write-backs reach DRAM."""
@@ -146,6 +162,7 @@ def test_the_chart_draws_every_row():
     (["--kernels", "--kernel", "nope"], "no measured kernel 'nope'"),
     (["--kernels", "--config", "a100"], "no measured kernels for config 'a100'"),
     (["--size", "small"], "--size needs --kernels"),
+    (["--program-order"], "--program-order needs --kernels"),
     (["--kernels", "--figure", "l1_hit_latency"], "--figure is for the microbenchmarks"),
 ])
 def test_errors_are_one_line(capsys, argv, message):

@@ -19,7 +19,7 @@ def inputs(p: dict, rng: np.random.Generator) -> dict:
     if not 0 <= int(p["op"]) < len(OPS) or int(p["ilp"]) not in (1, 8):
         raise ValueError(f"op must be 0..{len(OPS) - 1} ({', '.join(OPS)}) and ilp 1 or 8")
     return {"outf": np.zeros(1, np.float32), "outu": np.zeros(1, np.uint32), "outd": np.zeros(1, np.float64),
-            "op": int(p["op"]), "ilp": int(p["ilp"]), "iters": int(p["iters"])}
+            "op": int(p["op"]), "ilp": int(p["ilp"]), "iters": int(p["iters"]), "y": 7}
 
 
 def reference(p: dict, inputs: dict) -> dict[str, np.ndarray]:
