@@ -18,4 +18,5 @@ COMMANDS: dict[str, str] = {
     "compare": "latency vs throughput designs over problem sizes, crossovers",
     "program": "streams of copies, kernels and collectives on a node; the sharded transformer layer",
     "validate": "microbenchmarks vs published figures and measurements",
+    "exec": "run a whole CUDA program (nvcc -cudart shared), every kernel simulated",
 }

@@ -90,9 +90,13 @@ def report_html(result: Any, *, cfg: Config | None = None) -> str:
     return "\n".join(parts) + "\n"
 
 
-def write_report(result: Any, path: str | Path, *, cfg: Config | None = None) -> None:
-    """Write `report_html(result)` to `path` atomically."""
-    write_atomic(path, report_html(result, cfg=cfg))
+def write_report(result: Any, path: str | Path, *, cfg: Config | None = None, before: str = "") -> None:
+    """Write `report_html(result)` to `path` atomically; `before`, HTML put first in its body (gpusim exec's
+    program section)."""
+    html = report_html(result, cfg=cfg)
+    if before:
+        html = html.replace("</head><body>", "</head><body>\n" + before, 1)
+    write_atomic(path, html)
 
 
 # -- sections ------------------------------------------------------------------------------------------
