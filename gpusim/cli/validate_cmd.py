@@ -37,7 +37,8 @@ def register(subparsers) -> None:
                    help="with --kernels: only this measured size (repeatable)")
     p.add_argument("--front-end", action="append", choices=("sasm", "ptx", "sass"), dest="front_end",
                    help="with --kernels: only this front end (repeatable): sasm (gpusim's .sasm workload), ptx "
-                        "(nvcc's PTX of the CUDA port) or sass (the SASS ptxas makes of it, run whole)")
+                        "(nvcc's PTX of the CUDA port) or sass (the SASS ptxas makes of it, run whole: its large sizes "
+                        "only with --size large and --front-end sass given)")
     p.add_argument("--sample", choices=("auto", "on", "off"), default="auto",
                    help="with --kernels: sampled simulation of the large kernels (docs/sampling.md; default auto: "
                         "the large sizes sampled where that gains, their bound shown beside the error; small and "
