@@ -19,31 +19,54 @@ The public API (the CLI is a thin layer over it):
 
 from __future__ import annotations
 
-from gpusim.config import Config, load_config
-from gpusim.config.occupancy import occupancy  # gpusim.analysis.occupancy: the package imports no analysis
-from gpusim.errors import (
-    AssemblyError,
-    ConfigError,
-    DeadlockError,
-    GpusimError,
-    KernelFault,
-    LaunchError,
-    SimulationLimitError,
-    VerificationError,
-    WorkloadError,
-)
-from gpusim.functional import GlobalMemory, Launch, block_streams, execute
-from gpusim.isa import assemble, assemble_file, disassemble, load_kernel, read_ptx, read_ptx_file
-from gpusim.kernel_launch import from_numba, from_triton, launch
-from gpusim.stats import SimResult, simulate
+import importlib
+
 from gpusim.version import __version__
-from gpusim.workloads import list_workloads, load_workload
+
+# The public names and the modules that define them, imported on first use (PEP 562): `import gpusim`
+# loads no layer, so that a command that simulates nothing starts at once (docs/bench.md, start-up).
+_LAZY = {
+    "Config": "gpusim.config", "load_config": "gpusim.config",
+    "occupancy": "gpusim.config.occupancy",  # gpusim.analysis.occupancy: the package imports no analysis
+    **dict.fromkeys(["AssemblyError", "ConfigError", "DeadlockError", "GpusimError", "KernelFault", "LaunchError",
+                     "SimulationLimitError", "VerificationError", "WorkloadError"], "gpusim.errors"),
+    **dict.fromkeys(["GlobalMemory", "Launch", "block_streams", "execute"], "gpusim.functional"),
+    **dict.fromkeys(["assemble", "assemble_file", "disassemble", "load_kernel", "read_ptx", "read_ptx_file"],
+                    "gpusim.isa"),
+    **dict.fromkeys(["from_numba", "from_triton", "launch"], "gpusim.kernel_launch"),
+    **dict.fromkeys(["SimResult", "simulate"], "gpusim.stats"),
+    **dict.fromkeys(["list_workloads", "load_workload"], "gpusim.workloads"),
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(module), name)
+    elif not name.startswith("_"):  # a layer: `gpusim.stats.VERDICTS` after a bare `import gpusim`
+        try:
+            value = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
 
 
 def run_workload(workload, cfg=None, *, seed: int = 0, max_steps_per_warp: int | None = None, **params):
     """Run a workload (a name, a folder path or a loaded Workload) functionally on `cfg` (a Config, a
     built-in name or a YAML path) with size parameters `params`, and compare it with its numpy
     reference. Returns a WorkloadRun (`.ok`, `.check()`, `.result.stats`, `.summary()`)."""
+    from gpusim.config import load_config
+    from gpusim.workloads import load_workload
+
     wl = workload if hasattr(workload, "program") else load_workload(workload)
     if isinstance(cfg, str):
         cfg = load_config(cfg)
@@ -53,6 +76,10 @@ def run_workload(workload, cfg=None, *, seed: int = 0, max_steps_per_warp: int |
 def kernel_occupancy(workload, cfg, **params):
     """Theoretical occupancy of a workload's kernel at its launch: block size from the launch,
     registers per thread from the assembled program, shared memory from its declarations."""
+    from gpusim.config import load_config
+    from gpusim.config.occupancy import occupancy
+    from gpusim.workloads import load_workload
+
     wl = workload if hasattr(workload, "program") else load_workload(workload)
     if isinstance(cfg, str):
         cfg = load_config(cfg)

@@ -7,13 +7,11 @@ from pathlib import Path
 
 import gpusim
 from gpusim.cli.args import add_config
-from gpusim.isa.disassembler import format_instruction
-from gpusim.isa.program import EXIT_PC
-from gpusim.isa.ptxas import ptxas
+from gpusim.cli.commands import COMMANDS
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("asm", help="assemble a kernel and print it decoded",
+    p = subparsers.add_parser("asm", help=COMMANDS["asm"],
                               description="Assemble a .sasm file (or a workload's kernel) and print each "
                                           "instruction with its pc, unit class and reconvergence point. With "
                                           "--sass: the SASS of a .cu, .cubin or .sass listing (or of a CUDA C "
@@ -31,11 +29,16 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from gpusim.isa.disassembler import format_instruction
+    from gpusim.isa.program import EXIT_PC
+
     if args.sass:
         return _sass(args)
     path = Path(args.kernel)
     prog = gpusim.assemble_file(path) if path.suffix == ".sasm" else gpusim.load_workload(args.kernel).program
     if args.ptxas:
+        from gpusim.isa.ptxas import ptxas
+
         prog = ptxas(prog, gpusim.load_config(args.config))
     if args.plain:
         print(gpusim.disassemble(prog), end="")
@@ -55,6 +58,7 @@ def run(args) -> int:
 
 
 def _sass(args) -> int:
+    from gpusim.isa.program import EXIT_PC
     from gpusim.isa.sass import arch_of, load_sass
 
     cfg = gpusim.load_config(args.config)

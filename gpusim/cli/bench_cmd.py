@@ -18,10 +18,12 @@ import statistics
 import sys
 import time
 
-from gpusim.cli.args import add_config, add_output, add_quiet, integer
-from gpusim.cli.common import add_executor_args, emit_json, make_executor
+from gpusim.cli import bench_sampling
+from gpusim.cli.args import add_config, add_output, add_quiet, integer, number
+from gpusim.cli.bench_sampling import BENCH_MAX_STEPS_PER_WARP
+from gpusim.cli.commands import COMMANDS
+from gpusim.cli.common import add_executor_args, emit_json, emit_text, make_executor
 from gpusim.errors import GpusimError
-from gpusim.sweep.executors import stop_pool, worker_signals
 
 # The timing-model suite (default): the issue's acceptance suite on a100.
 SUITE = [
@@ -88,47 +90,13 @@ LONG = [
     ("stream_copy", {"block": 256, "grid": 216}, "n", (216 * 256 * 4, 216 * 256 * 8)),
     ("ffma_peak", {"n": 131072, "block": 256}, "iters", (4, 8)),
 ]
-# `--sampling`: every shipped workload, simulated in full and sampled (`--sample auto`), at a size where
-# full simulation takes roughly 20-150 s on one core, chosen (within that) for many waves or long loops
-# where the workload's parameters allow; docs/sampling.md.
-SAMPLING_SUITE = [
-    ("divergence", {"n": 1 << 22, "paths": 4, "k": 4}),
-    ("ffma_peak", {"n": 16384, "iters": 512}),
-    ("gemm_tiled", {"m": 96, "n": 96, "k": 8192}),
-    ("histogram", {"n": 1 << 25, "per_thread": 512}),
-    ("matmul_naive", {"n": 320}),
-    ("matmul_tiled", {"n": 384}),
-    ("pointer_chase", {"steps": 100_000}),
-    ("reduce_sum", {"n": 6 << 20}),
-    ("reduce_sum_shfl", {"n": 1 << 23}),
-    ("saxpy", {"n": 1 << 24}),
-    ("sfu_peak", {"n": 32768, "iters": 2048}),
-    ("shared_bank_conflict", {"n": 27648, "iters": 768}),
-    ("softmax", {"rows": 131072, "cols": 32, "block": 32}),
-    ("stream_copy", {"n": 1 << 25, "grid": 65536}),
-    ("transpose_naive", {"rows": 4096, "cols": 3072}),
-    ("transpose_shared", {"rows": 4096, "cols": 3072, "by": 32}),
-    ("vecadd", {"n": 1 << 24}),
-]
-# `--sampling --quick`: seconds; on a100 "auto" simulates these in full (they are small); on a config of a
-# few SMs (a YAML with `extends: a100` and `chip: {sm_count: 4}`) they are several waves or a long loop.
-SAMPLING_QUICK = [
-    ("saxpy", {"n": 1 << 16}),
-    ("ffma_peak", {"n": 4096, "iters": 20}),
-]
-SAMPLING_TARGET_ERROR_PCT = 5.0
-SAMPLING_TARGET_SPEEDUP = 10.0
-
-# the suites' longest warps (pointer_chase at 100,000 steps: 700,011 instructions) run past the default
-# runaway-loop guard (DEFAULT_MAX_STEPS_PER_WARP) on purpose
-BENCH_MAX_STEPS_PER_WARP = 1 << 21
 LONG_TARGET = 10_000_000  # warp instructions
 LONG_TARGET_QUICK = 2_000_000
 LONG_RSS_LIMIT_MIB = 2048
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("bench", help="measure simulation speed on a fixed suite",
+    p = subparsers.add_parser("bench", help=COMMANDS["bench"],
                               description="Simulation speed: each workload of a fixed suite runs through "
                                           "the timing model in its own process, one at a time; reports "
                                           "warp instructions, simulated cycles, wall time, simulated "
@@ -155,9 +123,25 @@ def register(subparsers) -> None:
     mode.add_argument("--sampling", action="store_true",
                       help="every workload simulated in full and sampled: cycle error and wall-time speed-up "
                            "(tens of minutes; docs/sampling.md)")
-    p.add_argument("--sample", choices=("auto", "on"), default="auto",
+    p.add_argument("--sample", choices=("auto", "on", "off"), default="auto",
                    help="with --sampling: the sampled runs' mode (default auto; 'on' samples even where auto "
-                        "would simulate in full)")
+                        "would simulate in full; 'off': the full runs only, to fill --references)")
+    p.add_argument("--suite", choices=bench_sampling.SUITES, default="bench",
+                   help="with --sampling: 'bench' (default: a size per shipped workload on --config) or 'h200' "
+                        "(the kernel sizes measured on the H200, .sasm and _cu, on the h200 config)")
+    p.add_argument("--sample-bound", type=number(0.1, 99.0), metavar="PCT",
+                   help="with --sampling: the error bound the samples aim at, in %% (default 5)")
+    add_output(p, "--references", metavar="FILE",
+               help="with --sampling: read the full runs from FILE (JSON lines) where stored for the same "
+                    "workload, parameters, config and model code, and add the ones simulated")
+    p.add_argument("--full-limit", type=number(1.0, 1e7), default=bench_sampling.FULL_LIMIT_SECONDS, metavar="S",
+                   help="with --sampling: stop a full run after S CPU seconds and report the sampled run alone "
+                        f"(default {bench_sampling.FULL_LIMIT_SECONDS:g})")
+    p.add_argument("--stored-only", action="store_true",
+                   help="with --sampling and --references: simulate no full run; a row whose full run is not "
+                        "stored is reported sampled alone")
+    add_output(p, "--markdown", metavar="FILE",
+               help="with --sampling: also write the table as Markdown to FILE (docs/sampling.md's table)")
     mode.add_argument("--tune", action="store_true",
                       help="tune one --size^3 matmul over --candidates candidates, each simulated (large ones "
                            "sampled), in parallel: wall time, candidates, the winner and its cycles (docs/compiler.md)")
@@ -248,35 +232,6 @@ def measure_timing(name: str, params: dict, config: str) -> dict:
     return out
 
 
-def measure_full(name: str, params: dict, config: str) -> dict:
-    """Simulate one workload in full (`simulate`, verified) and return its cycles, wall and CPU seconds."""
-    from gpusim.stats.simulate import simulate
-
-    c0 = time.process_time()
-    r = simulate(name, config, verify=False, max_steps_per_warp=BENCH_MAX_STEPS_PER_WARP, **params)
-    return {"workload": name, "params": dict(r.run.params), "verified": bool(r.run.ok), "cycles": int(r.cycles),
-            "warp_instructions": int(r.timing.warp_instructions), "wall_seconds": r.wall_seconds,
-            "cpu_seconds": time.process_time() - c0, "peak_rss_mib": _peak_rss_mib()}
-
-
-def measure_sampled(name: str, params: dict, config: str, sample: str) -> dict:
-    """Run one workload through `simulate_sampled` and return its estimate and what it simulated (or,
-    when it cannot be sampled under `sample`, why)."""
-    from gpusim.analysis.sampling import simulate_sampled
-
-    c0 = time.process_time()
-    try:
-        r = simulate_sampled(name, config, sample=sample, max_steps_per_warp=BENCH_MAX_STEPS_PER_WARP, **params)
-    except GpusimError as e:
-        return {"workload": name, "params": dict(params), "decision": "error", "reason": str(e)}
-    return {"workload": name, "params": dict(r.params), "decision": r.mode, "reason": r.reason,
-            "cycles": r.cycles, "confidence": r.confidence, "wall_seconds": r.wall_seconds,
-            "cpu_seconds": time.process_time() - c0,
-            "warp_instructions_simulated": r.warp_instructions_simulated,
-            "warp_instructions_estimated": r.warp_instructions_estimated,
-            "runs": [x.to_dict() for x in r.runs], "peak_rss_mib": _peak_rss_mib()}
-
-
 def measure_compile(cache_dir: str) -> float:
     """Seconds to compile the timing engine from nothing (an empty Numba cache in `cache_dir`)."""
     # A new interpreter: Numba fixes each compiled function's cache folder when its module is imported,
@@ -303,6 +258,8 @@ def _in_child(func, *args):
     A child that dies (killed for memory, say) is an error, not a hang."""
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
+
+    from gpusim.sweep.executors import stop_pool, worker_signals
 
     # one core: keep numpy's BLAS (used by some references) from spinning threads beside the simulator
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -341,12 +298,14 @@ def _select(suite: list, only: list[str] | None, what: str) -> list:
     if not only:
         return list(suite)
     names = [n.strip() for item in only for n in item.split(",") if n.strip()]
-    by_name = {s[0]: s for s in suite}
+    by_name: dict[str, list] = {}
+    for entry in suite:
+        by_name.setdefault(entry[0], []).append(entry)
     unknown = [n for n in names if n not in by_name]
     if unknown or not names:
         raise GpusimError(f"--only {','.join(unknown) or repr('')}: not in the {what} suite; "
                           f"its workloads: {', '.join(by_name)}")
-    return [by_name[n] for n in dict.fromkeys(names)]
+    return [e for n in dict.fromkeys(names) for e in by_name[n]]
 
 
 def _header(args: argparse.Namespace, mode: str) -> dict:
@@ -509,44 +468,34 @@ def _run_long(args: argparse.Namespace, out) -> int:
 
 
 def _run_sampling(args: argparse.Namespace, out) -> int:
-    suite = _select(SAMPLING_QUICK if args.quick else SAMPLING_SUITE, args.only,
-                    "sampling quick" if args.quick else "sampling")
+    """`--sampling`: each workload of the suite in full (or from --references) and sampled, side by side;
+    the table, the acceptance summary (bench_sampling.summary), the JSON and the Markdown table."""
+    bs = bench_sampling
+    if args.suite == "h200":
+        suite, config = bs.h200_suite(), "h200"
+    else:
+        suite, config = (bs.SAMPLING_QUICK if args.quick else bs.SAMPLING_SUITE), args.config
+    suite = _select(suite, args.only, f"sampling {args.suite}{' quick' if args.quick else ''}")
+    bound = None if args.sample_bound is None else args.sample_bound / 100
+    refs = bs.read_references(args.references)
     doc = _header(args, "sampling")
-    doc.update(sample=args.sample, target_error_pct=SAMPLING_TARGET_ERROR_PCT,
-               target_speedup=SAMPLING_TARGET_SPEEDUP)
-    print(f"{'workload':<22}{'full cycles':>12}{'sampled':>12}{'error %':>9}{'bound %':>9}{'full s':>8}"
-          f"{'sampled s':>10}{'speed-up':>9}{'cpu x':>7}  met  decision", file=out, flush=True)
+    doc.update(config=config, suite=args.suite, sample=args.sample, sample_bound=bound,
+               targets={"error_pct": bs.TARGET_ERROR_PCT, "bound_pct": bs.TARGET_BOUND_PCT,
+                        "speedup": bs.TARGET_SPEEDUP, "speedup_from_seconds": bs.SPEEDUP_FROM_SECONDS,
+                        "geomean_error_pct": bs.TARGET_GEOMEAN_ERROR_PCT}, full_limit_seconds=args.full_limit)
+    print(bs.table_header(), file=out, flush=True)
     rows = []
     for name, params in suite:
-        f = _in_child(measure_full, name, params, args.config)
-        s = _in_child(measure_sampled, name, params, args.config, args.sample)
-        row = {"workload": name, "params": f["params"], "full_cycles": f["cycles"], "decision": s["decision"],
-               "reason": s["reason"], "full_wall_seconds": f["wall_seconds"], "full_cpu_seconds": f["cpu_seconds"],
-               "full_warp_instructions": f["warp_instructions"], "full_peak_rss_mib": f["peak_rss_mib"]}
-        if s["decision"] == "error":
-            rows.append(row)
-            print(f"{name:<22}{f['cycles']:>12,}  cannot sample: {s['reason']}", file=out, flush=True)
-            continue
-        err = 100.0 * (s["cycles"] - f["cycles"]) / f["cycles"]
-        speedup = f["wall_seconds"] / s["wall_seconds"]
-        cpu_speedup = f["cpu_seconds"] / s["cpu_seconds"]
-        met = abs(err) < SAMPLING_TARGET_ERROR_PCT and speedup >= SAMPLING_TARGET_SPEEDUP
-        row.update({"sampled_cycles": s["cycles"], "error_pct": err, "confidence_pct": 100.0 * s["confidence"],
-                    "within_bound": abs(err) <= 100.0 * s["confidence"] + 1e-9,
-                    "sampled_wall_seconds": s["wall_seconds"], "sampled_cpu_seconds": s["cpu_seconds"],
-                    "speedup": speedup, "cpu_speedup": cpu_speedup, "targets_met": met,
-                    "sampled_warp_instructions": s["warp_instructions_simulated"],
-                    "estimated_warp_instructions": s["warp_instructions_estimated"], "runs": s["runs"],
-                    "sampled_peak_rss_mib": s["peak_rss_mib"]})
-        rows.append(row)
-        print(f"{name:<22}{f['cycles']:>12,}{s['cycles']:>12,}{err:>+9.2f}{row['confidence_pct']:>9.2f}"
-              f"{f['wall_seconds']:>8.1f}{s['wall_seconds']:>10.2f}{speedup:>9.1f}{cpu_speedup:>7.1f}  "
-              f"{'yes' if met else 'no ':<4} {s['decision']}", file=out, flush=True)
+        f = bs.full_reference(name, params, config, refs, args.references, args.full_limit, _in_child,
+                              stored_only=args.stored_only)
+        if args.sample == "off":
+            rows.append(bs.compare(f, {"decision": "not run", "reason": "--sample off"}))
+        else:
+            rows.append(bs.compare(f, _in_child(bs.measure_sampled, name, params, config, args.sample, bound)))
+        print(bs.table_line(rows[-1]), file=out, flush=True)
     doc["results"] = rows
-    done = [r for r in rows if "error_pct" in r]
-    met = sum(r["targets_met"] for r in done)
-    print(f"targets (|error| < {SAMPLING_TARGET_ERROR_PCT:g}%, speed-up >= {SAMPLING_TARGET_SPEEDUP:g}x) met by "
-          f"{met} of {len(rows)}; error within the reported bound for "
-          f"{sum(r['within_bound'] for r in done)} of {len(done)}", file=out, flush=True)
+    doc["summary"] = summ = bs.summary(rows)
+    print(bs.summary_line(summ), file=out, flush=True)
     emit_json(doc, args.json)
+    emit_text(lambda: bs.markdown(rows, summ, doc), args.markdown)
     return 0

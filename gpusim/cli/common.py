@@ -10,7 +10,6 @@ from pathlib import Path
 
 from gpusim.cli.args import add_renamed, integer
 from gpusim.errors import GpusimError
-from gpusim.stats.files import write_atomic
 
 __all__ = ["add_executor_args", "emit_json", "emit_text", "make_executor", "parse_sets", "stdout_taken",
            "write_atomic"]
@@ -46,6 +45,14 @@ def make_executor(args):
     if args.dask:
         return DaskExecutor(workers=args.jobs)
     return LocalExecutor(args.jobs)
+
+
+def write_atomic(path: str | Path, data: str | bytes) -> None:
+    """gpusim.stats.files.write_atomic, imported when a file is written: importing gpusim.stats loads the
+    timing engine, which a subcommand's `--help` must not wait for."""
+    from gpusim.stats.files import write_atomic as write
+
+    write(path, data)
 
 
 def emit_text(text: Callable[[], str], dest: str | None) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from gpusim.cli.args import add_config, add_json, add_output, add_quiet, add_renamed, integer, number
+from gpusim.cli.commands import COMMANDS
 from gpusim.cli.common import emit_json
 
 MAX_SIZE = 1e12  # the largest size --sizes reaches (sizes past --max-simulated are extrapolated)
@@ -13,7 +14,7 @@ MAX_SIMULATED = 2**31  # the largest size simulated in full (a .u32 element coun
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("compare", help="latency vs throughput designs over problem sizes, crossovers",
+    p = subparsers.add_parser("compare", help=COMMANDS["compare"],
                               description="Simulate WORKLOAD at log-spaced sizes n on each design: the time of "
                                           "launch + kernel (+ host-device copies with --include-transfers), "
                                           "throughput, the latency of one element, and the sizes where one design "

@@ -10,7 +10,8 @@ from pathlib import Path
 import gpusim
 from gpusim.analysis.sampling import SAMPLE_MODES
 from gpusim.cli.args import add_config, add_config_set, add_json, add_output, add_params, add_quiet, integer
-from gpusim.cli.common import add_executor_args, emit_json, make_executor, parse_sets, write_atomic
+from gpusim.cli.commands import COMMANDS
+from gpusim.cli.common import add_executor_args, emit_json, make_executor, parse_sets
 from gpusim.compiler.accuracy import TOLERANCES, random_inputs, validate
 from gpusim.compiler.cost import MODELS, cost_based_fusion, make_cost_model
 from gpusim.compiler.driver import compile_graph, load_model
@@ -26,7 +27,7 @@ from gpusim.compiler.tune import STRATEGIES, Tuner
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("compile", help="compile a model to kernels: passes, tuning, time estimates",
+    p = subparsers.add_parser("compile", help=COMMANDS["compile"],
                               description="Compile MODEL for CONFIG: run the graph passes (fusion decided by the "
                                           "cost model), lower every node to a kernel of the ISA, optionally tune "
                                           "each kernel's template parameters, and print the kernels with their "
@@ -167,20 +168,12 @@ def run(args: argparse.Namespace) -> int:
 REFIT_DEFAULT = "<cache>/calibration.json"  # --refit without FILE
 
 
-def refit_path(args: argparse.Namespace) -> Path:
-    """Where --refit writes: FILE, or calibration.json in the cache folder; a copy of the shipped
-    calibration is put there first when the file does not exist (the refit starts from it). Never the
-    installed package's file."""
-    from gpusim.compiler.cost.calibrated import DEFAULT_PATH
-    from gpusim.sweep.cache import default_dir
-
-    path = Path(args.refit) if args.refit != REFIT_DEFAULT else Path(args.cache_dir or default_dir()) / \
-        "calibration.json"
-    if path.resolve() == DEFAULT_PATH.resolve():
-        raise CompilerError(f"--refit {path}: that is the installed package's calibration; name a file of your own")
-    if not path.exists():
-        write_atomic(path, DEFAULT_PATH.read_text())
-    return path
+def refit_path(args: argparse.Namespace) -> Path | None:
+    """Where --refit writes: FILE, or calibration.json in --cache-dir; None for Tuner.refit's default
+    (calibration.json in gpusim's cache folder). Tuner.refit refuses the installed package's file."""
+    if args.refit != REFIT_DEFAULT:
+        return Path(args.refit)
+    return Path(args.cache_dir) / "calibration.json" if args.cache_dir else None
 
 
 def _cost_model(name: str, args: argparse.Namespace, sampling: dict):
@@ -204,7 +197,9 @@ def _outputs(args: argparse.Namespace, report, cfg, tuner, out: dict, sim) -> No
                 print(f"%{name}: {len(r.tied)} candidates within 1% by {tuner.cost.name}; by {args.tie_break}: "
                       f"{cycles} cycles (launch included)")
     if args.refit is not None:
-        path = refit_path(args)
+        from gpusim.compiler.tune import refit_file
+
+        path = refit_file(refit_path(args))
         refitted = tuner.refit(path)
         out["refit"] = {"coefficients": list(refitted.coefficients), "kernels": len(tuner.simulations),
                         "file": str(path)}

@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 
 from gpusim.cli.args import add_config, add_config_set, add_json, add_renamed
+from gpusim.cli.commands import COMMANDS
 from gpusim.cli.common import emit_json, parse_sets
 from gpusim.config import builtin_configs, load_config
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("info", help="show a hardware configuration and derived figures",
+    p = subparsers.add_parser("info", help=COMMANDS["info"],
                               description="Show a hardware configuration and its derived figures "
                                           "(peak GFLOP/s, bandwidths, limits).")
     add_config(p)

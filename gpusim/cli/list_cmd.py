@@ -3,15 +3,16 @@ $GPUSIM_CONFIG_PATH); `--json`: the same as one record per item, which `pandas.r
 
 from __future__ import annotations
 
-import gpusim
 from gpusim.cli.args import add_output
+from gpusim.cli.commands import COMMANDS
 from gpusim.cli.common import emit_json
 from gpusim.config import builtin_configs, load_config
 from gpusim.system import builtin_programs, find_program, load_program
+from gpusim.workloads.catalog import describe, list_workloads
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("list", help="list workloads, configs and programs",
+    p = subparsers.add_parser("list", help=COMMANDS["list"],
                               description="List the workloads, configs and programs gpusim finds by name.")
     add_output(p, "--json", nargs="?", const="-", metavar="FILE",
                help="write them as JSON records {kind, name, description, params, source} to FILE "
@@ -23,8 +24,8 @@ def records() -> list[dict]:
     """One record per workload, config and program: kind, name, description, params (a workload's
     default size parameters, as `k=v, ...`; empty for the others) and the file or folder it comes from."""
     rows = []
-    for name in gpusim.list_workloads():
-        wl = gpusim.load_workload(name)
+    for name in list_workloads():  # (their workload.yaml only: no kernel is built)
+        wl = describe(name)
         rows.append(_record("workload", name, wl.description, str(wl.folder),
                             ", ".join(f"{k}={v}" for k, v in wl.defaults.items())))
     for name in builtin_configs():

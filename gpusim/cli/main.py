@@ -5,7 +5,12 @@ returning an exit status.
 Exit statuses: 0 done; 1 a verification (or a sweep point) failed; 2 bad input (argparse's errors, a
 GpusimError, an output path that cannot be written, an OSError: one line, no traceback); 130 interrupted (SIGINT,
 Ctrl-C) and 143 terminated (SIGTERM), after the files being written are removed, so that no output
-file is left half-written."""
+file is left half-written.
+
+Start-up: only the chosen subcommand's module is imported (the others appear in `gpusim --help` from the
+table in `commands.py`), and each module imports what is heavy (numpy's users, the timing engine, the
+compiler, matplotlib) inside the functions that need it, so that `gpusim --version`, `--help` and the
+commands that simulate nothing answer at once (docs/bench.md, start-up)."""
 
 from __future__ import annotations
 
@@ -16,14 +21,13 @@ import signal
 import sys
 import threading
 
-import gpusim
 from gpusim import progress
 from gpusim.cli.args import Parser, output_problem
-from gpusim.config.overrides import OVERRIDE_FILE
+from gpusim.cli.commands import COMMANDS
 from gpusim.errors import ConfigError, GpusimError
+from gpusim.version import __version__
 
-SUBCOMMANDS = ["run", "info", "occupancy", "asm", "list", "bench", "sweep", "plot", "report", "step", "compile",
-               "compare", "program", "validate"]
+SUBCOMMANDS = list(COMMANDS)
 
 
 class Terminated(KeyboardInterrupt):
@@ -31,13 +35,26 @@ class Terminated(KeyboardInterrupt):
     whatever cleans up after Ctrl-C (temporary files, worker processes) cleans up after it too."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser (every subcommand's module imported); with `only` a subcommand's name, that module
+    alone is imported and registered, the others listed by name and help (what parsing `gpusim ONLY ...`
+    needs); with `only` "", none is imported (`gpusim --help`, `--version`)."""
     parser = Parser(prog="gpusim", description="A GPU architecture simulator.")
-    parser.add_argument("--version", action="version", version=f"gpusim {gpusim.__version__}")
+    parser.add_argument("--version", action="version", version=f"gpusim {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in SUBCOMMANDS:
-        importlib.import_module(f"gpusim.cli.{name}_cmd").register(sub)
+        if only is None or name == only:
+            importlib.import_module(f"gpusim.cli.{name}_cmd").register(sub)
+        else:
+            sub.add_parser(name, help=COMMANDS[name])
     return parser
+
+
+def chosen_command(words: list[str]) -> str:
+    """The subcommand the command line names (its first word that is not an option), "" if none: then
+    no subcommand's module is needed (`gpusim --help`, `--version`, or an unknown command's error)."""
+    first = next((w for w in words if not w.startswith("-")), "")
+    return first if first in SUBCOMMANDS else ""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,9 +62,10 @@ def main(argv: list[str] | None = None) -> int:
         # named from the command line before parsing, so that a Ctrl-C while the subcommands load
         # reports the command the user typed
         words = sys.argv[1:] if argv is None else argv
-        command = f"gpusim {words[0]}" if words and words[0] in SUBCOMMANDS else "gpusim"
+        chosen = chosen_command(list(words))
+        command = f"gpusim {chosen}" if chosen and words[0] == chosen else "gpusim"
         try:
-            args = build_parser().parse_args(argv)
+            args = build_parser(chosen).parse_args(argv)
             command = f"gpusim {args.command}"
             if getattr(args, "quiet", False):
                 progress.set_enabled(False)
@@ -74,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
 def _described(exc: GpusimError) -> str:
     """An error as the command line shows it: a config override's names the flag that gave it
     (`--config-set dram.t_cl_ns: ...`), not the API's `<overrides>`."""
+    from gpusim.config.overrides import OVERRIDE_FILE
+
     if isinstance(exc, ConfigError) and exc.file == OVERRIDE_FILE:
         return f"--config-set {exc.field}: {exc.reason}" if exc.field else f"--config-set: {exc.reason}"
     return str(exc)

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import argparse
 
-from gpusim.analysis import occupancy
 from gpusim.cli.args import add_config, add_config_set, add_json, add_output, add_params, add_renamed, integer
+from gpusim.cli.commands import COMMANDS
 from gpusim.cli.common import emit_json, parse_sets
 from gpusim.config import load_config
+from gpusim.config.occupancy import occupancy  # (gpusim.analysis.occupancy, without the analysis package)
 from gpusim.errors import GpusimError
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("occupancy", help="theoretical occupancy (CUDA Occupancy Calculator rules)",
+    p = subparsers.add_parser("occupancy", help=COMMANDS["occupancy"],
                               description="Blocks and warps resident per SM for a block size, registers "
                                           "per thread and shared memory per block, and what limits them.")
     add_config(p)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from gpusim.cli.args import add_config, add_config_set, add_output
+from gpusim.cli.commands import COMMANDS
 from gpusim.cli.common import parse_sets
 from gpusim.config import load_config
 from gpusim.errors import GpusimError
@@ -13,7 +14,7 @@ KINDS = "occupancy|stalls|units|memory|roofline|sol|sweep|timeline"  # gpusim.pl
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("plot", help="charts: occupancy, stalls, units, memory, roofline, sol, sweep, timeline",
+    p = subparsers.add_parser("plot", help=COMMANDS["plot"],
                               description="Draw a chart of results (gpusim run --json) or a sweep table "
                                           "(CSV or JSON) and write it as PNG or SVG (by the file's suffix).")
     p.add_argument("inputs", nargs="+", metavar="FILE",
@@ -28,7 +29,7 @@ def register(subparsers) -> None:
                    help="roofline: each kernel at flops over its L1, L2 and DRAM bytes (default), over DRAM "
                         "bytes alone, or over the workload's bytes_moved")
     p.add_argument("--stall-scale", default="cycles", metavar="cycles|pct",
-                   help="stalls: warp-cycles per issued instruction (default) or % of warp-cycles")
+                   help="stalls: warp-cycles per issued instruction (default) or %% of warp-cycles")
     add_config(p, default=None, help="the config the inputs ran on (default: the one each names, checked by hash)")
     add_config_set(p, help="override a field of --config (repeatable)")
     p.set_defaults(func=run)

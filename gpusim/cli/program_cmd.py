@@ -9,6 +9,7 @@ import dataclasses
 import json
 
 from gpusim.cli.args import add_config, add_output, add_params, add_quiet, integer, integers
+from gpusim.cli.commands import COMMANDS
 from gpusim.cli.common import emit_json, emit_text, parse_sets, stdout_taken
 from gpusim.config import load_config
 from gpusim.errors import GpusimError
@@ -17,8 +18,7 @@ TRANSFORMER = "transformer_layer"
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("program", help="streams of copies, kernels and collectives on a node; "
-                                              "the sharded transformer layer",
+    p = subparsers.add_parser("program", help=COMMANDS["program"],
                               description="Run PROGRAM (a YAML file, docs/system.md) on a configuration's node and "
                                           "print each operation's start and end and the time copy and compute "
                                           f"overlap; or `{TRANSFORMER}`: a Megatron-style tensor-parallel layer "

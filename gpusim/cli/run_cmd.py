@@ -20,18 +20,21 @@ from gpusim.cli.args import (
     add_quiet,
     add_renamed,
     integer,
+    number,
 )
+from gpusim.cli.commands import COMMANDS
 from gpusim.cli.common import emit_json, emit_text, parse_sets, stdout_taken
 from gpusim.config.vocab import SCHEDULER_POLICIES
 from gpusim.errors import GpusimError
-from gpusim.functional.executor import DEFAULT_MAX_STEPS_PER_WARP
-from gpusim.stats import simulate, trace_json
-from gpusim.stats.source import execute_per_pc, format_source, line_records, pc_records
-from gpusim.workloads.verify import verified_text
+
+# The runaway-loop guard's default, as --help shows it: gpusim.functional.warps.DEFAULT_MAX_STEPS_PER_WARP,
+# spelled here so that `gpusim run --help` does not import the executor (tests/cli/test_startup.py checks
+# that the two agree).
+MAX_STEPS_SHOWN = "131,072"
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("run", help="simulate a workload (cycles, metrics, bottleneck) and verify it",
+    p = subparsers.add_parser("run", help=COMMANDS["run"],
                               description="Simulate WORKLOAD (a built-in name or a folder) on CONFIG: execute it "
                                           "lane by lane, compare its outputs with the numpy reference, and run "
                                           "its instruction streams through the timing model for cycles, metrics "
@@ -48,7 +51,7 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=integer(0), default=0, help="seed of the input generator (default 0)")
     p.add_argument("--max-steps", type=integer(1), default=None, metavar="N",
                    help="fault when a warp issues more than N instructions (the runaway-loop guard; "
-                        f"default {DEFAULT_MAX_STEPS_PER_WARP:,})")
+                        f"default {MAX_STEPS_SHOWN})")
     p.add_argument("--max-cycles", type=integer(1), default=None, metavar="N",
                    help="stop the timing model at cycle N and say which warps are still running, and on what")
     p.add_argument("--sample", choices=("auto", "on", "off"), default="off",
@@ -56,6 +59,9 @@ def register(subparsers) -> None:
                         "of blocks with loops cut short and extrapolates, printing the estimate and its error "
                         "bound, or simulates in full where that gains little; on samples whenever it can; "
                         "off (default) simulates every instruction")
+    p.add_argument("--sample-bound", type=number(0.1, 99.0), default=None, metavar="PCT",
+                   help="with --sample: the error bound, in %%, the sample grows towards (more waves, deeper loop "
+                        "levels; default 5); auto simulates in full where meeting it would cost more")
     p.add_argument("--sample-budget", type=integer(1), default=None, metavar="N",
                    help="with --sample: simulate up to about N warp instructions in detail (default: a twentieth "
                         "of the kernel's, at most 6,000,000, about half a minute); more cuts loops later, which "
@@ -87,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
             timing_only.append("--sample")
         if args.sample_budget is not None:
             timing_only.append("--sample-budget")
+        if args.sample_bound is not None:
+            timing_only.append("--sample-bound")
         if args.program_order:
             timing_only.append("--program-order")
         if timing_only:
@@ -103,6 +111,11 @@ def run_timing(args: argparse.Namespace) -> int:
         return run_sampled(args)
     if args.sample_budget is not None:
         raise GpusimError("--sample-budget needs --sample auto or on")
+    if args.sample_bound is not None:
+        raise GpusimError("--sample-bound needs --sample auto or on")
+    from gpusim.stats import simulate
+    from gpusim.stats.source import format_source
+
     wl = gpusim.load_workload(args.workload)
     result = simulate(wl, args.config, seed=args.seed, scheduler=args.warp_scheduler,
                       overrides=parse_sets(args.config_sets, "--config-set") or None, max_steps_per_warp=args.max_steps,
@@ -120,12 +133,15 @@ def run_timing(args: argparse.Namespace) -> int:
 
 
 def run_sampled(args: argparse.Namespace) -> int:
-    """`--sample auto|on`: the estimate, its bound and what was simulated. --csv and --trace describe the
-    run that was simulated in detail: the whole kernel when it ran in full, else the largest sampled
-    run (the first blocks, loops cut short)."""
+    """`--sample auto|on`: the estimate, its bound and what was simulated; the whole kernel's metrics
+    (estimated from the sample, with their bounds) in the summary, the JSON and the HTML report. --csv
+    and --trace describe the run that was simulated in detail: the whole kernel when it ran in full,
+    else the largest sampled run (the first blocks, loops cut short)."""
     from gpusim.analysis.sampling import simulate_sampled
 
     budget = {} if args.sample_budget is None else {"max_sample_warp_instructions": args.sample_budget}
+    if args.sample_bound is not None:
+        budget["bound"] = args.sample_bound / 100
     wl = args.workload
     if args.program_order:
         wl = gpusim.load_workload(wl).for_config(None, ptxas_model=False)
@@ -144,6 +160,8 @@ def _emit(args: argparse.Namespace, result, detail, summary) -> None:
     """--json and --html of `result` (what `summary()` prints: a SimResult, or a sampled run's result),
     --csv and --trace of `detail` (the run simulated in detail), and `summary()` on stdout unless an output
     took it."""
+    from gpusim.stats import trace_json
+
     emit_json(result.to_dict(), args.json)
     emit_text(detail.to_csv, args.csv)
     emit_text(lambda: trace_json(detail), args.trace)
@@ -156,6 +174,8 @@ def _emit(args: argparse.Namespace, result, detail, summary) -> None:
 
 
 def run_functional(args: argparse.Namespace) -> int:
+    if args.source:  # (gpusim.stats loads the timing engine: only the source view needs it here)
+        from gpusim.stats.source import execute_per_pc, format_source, line_records, pc_records
     cfg = gpusim.load_config(args.config, overrides=parse_sets(args.config_sets, "--config-set") or None)
     wl = gpusim.load_workload(args.workload)
     params = wl.params(parse_sets(args.sets))
@@ -187,6 +207,8 @@ def run_functional(args: argparse.Namespace) -> int:
 
 
 def format_summary(s: dict, occ) -> str:
+    from gpusim.workloads.verify import verified_text
+
     st = s["stats"]
     g, b = s["launch"]["grid"], s["launch"]["block"]
     rate = st["thread_instructions"] / s["exec_seconds"] if s["exec_seconds"] else 0.0

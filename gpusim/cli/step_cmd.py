@@ -9,12 +9,13 @@ from __future__ import annotations
 import argparse
 
 from gpusim.cli.args import VOCABULARY, add_config, add_config_set, add_params, integer
+from gpusim.cli.commands import COMMANDS
 from gpusim.cli.common import parse_sets
 from gpusim.errors import GpusimError
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("step", help="one block's warps instruction by instruction: masks, SIMT stack, values",
+    p = subparsers.add_parser("step", help=COMMANDS["step"],
                               description="Run one thread block of WORKLOAD on the functional executor and print "
                                           "every step: the instruction, the warps that issued it together, each "
                                           "warp's active mask, its reconvergence stack (PUSH at a divergent "

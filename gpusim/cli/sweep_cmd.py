@@ -19,16 +19,19 @@ from gpusim.cli.args import (
     integer,
     number,
 )
+from gpusim.cli.commands import COMMANDS
 from gpusim.cli.common import add_executor_args, emit_text, make_executor, stdout_taken
+from gpusim.config.vocab import SCHEDULER_POLICIES as SCHEDULERS
 from gpusim.errors import GpusimError
-from gpusim.stats.simulate import SCHEDULERS
-from gpusim.sweep import CacheWarning, ResultCache, parse_values, sweep
-from gpusim.sweep.result import TIE_PCT
+
+# gpusim.sweep.result.TIE_PCT, spelled here so that `gpusim sweep --help` imports no sweep (the timing
+# engine with it); tests/cli/test_startup.py checks that the two agree.
+TIE_PCT = 1.0
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "sweep", help="simulate a workload over launch configurations, configs and config overrides",
+        "sweep", help=COMMANDS["sweep"],
         description="Simulate WORKLOAD at every combination of the values given (--block, --grid, --set, "
                     "--config, --config-set, --warp-scheduler), in parallel, verifying each against numpy; "
                     "print one line per point and the best point (fewest cycles) of each problem size with the "
@@ -66,6 +69,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gpusim.sweep import ResultCache, parse_values, sweep
+
     executor = make_executor(args)
     grid = {name: parse_values(text, f"--{name}") for name, text in (("block", args.block), ("grid", args.grid))
             if text is not None}
@@ -114,6 +119,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _assignment(item: str, flag: str) -> tuple[str, list]:
     """`NAME=V1,V2` -> (NAME, [V1, V2])."""
+    from gpusim.sweep.points import parse_values
+
     name, sep, text = item.partition("=")
     if not sep or not name.strip():
         raise GpusimError(f"{flag} {item!r}: expected NAME=VALUE[,VALUE...]")
@@ -122,6 +129,8 @@ def _assignment(item: str, flag: str) -> tuple[str, list]:
 
 def _report(caught: list[warnings.WarningMessage]) -> None:
     """Cache warnings as one line each; any other warning as Python shows it."""
+    from gpusim.sweep.cache import CacheWarning
+
     for w in caught:
         if issubclass(w.category, CacheWarning):
             print(f"gpusim sweep: warning: {w.message}", file=sys.stderr)

@@ -10,11 +10,12 @@ import argparse
 import sys
 
 from gpusim.cli.args import add_config, add_config_set, add_json, add_output, add_quiet, add_renamed
+from gpusim.cli.commands import COMMANDS
 from gpusim.cli.common import emit_json, emit_text, parse_sets, stdout_taken
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("validate", help="microbenchmarks vs published figures and measurements",
+    p = subparsers.add_parser("validate", help=COMMANDS["validate"],
                               description="Run gpusim's microbenchmark suite (pointer chases, dependent and "
                                           "independent chains, bank conflicts, bandwidths, atomics, divergence, "
                                           "launch) on a config and compare each figure with its published or "
@@ -26,16 +27,22 @@ def register(subparsers) -> None:
     p.add_argument("--kernels", action="store_true",
                    help="whole kernels measured on the config's GPU (gpusim/data/measurements/<config>.json) "
                         "against the simulated ports of each (.sasm and nvcc PTX), instead of the microbenchmarks")
+    p.add_argument("--power", action="store_true",
+                   help="the power model (docs/power.md): idle and one-unit stress microbenchmarks (FFMA, SFU, "
+                        "tensor, shared, L2, DRAM) and the model's board power for each, against published or "
+                        "measured figures (gpusim/data/validation/power.yaml); --figure picks microbenchmarks")
     p.add_argument("--kernel", action="append", metavar="NAME", help="with --kernels: only this measured kernel "
                                                                       "(repeatable)")
     p.add_argument("--size", action="append", choices=("small", "medium", "large"),
                    help="with --kernels: only this measured size (repeatable)")
     p.add_argument("--front-end", action="append", choices=("sasm", "ptx", "sass"), dest="front_end",
                    help="with --kernels: only this front end (repeatable): sasm (gpusim's .sasm workload), ptx "
-                        "(nvcc's PTX of the CUDA port) or sass (the SASS ptxas makes of it, run whole)")
+                        "(nvcc's PTX of the CUDA port) or sass (the SASS ptxas makes of it, run whole: its large sizes "
+                        "only with --size large and --front-end sass given)")
     p.add_argument("--sample", choices=("auto", "on", "off"), default="auto",
                    help="with --kernels: sampled simulation of the large kernels (docs/sampling.md; default auto: "
-                        "sampled where that gains, its bound shown beside the error)")
+                        "the large sizes sampled where that gains, their bound shown beside the error; small and "
+                        "medium sizes whole; on: every size sampled)")
     p.add_argument("--program-order", action="store_true", dest="program_order",
                    help="with --kernels: run the .sasm and PTX ports in program order, as written, without the "
                         "ptxas model (docs/isa.md, 'The ptxas model'; SASS is machine code either way)")
@@ -53,6 +60,8 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.kernels:
         return run_kernels(args)
+    if args.power:
+        return run_power(args)
     kernel_only = [f for f, v in (("--kernel", args.kernel), ("--size", args.size), ("--front-end", args.front_end),
                                   ("--sample", args.sample != "auto"), ("--program-order", args.program_order))
                    if v]
@@ -66,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
         for fig, ref, source, _ in references(args.config, args.figure):
             print(f"{fig['id']:30s} {fig['kind']:16s} {ref:10.4g} {fig['units']:20s} {source}")
         return 0
-    quiet = stdout_taken(args.json, args.markdown) or args.quiet
+    to_stdout = not stdout_taken(args.json, args.markdown)  # the table, unless JSON or Markdown go there
+    quiet = not to_stdout or args.quiet  # --quiet: no progress lines
     result = validate(args.config, figures=args.figure, overrides=parse_sets(args.config_sets, "--config-set"),
                       progress=None if quiet else lambda r: print(f"  {r.figure} ... {r.status}", file=sys.stderr))
     emit_json(result.to_dict(), args.json)
@@ -76,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         from gpusim.plot.io import save_figure
 
         save_figure(correlation_figure([result]), args.chart)
-    if not quiet:
+    if to_stdout:
         print(result.table())
         if args.chart:
             print(f"wrote {args.chart}")
@@ -90,7 +100,8 @@ def run_kernels(args: argparse.Namespace) -> int:
         print(f"gpusim validate: error: {'--figure' if args.figure else '--list'} is for the microbenchmarks, "
               "not --kernels", file=sys.stderr)
         return 2
-    quiet = stdout_taken(args.json, args.markdown) or args.quiet
+    to_stdout = not stdout_taken(args.json, args.markdown)  # the table, unless JSON or Markdown go there
+    quiet = not to_stdout or args.quiet  # --quiet: no progress lines
 
     def progress(r) -> None:
         if not quiet:
@@ -108,8 +119,24 @@ def run_kernels(args: argparse.Namespace) -> int:
         from gpusim.plot.io import save_figure
 
         save_figure(kernel_correlation_figure(result), args.chart)
-    if not quiet:
+    if to_stdout:
         print(result.table())
         if args.chart:
             print(f"wrote {args.chart}")
     return 0
+
+
+def run_power(args: argparse.Namespace) -> int:
+    from gpusim.analysis.power_validation import validate_power
+
+    quiet = stdout_taken(args.json, args.markdown) or args.quiet
+    result = validate_power(args.config or "a100", benches=args.figure,
+                            overrides=parse_sets(args.config_sets, "--config-set"),
+                            progress=None if quiet else lambda r: print(f"  {r.bench}: {r.power_w:.1f} W at "
+                                                                        f"{r.clock_mhz:.0f} MHz ({r.status})",
+                                                                        file=sys.stderr))
+    emit_json(result.to_dict(), args.json)
+    emit_text(result.markdown, args.markdown)
+    if not quiet:
+        print(result.table())
+    return 1 if result.failed else 0

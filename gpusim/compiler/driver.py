@@ -139,7 +139,8 @@ class CompileReport:
                 "speedup": self.speedup, "kernel_speedup": self.kernel_speedup}
 
     def __str__(self) -> str:
-        rows = [("kernel", "node", "op", "template", "parameters", "grid", "block", "regs", "smem", "cycles",
+        # the JSON's names: kernel_cycles is the execution alone, its seconds include the launch
+        rows = [("kernel", "node", "op", "template", "parameters", "grid", "block", "regs", "smem", "kernel cycles",
                  "us+launch")]
         for k, e in zip(self.optimised.kernels, self.optimised.estimates, strict=True):
             s = k.summary()

@@ -32,6 +32,7 @@ import math
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -46,7 +47,8 @@ from gpusim.compiler.lower.lowering import select
 from gpusim.compiler.store import Store, digest
 from gpusim.config import Config
 from gpusim.errors import GpusimError
-from gpusim.sweep.cache import code_version
+from gpusim.stats.files import write_atomic
+from gpusim.sweep.cache import code_version, default_dir
 from gpusim.sweep.executors import DaskExecutor, LocalExecutor
 
 STRATEGIES = ("grid", "local", "anneal")
@@ -80,6 +82,18 @@ class TuneResult:
         d["rejected"] = list(self.rejected)
         d["tied"] = [[p, c] for p, c in self.tied]
         return d
+
+
+def refit_file(path: str | os.PathLike | None = None) -> Path:
+    """The calibration file a refit reads and writes: `path`, or calibration.json in gpusim's cache folder;
+    a copy of the shipped calibration is put there first when it does not exist. The installed package's
+    file is refused (every other user of the installation reads it)."""
+    path = Path(default_dir() / "calibration.json" if path is None else path)
+    if path.resolve() == Path(DEFAULT_PATH).resolve():
+        raise CompilerError(f"refit {path}: that is the installed package's calibration; name a file of your own")
+    if not path.exists():
+        write_atomic(path, Path(DEFAULT_PATH).read_text())
+    return path
 
 
 class Tuner:
@@ -163,12 +177,13 @@ class Tuner:
 
     def refit(self, path: str | os.PathLike | None = None, prior: float = 4.0) -> Calibration:
         """The calibrated model refitted from the simulations this tuner ran (Calibration.refit), starting
-        from the calibration at `path` (default: the shipped one, gpusim/compiler/data/calibration.json),
-        and saved there."""
+        from the calibration at `path` and saved there (default: calibration.json in gpusim's cache folder,
+        started from a copy of the shipped one). Never the installed package's file, which every other
+        user of the installation reads."""
         if not self.simulations:
             raise CompilerError("no simulations to refit the calibrated model from: tune with the simulated "
                                 "model as cost, measure or tie break")
-        path = DEFAULT_PATH if path is None else path
+        path = refit_file(path)
         x = np.array([features(k, self.cfg) for k, _ in self.simulations])
         refitted = Calibration.load(path).refit(x, np.array([c for _, c in self.simulations]), prior)
         refitted.save(path)

@@ -548,6 +548,7 @@ def _check_consistency(cfg: Config, where: Where) -> None:
     _check_sm(cfg, fail)
     _check_caches(cfg, fail)
     _check_system(cfg, fail)
+    _check_power(cfg, fail)
 
 
 def _check_sm(cfg: Config, fail) -> None:
@@ -670,3 +671,18 @@ def _check_system(cfg: Config, fail) -> None:
             fail("cpu.l2_latency_cycles", "expected l1_latency_cycles <= l2_latency_cycles <= llc_latency_cycles")
     if cfg.host.resident and system.gpus != 1:
         fail("system.gpus", "a host-resident design (host.resident: true) has no GPUs to connect: must be 1")
+
+
+def _check_power(cfg: Config, fail) -> None:
+    """The optional power section: a voltage for each clock point, clocks ascending, voltages not descending."""
+    pw = cfg.power
+    if pw is None:
+        return
+    clocks, volts = pw.dvfs_clocks_mhz, pw.dvfs_voltages_mv
+    if len(clocks) != len(volts):
+        fail("power.dvfs_voltages_mv", f"expected one voltage per dvfs_clocks_mhz point ({len(clocks)}), "
+                                       f"got {len(volts)}")
+    if list(clocks) != sorted(set(clocks)):
+        fail("power.dvfs_clocks_mhz", "clock points must be strictly ascending")
+    if list(volts) != sorted(volts):
+        fail("power.dvfs_voltages_mv", "voltages must not descend as the clock rises")

@@ -478,6 +478,55 @@ class CpuSpec:
 
 
 # ----------------------------------------------------------------------------------------------
+# power: the activity-based power model (gpusim/stats/power.py), an optional section
+
+
+@dataclass(frozen=True, slots=True)
+class PowerSpec:
+    """Board power as AccelWattch builds it: dynamic energy per event (the timing model's activity
+    counters x these energies, scaled by (V / V_max)^2 at the clock's voltage), static power per powered
+    SM and for the uncore (scaled by V / V_max), the memory's background power and a constant board power.
+    Optional: a config without it reports no energy. Read by `gpusim/stats/power.py` (docs/power.md)."""
+
+    tdp_w: float = spec("board power limit (TDP / TGP): over it the clock drops until the kernel's average "
+                        "power fits (the power cap)", "W", (1, 100000))
+    constant_w: float = spec("constant board power, whatever the chip does: voltage regulators' losses, "
+                             "PHYs, fans, peripheral circuits", "W", (0, 100000))
+    memory_static_w: float = spec("DRAM background power while the board is on (refresh, idle PHYs, "
+                                  "stand-by currents); not scaled with the core voltage", "W", (0, 100000))
+    uncore_static_w: float = spec("leakage of the L2, crossbar and memory controllers at the DVFS table's "
+                                  "highest voltage (scaled by V / V_max)", "W", (0, 100000))
+    sm_static_w: float = spec("leakage of one powered SM at the DVFS table's highest voltage (scaled by V / "
+                              "V_max); an SM that runs no block of the kernel is power-gated", "W", (0, 10000))
+    dvfs_clocks_mhz: tuple[int, ...] = spec("the clock points of the voltage/frequency curve, ascending "
+                                            "(chip.clock_mhz is looked up in it)", "MHz", (1, 100000))
+    dvfs_voltages_mv: tuple[int, ...] = spec("the core voltage at each dvfs_clocks_mhz point, not descending; "
+                                             "energies below are at the last (highest) one", "mV", (100, 5000))
+    instruction_pj: float = spec("fetch, decode, schedule and scoreboard of one warp instruction issued",
+                                 "pJ", (0, 1e6))
+    register_file_pj: float = spec("register-file operand reads and the result write of one thread "
+                                   "instruction (a warp instruction's active lanes)", "pJ", (0, 1e6))
+    fp32_op_pj: float = spec("one lane of the FP32 pipe (FFMA, FADD, FMUL) for one issue", "pJ", (0, 1e6))
+    int_op_pj: float = spec("one lane of the integer pipe (IMAD, IADD3, logic, shifts)", "pJ", (0, 1e6))
+    fp64_op_pj: float = spec("one lane of the FP64 pipe (DFMA, DADD, DMUL)", "pJ", (0, 1e6))
+    sfu_op_pj: float = spec("one lane of the SFU (MUFU: ex2, rsqrt, sin, ...)", "pJ", (0, 1e6))
+    tensor_fma_pj: float = spec("one dense f16 multiply-add of the tensor core (its busy cycles x "
+                                "units.tensor.f16_fma_per_cycle)", "pJ", (0, 1e6))
+    control_op_pj: float = spec("one lane of the LD/ST (address generation), branch or sync unit for one "
+                                "issue", "pJ", (0, 1e6))
+    l1_sector_pj: float = spec("one 32-byte sector looked up in the L1 (hit or miss, tag and data)", "pJ",
+                               (0, 1e6))
+    shared_wavefront_pj: float = spec("one shared-memory wavefront (a pass over the banks)", "pJ", (0, 1e6))
+    noc_sector_pj: float = spec("one sector carried by the crossbar between an SM and an L2 slice", "pJ",
+                                (0, 1e6))
+    l2_sector_pj: float = spec("one sector read, written or atomically updated in an L2 slice", "pJ", (0, 1e6))
+    dram_pj_per_bit: float = spec("DRAM read or write energy per bit moved (array, I/O and PHY, both ends); "
+                                  "not scaled with the core voltage", "pJ/bit", (0, 1000))
+    dram_activate_nj: float = spec("one row activation and its precharge (a row miss or conflict)", "nJ",
+                                   (0, 1000))
+
+
+# ----------------------------------------------------------------------------------------------
 # the whole configuration
 
 
@@ -535,6 +584,8 @@ class Config:
                                              "their unit's (optional section)", default=UnitTable({}))
     cpu: CpuSpec | None = spec("a CPU timed by gpusim/cpu instead of the GPU timing model (optional section)",
                                default=None)
+    power: PowerSpec | None = spec("the power model's energies and powers (optional section: without it no "
+                                   "energy is reported)", default=None)
 
     def opcode_timing(self, opcode: str, unit: str) -> tuple[int, int]:
         """(latency_cycles, lanes_per_subpartition) of `opcode` running on unit class `unit`: the
@@ -560,6 +611,8 @@ class Config:
             data.pop("opcodes")  # the optional table, empty: the hash of a config written before it existed
         if data["cpu"] is None:
             data.pop("cpu")  # a GPU: no CPU section, the hash it had before the section existed
+        if data["power"] is None:
+            data.pop("power")  # no power model: the hash it had before the section existed
         text = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -615,7 +668,7 @@ SECTIONS: dict[str, type] = {
     "chip": ChipSpec, "sm": SMSpec, "l1": L1Spec, "shared_memory": SharedMemorySpec, "l2": L2Spec,
     "dram": DramSpec, "scheduler": SchedulerSpec, "launch": LaunchSpec, "pcie": PcieSpec,
     "nvlink": NvlinkSpec, "host": HostSpec, "system": SystemSpec, "interconnect": InterconnectSpec,
-    "cpu": CpuSpec,
+    "cpu": CpuSpec, "power": PowerSpec,
 }
 
 

@@ -96,7 +96,10 @@ class GlobalMemory:
     def alloc_array(self, arr: np.ndarray, name: str = "") -> int:
         arr = np.ascontiguousarray(arr)
         addr = self.alloc(arr.nbytes, name)
-        self.write(addr, arr)
+        # fresh memory is zero bytes already: an output buffer's zeros are not copied in (its bytes, not its
+        # values: -0.0 compares equal to zero but is not zero bytes)
+        if arr.view(np.uint8).any():
+            self.write(addr, arr)
         return addr
 
     def write(self, addr: int, arr: np.ndarray) -> None:

@@ -160,10 +160,11 @@ def format_steps(steps: list[Step], program: Program, *, warps: Sequence[int] | 
                        + (f"   <- {'; '.join(events)}" if events else ""))
         for name, per_warp in s.values.items():
             w = shown[0]
-            vals = [v for v, on in zip(per_warp[w], s.active[w], strict=True) if on][:lanes]
-            out.append(f"    {name} (warp {w}, first {len(vals)} active lanes) = {vals}")
+            vals = [(i, v) for i, (v, on) in enumerate(zip(per_warp[w], s.active[w], strict=True)) if on][:lanes]
+            out.append(f"    {name} (warp {w}, first {len(vals)} active lanes, lane:value) = "
+                       + " ".join(f"{i}:{v}" for i, v in vals))
         if s.addresses:
             w = shown[0]
-            addrs = [a for a in s.addresses.get(w, []) if a is not None][:lanes]
-            out.append(f"    addresses (warp {w}) = {[hex(a) for a in addrs]}")
+            addrs = [(i, a) for i, a in enumerate(s.addresses.get(w, [])) if a is not None][:lanes]
+            out.append(f"    addresses (warp {w}, lane:address) = " + " ".join(f"{i}:{a:#x}" for i, a in addrs))
     return "\n".join(out)

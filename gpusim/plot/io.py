@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 from gpusim.config import Config, load_config
 from gpusim.errors import GpusimError
 from gpusim.stats.files import write_atomic
-from gpusim.stats.metrics import KERNEL_METRICS
+from gpusim.stats.metrics import KERNEL_METRICS, POWER_METRICS
 
 SWEEP_FIXED = ("point", "workload", "config", "config_hash", "config_file", "label", "warp_scheduler", "seed", "status",
                "error", "verified", "cached", "wall_seconds", "verdict", "verdict_reason")
@@ -38,8 +38,9 @@ SOURCE = "_source"  # the key under which load_input records a result's file
 
 
 def is_metric(column: str) -> bool:
-    """A kernel metric's column: a KERNEL_METRICS name, or `name.key` of a nested one."""
-    return column in KERNEL_METRICS or column.split(".", 1)[0] in KERNEL_METRICS
+    """A kernel metric's column: a KERNEL_METRICS (or POWER_METRICS) name, or `name.key` of a nested one."""
+    known = KERNEL_METRICS.keys() | POWER_METRICS.keys()
+    return column in known or column.split(".", 1)[0] in known
 
 
 @dataclass(frozen=True, slots=True)

@@ -90,9 +90,13 @@ def report_html(result: Any, *, cfg: Config | None = None) -> str:
     return "\n".join(parts) + "\n"
 
 
-def write_report(result: Any, path: str | Path, *, cfg: Config | None = None) -> None:
-    """Write `report_html(result)` to `path` atomically."""
-    write_atomic(path, report_html(result, cfg=cfg))
+def write_report(result: Any, path: str | Path, *, cfg: Config | None = None, before: str = "") -> None:
+    """Write `report_html(result)` to `path` atomically; `before`, HTML put first in its body (gpusim exec's
+    program section)."""
+    html = report_html(result, cfg=cfg)
+    if before:
+        html = html.replace("</head><body>", "</head><body>\n" + before, 1)
+    write_atomic(path, html)
 
 
 # -- sections ------------------------------------------------------------------------------------------
@@ -134,10 +138,13 @@ def _sampled(s: dict[str, Any] | None) -> str:
 
 
 def _metrics_of(r: dict[str, Any]) -> str:
-    """For a sampled run whose metrics are of the largest sampled run, not the kernel: say so."""
+    """For a sampled run: whether its metrics are the whole kernel's (estimated) or the largest sampled run's."""
     s = r.get("sampled")
-    if not s or s.get("metrics_of") != SAMPLED_RUN:
+    if not s:
         return ""
+    if s.get("metrics_of") != SAMPLED_RUN:
+        return ("<p class=note>The figures below are the whole kernel's, estimated from the sampled runs (each "
+                "metric's bound is in the JSON's <code>bounds</code>).</p>")
     k = r.get("kernel") or {}
     return (f"<p class=note>The figures below are those of {SAMPLED_RUN} ({k.get('blocks', 0):,} blocks, "
             f"{k.get('cycles', 0):,} cycles of its own), not of the whole kernel: the kernel's time is the "

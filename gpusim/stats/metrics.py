@@ -98,6 +98,23 @@ KERNEL_METRICS: dict[str, tuple[str, str]] = {
     "useful_bandwidth_pct": ("%", "(of peak_dram_bandwidth_gbps)"),
 }
 
+# the power model's kernel metrics (gpusim.stats.power), after KERNEL_METRICS' in a result's `kernel` where
+# the config has a power: section
+POWER_METRICS: dict[str, tuple[str, str]] = {
+    "energy_j": ("J", "(the power model: the kernel's energy at power_clock_mhz)"),
+    "average_power_w": ("W", "(the power model: energy_j / power_kernel_seconds; nvidia-smi power.draw)"),
+    "unconstrained_power_w": ("W", "(the power model: the kernel's power at clock_mhz, before the cap)"),
+    "power_limit_w": ("W", "(the config's power.tdp_w; nvidia-smi power.limit)"),
+    "power_limited": ("bool", "(1 when the power cap lowered the clock; nvidia-smi "
+                              "clocks_throttle_reasons.sw_power_cap)"),
+    "power_clock_mhz": ("MHz", "(the clock the power cap leaves: clock_mhz when not limited)"),
+    "power_voltage_mv": ("mV", "(the core voltage at power_clock_mhz on the config's DVFS curve)"),
+    "power_kernel_seconds": ("s", "(cycles / power_clock_mhz: the kernel's time at the capped clock)"),
+    "energy_breakdown_j": ("J", "(energy_j by unit: dynamic per unit, static, memory background, constant)"),
+    "power_breakdown_w": ("W", "(energy_breakdown_j / power_kernel_seconds)"),
+    "gflops_per_watt": ("GFLOP/s/W", "(flops / energy_j: performance per watt)"),
+}
+
 SM_METRICS: dict[str, tuple[str, str]] = {
     "sm": ("index", "(SM index)"),
     "gpc": ("index", "(GPC index)"),
@@ -352,7 +369,9 @@ def flatten(metrics: dict[str, Any]) -> list[tuple[str, Any]]:
     return out
 
 
-def unit_of(name: str, table: dict[str, tuple[str, str]] = KERNEL_METRICS) -> str:
-    """The unit of a (possibly flattened, `name.key`) metric."""
+def unit_of(name: str, table: dict[str, tuple[str, str]] | None = None) -> str:
+    """The unit of a (possibly flattened, `name.key`) metric (of KERNEL_METRICS and POWER_METRICS by
+    default)."""
+    table = {**KERNEL_METRICS, **POWER_METRICS} if table is None else table
     entry = table.get(name) or table.get(name.split(".", 1)[0])
     return entry[0] if entry else ""

@@ -30,6 +30,7 @@ from gpusim.config.loader import config_overrides
 from gpusim.stats.bottleneck import Verdict, diagnose
 from gpusim.stats.metrics import KERNEL_METRICS, SM_METRICS, flatten, kernel_metrics, sm_metrics, timeline_rows, unit_of
 from gpusim.stats.peaks import PeakWarning, kernel_warnings
+from gpusim.stats.power import KernelPower, kernel_power
 from gpusim.stats.source import line_records, pc_records
 from gpusim.timing.counters import KernelTiming
 from gpusim.version import __version__
@@ -62,6 +63,18 @@ class SimResult:
     provenance: dict[str, Any]
     source: list[dict[str, Any]] | None = None  # per source line (simulate(per_pc=True)), else None
     pcs: list[dict[str, Any]] | None = None  # per instruction, likewise
+    # A sampled run's whole-kernel estimate (gpusim.analysis.sampling, docs/sampling.md): `kernel`,
+    # `sms` and `verdict` are then estimated from the sampled runs, `bounds` holds each numeric kernel
+    # metric's interval (flattened names, as `rows()` spells them: `warp_states_pct.long_scoreboard`)
+    # and `sampling` what was simulated and why. None for a full simulation.
+    bounds: dict[str, tuple[float, float]] | None = None
+    sampling: dict[str, Any] | None = None
+    power: KernelPower | None = None  # energy and power (gpusim.stats.power), where the config has a power model
+
+    @property
+    def estimated(self) -> bool:
+        """Whether the metrics are a sampled run's whole-kernel estimate (see `bounds`)."""
+        return self.bounds is not None
 
     @classmethod
     def build(cls, cfg, run, timing: KernelTiming, *, wall_seconds: float = 0.0) -> SimResult:
@@ -74,6 +87,11 @@ class SimResult:
         kernel = kernel_metrics(timing, stats=stats, flops=getattr(run, "flops", None),
                                 bytes_moved=getattr(run, "bytes_moved", None), issue_width=issue_width,
                                 peak_fp32_gflops=peak)
+        power = kernel_power(cfg, timing, stats)
+        if power is not None:
+            kernel.update(power.metrics())
+            flops = kernel.get("flops")
+            kernel["gflops_per_watt"] = flops / power.energy_j / 1e9 if flops and power.energy_j else None
         launch = getattr(run, "launch", None)
         provenance = {
             "gpusim_version": __version__,
@@ -92,7 +110,7 @@ class SimResult:
             pcs = pc_records(run.result.program, stats.per_pc, timing.pc_states, cfg)
             source = line_records(pcs)
         return cls(cfg, run, timing, wall_seconds, kernel, sm_metrics(timing, issue_width=issue_width),
-                   timeline_rows(timing), diagnose(kernel), provenance, source, pcs)
+                   timeline_rows(timing), diagnose(kernel), provenance, source, pcs, power=power)
 
     def __repr__(self) -> str:
         p = self.provenance
@@ -162,6 +180,11 @@ class SimResult:
         })
         if self.source is not None:
             d["source"], d["pcs"] = self.source, self.pcs
+        if self.bounds is not None:
+            d["mode"] = "sampled"
+            d["bounds"] = {k: list(v) for k, v in self.bounds.items()}
+        if self.sampling is not None:
+            d["sampling"] = self.sampling
         return d
 
     def rows(self) -> list[dict[str, Any]]:
@@ -251,6 +274,9 @@ class SimResult:
         if st is not None:
             add(("global memory", f"{st.global_bytes_read:,} B read, {st.global_bytes_written:,} B written "
                                   "(by the threads)"))
+        if self.power is not None:
+            add(("energy", power_line(k)))
+            add(("power by unit", breakdown_line(k)))
         for w in self.warnings:
             add(("above peak", str(w)))
         add(("wall time", f"{self.wall_seconds:.3f} s"))
@@ -271,6 +297,37 @@ class SimResult:
         lines.append(f"{'bottleneck':<{LABEL}}  {v.kind}: {v.summary}")
         lines += [f"{'':<{LABEL}}  - {e}" for e in v.evidence]
         return "\n".join(lines)
+
+
+def power_line(k: dict[str, Any]) -> str:
+    """The summary's energy line: joules, time, average power and what the power cap did."""
+    line = (f"{_si(k['energy_j'], 'J')} in {k['power_kernel_seconds'] * 1e6:.3f} us: "
+            f"{k['average_power_w']:.1f} W average")
+    if k["power_limited"]:
+        line += (f" (power-limited at {k['power_limit_w']:g} W: clock {k['clock_mhz']:g} -> "
+                 f"{k['power_clock_mhz']:.0f} MHz, {k['power_voltage_mv']:.0f} mV; "
+                 f"{k['unconstrained_power_w']:.1f} W at {k['clock_mhz']:g} MHz)")
+    else:
+        line += f" of the {k['power_limit_w']:g} W limit"
+    if k.get("gflops_per_watt") is not None:
+        line += f"; {k['gflops_per_watt']:.2f} GFLOP/s per W"
+    return line
+
+
+def breakdown_line(k: dict[str, Any], top: int = 6) -> str:
+    """The summary's power-by-unit line: the largest parts of power_breakdown_w, then the rest summed."""
+    parts = sorted(k["power_breakdown_w"].items(), key=lambda x: -x[1])
+    rest = sum(v for _, v in parts[top:])
+    text = ", ".join(f"{u} {v:.1f} W" for u, v in parts[:top])
+    return text + (f", other {rest:.1f} W" if rest else "")
+
+
+def _si(x: float, unit: str) -> str:
+    """x with an SI prefix (1.23 mJ)."""
+    for scale, prefix in ((1.0, ""), (1e-3, "m"), (1e-6, "u"), (1e-9, "n")):
+        if abs(x) >= scale:
+            return f"{x / scale:.3f} {prefix}{unit}"
+    return f"{x / 1e-12:.3f} p{unit}"
 
 
 def _rate(x: float | None) -> str:

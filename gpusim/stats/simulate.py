@@ -37,13 +37,15 @@ class TimedExecution:
 def timed_execute(program, launch, args, memory, *, cfg: Config, max_steps_per_warp: int | None = None,
                   max_cycles: int | None = None, block_limit: int | None = None,
                   loop_cap: int | None = None, warm_l2: float | None = None, per_pc: bool = False,
-                  block_ids: list[int] | None = None, issue_log: int = 0) -> TimedExecution:
+                  block_ids: list[int] | None = None, issue_log: int = 0,
+                  snapshots: tuple[int, ...] = ()) -> TimedExecution:
     """Execute `program` functionally and stream its warps' instructions through the timing model.
     `block_limit` and `loop_cap` (sampled simulation: the first blocks only, loops cut short; see
     `Executor`) time a part of the kernel; `warm_l2` starts the L2 full of foreign lines, that fraction
     of them dirty (`GPU.run`). `per_pc` counts per instruction too (`stats.per_pc`, `timing.pc_states`:
     the source view, gpusim.stats.source). `block_ids` runs those blocks only; `issue_log` N keeps SM 0's
-    issue log (`timing.issue_log`, up to N entries: `gpusim step --schedule`)."""
+    issue log (`timing.issue_log`, up to N entries: `gpusim step --schedule`); `snapshots` keeps the
+    counters after those numbers of blocks retired (`timing.snapshots`, `GPU.run`)."""
     ex = Executor(program, launch, args, memory, cfg=cfg, max_steps_per_warp=max_steps_per_warp, record=True,
                   block_limit=block_limit, loop_cap=loop_cap, block_ids=block_ids)
     sources = ex.stream_batches()
@@ -51,7 +53,7 @@ def timed_execute(program, launch, args, memory, *, cfg: Config, max_steps_per_w
         sources, ex.stats.per_pc = tallied(sources, program, cfg)
     with progress.bar(ex.num_blocks, f"simulating {program.name}", "block") as bar:
         timing = GPU(cfg).run(program, launch, _counted(sources, bar), max_cycles=max_cycles,
-                              warm_l2=warm_l2, per_pc=per_pc, issue_log=issue_log)
+                              warm_l2=warm_l2, per_pc=per_pc, issue_log=issue_log, snapshots=snapshots)
     return TimedExecution(program, launch, ex.stats, timing)
 
 

@@ -54,6 +54,9 @@ class KernelTiming:
     # and how many entries did not fit
     issue_log = None
     issue_log_dropped = 0
+    # the counters as they stood after given numbers of blocks retired, when asked for
+    # (`GPU.run(snapshots=...)`: a list of KernelTimings or None)
+    snapshots = None
 
     @property
     def warp_instructions(self) -> int:

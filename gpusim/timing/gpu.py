@@ -23,7 +23,7 @@ from gpusim.timing.dispatcher import make_dispatcher
 from gpusim.timing.dram import make_dram
 from gpusim.timing.feeder import Feeder
 from gpusim.timing.interconnect import make_interconnect
-from gpusim.timing.jit import NEVER, is_cached, to_struct
+from gpusim.timing.jit import NEVER, is_cached, to_struct, watch_compile
 from gpusim.timing.l1 import make_l1
 from gpusim.timing.l2 import make_l2, prefill_dirty
 from gpusim.timing.ldst import AddressStage
@@ -76,7 +76,8 @@ class GPU:
 
     def run(self, program: Program, launch, blocks: Iterable, *, regs_per_thread: int | None = None,
             smem_per_block: int | None = None, max_cycles: int | None = None,
-            warm_l2: float | None = None, per_pc: bool = False, issue_log: int = 0) -> KernelTiming:
+            warm_l2: float | None = None, per_pc: bool = False, issue_log: int = 0,
+            snapshots: tuple[int, ...] = ()) -> KernelTiming:
         """Simulate one kernel launch. `blocks` yields, in launch order, either the functional executor's
         batch sources (`Executor.stream_batches()`: streams pulled as the warps need them) or whole
         recorded BlockStreams (`gpusim.block_streams(...)`). Past `max_cycles` the run stops with a
@@ -87,7 +88,10 @@ class GPU:
         The timing's `l2` then holds `prefilled_dirty_bytes`, and `dirty_bytes_at_end` counts only the
         kernel's own lines. `per_pc` also charges every warp state to an instruction (the timing's
         `pc_states`, Nsight's source view; docs/stats.md). `issue_log` N keeps SM 0's issue log, up to N
-        entries (the timing's `issue_log`; `gpusim.stats.schedule`)."""
+        entries (the timing's `issue_log`; `gpusim.stats.schedule`). `snapshots` (block counts) also
+        keeps, for each k, the counters as they stood once k blocks had retired (the first time the engine
+        stopped for the feeder after that; the timing's `snapshots`, KernelTimings in the same order, None
+        where the kernel ended first): a sampled run's steady rates (docs/sampling.md)."""
         cfg = self.cfg
         M, stage, occ = self.build(program, launch, regs_per_thread=regs_per_thread, smem_per_block=smem_per_block,
                                    per_pc=per_pc, issue_log=issue_log)
@@ -107,25 +111,37 @@ class GPU:
         # reference cycles alive: collect the young generation less often while the kernel runs
         threshold = gc.get_threshold()
         gc.set_threshold(max(threshold[0], 50_000), *threshold[1:])
+        taken: list = [None] * len(snapshots)
+
+        def snap(M) -> None:
+            done = int(M.gte.ntimeline[0])
+            for i, k in enumerate(snapshots):
+                if taken[i] is None and done >= k:
+                    taken[i] = KernelTiming.collect(cfg, occ, M)
+
         try:
-            M = _drive(program, feeder, M, Ms, E, limit, want, views)
+            M = _drive(program, feeder, M, Ms, E, limit, want, views, snap if snapshots else None)
         finally:
             gc.set_threshold(*threshold)
         timing = KernelTiming.collect(cfg, occ, M)
+        if snapshots:
+            timing.snapshots = taken
         if prefilled is not None:
             timing.l2["prefilled_dirty_bytes"] = prefilled
         return timing
 
 
 
-def _drive(program, feeder, M, Ms, E, limit, want, views):
-    """Run the engine to the kernel's end, stopping for the feeder whenever it asks; returns the
-    machine (its stream pool may have been replaced on the way)."""
+def _drive(program, feeder, M, Ms, E, limit, want, views, on_refill=None):
+    """Run the engine to the kernel's end, stopping for the feeder whenever it asks (and calling
+    `on_refill(M)` then); returns the machine (its stream pool may have been replaced on the way)."""
     while True:
         r = engine.run(Ms, E)
         if r == engine.DONE:
             return M
         if r == engine.REFILL:
+            if on_refill is not None:
+                on_refill(M)
             gte = feeder.refill(M.gte, 2 * want)
             if feeder.st is not M.streams or gte is not M.gte:  # arrays moved or grew
                 M = M._replace(streams=feeder.st, gte=gte)
@@ -157,6 +173,7 @@ def _announce_compile() -> None:
     if not is_cached(engine.run):
         print("gpusim: compiling the timing engine (first run only; cached afterwards) ...", file=sys.stderr,
               flush=True)
+        watch_compile(engine.run, sys.stderr)
 
 
 def l1_size(cfg: Config, occ) -> int:

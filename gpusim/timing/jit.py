@@ -4,11 +4,14 @@ NUMBA_DISABLE_JIT=1 the same functions run as ordinary Python, for a debugger or
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import time
 from pathlib import Path
 
 import numba
+import numba.core.event
 
 
 def _engine_cache_dir() -> str:
@@ -28,9 +31,23 @@ def _engine_cache_dir() -> str:
 if not os.environ.get("NUMBA_CACHE_DIR"):  # (a folder the user chose is used as it is)
     numba.config.CACHE_DIR = _engine_cache_dir()
 
+# every function compiled through `njit`: what a first run compiles, one at a time (`njit_inline`'s are
+# compiled inside their callers)
+ENGINE_FUNCTIONS: list = []
+
+
+def _listed(decorator):
+    def compile_later(fn):
+        dispatcher = decorator(fn)
+        ENGINE_FUNCTIONS.append(dispatcher)
+        return dispatcher
+
+    return compile_later
+
+
 # error_model="numpy": integer division and modulo by zero are not checked (no exception path in every
 # `line % nsets`); every divisor in the model is a configured size, validated non-zero on load.
-njit = numba.njit(cache=True, nogil=True, error_model="numpy")
+njit = _listed(numba.njit(cache=True, nogil=True, error_model="numpy"))
 # Small functions on the issue path: inlined into their callers by Numba itself, so that reading a
 # unit's arrays costs no reference counting at every call.
 njit_inline = numba.njit(cache=True, nogil=True, inline="always", error_model="numpy")
@@ -38,6 +55,44 @@ njit_inline = numba.njit(cache=True, nogil=True, inline="always", error_model="n
 # The cycle the model never reaches: "no event" for a unit or warp. Cycles are 64-bit integers, so no
 # kernel is cut short by the representation (2^62 cycles is about a century at 1.4 GHz).
 NEVER = 1 << 62
+
+
+class CompileProgress(numba.core.event.Listener):
+    """While the engine compiles (the first run after installing): a progress bar of the engine's
+    functions compiled so far out of ENGINE_FUNCTIONS, naming the one being compiled (gpusim.progress:
+    on a terminal, after its delay), from Numba's "numba:compile" events; when `last` (the dispatcher
+    compiled last: the engine's loop) is done, the bar closes and one line on `stream` says how long it
+    took. Installed by `watch_compile`; it removes itself."""
+
+    def __init__(self, last, stream) -> None:
+        from gpusim import progress
+
+        self.last, self.stream, self.t0 = last, stream, time.perf_counter()
+        self.mine = {id(d) for d in ENGINE_FUNCTIONS}
+        self.done: set[int] = set()
+        self.closing = contextlib.ExitStack()
+        self.bar = self.closing.enter_context(progress.bar(total=len(self.mine), desc="compiling the timing engine",
+                                                           unit="function", stream=stream))
+
+    def on_start(self, event) -> None:
+        self.bar.set_postfix_str(event.data["dispatcher"].py_func.__qualname__)
+
+    def on_end(self, event) -> None:
+        d = event.data["dispatcher"]
+        if id(d) in self.mine and id(d) not in self.done:
+            self.done.add(id(d))
+            self.bar.update(1)
+        if d is self.last:
+            numba.core.event.unregister("numba:compile", self)
+            self.closing.close()
+            n = len(self.done)
+            print(f"gpusim: timing engine compiled in {time.perf_counter() - self.t0:.0f} s ({n} function"
+                  f"{'' if n == 1 else 's'}), cached in {numba.config.CACHE_DIR}", file=self.stream, flush=True)
+
+
+def watch_compile(last, stream) -> None:
+    """Show the engine's compile as it goes (CompileProgress), until `last` is compiled."""
+    numba.core.event.register("numba:compile", CompileProgress(last, stream))
 
 
 def is_cached(dispatcher) -> bool:

@@ -22,16 +22,22 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
-from gpusim.data import data_dir
 from gpusim.errors import GpusimError, WorkloadError
 from gpusim.functional.launch import Launch
 from gpusim.isa import Program, load_kernel
+from gpusim.workloads.catalog import (
+    WORKLOAD_FILE,
+    FieldError,
+    field_error,
+    find_workload,
+    list_workloads,
+    read_params,
+    read_yaml,
+)
 from gpusim.workloads.expr import ExprError, evaluate, names_in
 from gpusim.workloads.verify import WorkloadRun, compare
 
-WORKLOAD_FILE = "workload.yaml"
 REFERENCE_FILE = "reference.py"
 ISAS = ("ptx", "sass")
 SASS_DEFAULT_ARCH = 80  # a SASS workload's `program` (the default config, a100, is sm_80)
@@ -43,37 +49,6 @@ DEFAULT_TOLERANCE = {"rtol": 1.0e-5, "atol": 1.0e-8}  # np.allclose's own defaul
 # verified, the reference's copies of them (its outputs and the outputs read back are no larger)
 HOST_COPIES_VERIFIED = 3
 HOST_COPIES_PREPARED = 2
-
-
-def workload_dirs() -> list[Path]:
-    """Folders searched for built-in names, in order: `$GPUSIM_WORKLOAD_PATH` (os.pathsep-separated)
-    first, then the shipped `gpusim/data/workloads/` (package data). A folder `<dir>/<name>/` holding a
-    workload.yaml is the workload `<name>`; each `<dir>/micro/` is searched too."""
-    dirs = [Path(p) for p in os.environ.get("GPUSIM_WORKLOAD_PATH", "").split(os.pathsep) if p]
-    dirs.append(data_dir("workloads"))
-    out: list[Path] = []
-    for d in dirs:
-        for cand in (d, d / "micro"):
-            if cand not in out:
-                out.append(cand)
-    return out
-
-
-def list_workloads() -> list[str]:
-    """Names of every workload found in `workload_dirs()`, sorted (a name found twice counts once)."""
-    names: set[str] = set()
-    for d in workload_dirs():
-        if d.is_dir():
-            names.update(p.name for p in d.iterdir() if (p / WORKLOAD_FILE).is_file())
-    return sorted(names)
-
-
-def find_workload(name: str) -> Path | None:
-    """The folder of the built-in (or `$GPUSIM_WORKLOAD_PATH`) workload `name`, or None."""
-    for d in workload_dirs():
-        if (d / name / WORKLOAD_FILE).is_file():
-            return d / name
-    return None
 
 
 def load_workload(name_or_path: str | os.PathLike, isa: str | None = None) -> Workload:
@@ -232,9 +207,10 @@ class Workload:
         return _eval(self.yaml_path, "flops", self.flops_expr, params)
 
     # -- data --
-    def inputs(self, params: Mapping[str, int | float], seed: int = 0) -> dict[str, Any]:
-        """reference.py's inputs(p, rng) with `numpy.random.default_rng(seed)`."""
-        rng = np.random.default_rng(seed)
+    def inputs(self, params: Mapping[str, int | float], seed: int = 0, *, rng: Any = None) -> dict[str, Any]:
+        """reference.py's inputs(p, rng) with `numpy.random.default_rng(seed)` (or `rng`, a stand-in with
+        the Generator's methods)."""
+        rng = np.random.default_rng(seed) if rng is None else rng
         out = _call(self.reference_path, "inputs", self._inputs, dict(params), rng)
         if not isinstance(out, Mapping):
             raise WorkloadError(f"{self.reference_path}: inputs() must return a dict of kernel parameter "
@@ -307,15 +283,17 @@ class Workload:
                            expected=expected, mismatches=mismatches, bytes_moved=bytes_moved,
                            flops=self.flops(p), seed=seed, exec_seconds=exec_seconds)
 
-    def prepare(self, params: Mapping[str, Any] | None = None, *, seed: int = 0, cfg: Any = None) -> PreparedLaunch:
+    def prepare(self, params: Mapping[str, Any] | None = None, *, seed: int = 0, cfg: Any = None,
+                inputs: Mapping[str, Any] | None = None) -> PreparedLaunch:
         """The launch of `params` with its inputs in a fresh global memory, ready for an executor, and
         without computing the numpy reference (for runs that are not verified, such as sampled
         simulation, where the reference of a large size would cost more than the sample). With a `cfg`,
-        arrays larger than its `chip.global_memory_bytes` are refused (LaunchError)."""
+        arrays larger than its `chip.global_memory_bytes` are refused (LaunchError). `inputs`: those of
+        `self.inputs(params, seed)` when the caller has them already (they are copied, not kept)."""
         p = self.params(params)
         launch = self.launch(p)
         self._check_host_memory(p, HOST_COPIES_PREPARED)
-        inputs = self.inputs(p, seed)
+        inputs = self.inputs(p, seed) if inputs is None else inputs
         self._check_memory(self._bind(inputs)[1], cfg, HOST_COPIES_PREPARED - 1)
         args, buffers, mem = self._load(inputs)
         return PreparedLaunch(workload=self.name, params=p, launch=launch, program=self.program_for(cfg), args=args,
@@ -421,18 +399,11 @@ class PreparedLaunch:
 
 # ---- loading --------------------------------------------------------------------------------------
 
-FieldError = Callable[[str, str], WorkloadError]  # (field, message) -> "file:line: field: message"
-
-
 def _load_folder(folder: Path, isa: str | None = None) -> Workload:
     yml = folder / WORKLOAD_FILE
-    data, lines = _read_yaml(yml)
+    data, lines = read_yaml(yml)
 
-    def err(fld: str, msg: str) -> WorkloadError:
-        top = fld.split(".")[0].split("[")[0]
-        where = f"{yml}:{lines[top]}" if top in lines else str(yml)
-        return WorkloadError(f"{where}: {fld}: {msg}")
-
+    err = field_error(yml, lines)
     if not isinstance(data, dict):
         raise WorkloadError(f"{yml}: expected a mapping of fields ({', '.join(REQUIRED_FIELDS)}, ...)")
     unknown = sorted(set(data) - set(REQUIRED_FIELDS) - set(OPTIONAL_FIELDS))
@@ -446,7 +417,7 @@ def _load_folder(folder: Path, isa: str | None = None) -> Workload:
     if not isinstance(name, str) or name != folder.name:
         raise err("name", f"'{name}' must match the folder name '{folder.name}' "
                   "(workloads load by folder name)")
-    defaults = _params(data, err)
+    defaults = read_params(data, err)
     iraw = isa if isa is not None else data.get("isa", "ptx")
     if iraw not in ISAS:
         raise err("isa", f"expected one of {', '.join(ISAS)}, got {iraw!r}")
@@ -468,40 +439,6 @@ def _load_folder(folder: Path, isa: str | None = None) -> Workload:
     if iraw == "sass":
         wl._programs[SASS_DEFAULT_ARCH] = program
     return dataclasses.replace(wl, test_sizes=_test_sizes(wl, data["test_sizes"], yml, err))
-
-
-def _read_yaml(yml: Path) -> tuple[Any, dict[str, int]]:
-    """workload.yaml's data, and the line of each top-level field."""
-    try:
-        text = yml.read_text()
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except OSError as e:
-        raise WorkloadError(f"{yml}: cannot read: {e.strerror}") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{yml}:{mark.line + 1}" if mark else str(yml)
-        raise WorkloadError(f"{where}: not valid YAML: {getattr(e, 'problem', None) or e}") from None
-    lines = {}
-    if isinstance(node, yaml.MappingNode):
-        lines = {k.value: k.start_mark.line + 1 for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
-    return data, lines
-
-
-def _params(data: dict, err: FieldError) -> dict[str, int | float]:
-    """`params`: parameter name -> default number."""
-    raw = data["params"]
-    if not isinstance(raw, dict) or not raw:
-        raise err("params", "expected a mapping of parameter name -> default number, "
-                  "e.g. {n: 1024, block: 256}")
-    defaults: dict[str, int | float] = {}
-    for k, v in raw.items():
-        if not isinstance(k, str) or not k.isidentifier():
-            raise err("params", f"parameter name {k!r} is not an identifier")
-        if isinstance(v, bool) or not isinstance(v, int | float):
-            raise err(f"params.{k}", f"default must be a number, got {v!r}")
-        defaults[k] = v
-    return defaults
 
 
 def _kernel(data: dict, folder: Path, err: FieldError, isa: str = "ptx") -> Program:

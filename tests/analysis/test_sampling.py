@@ -7,15 +7,14 @@ import math
 import numpy as np
 import pytest
 
-from gpusim.analysis import sampling
 from gpusim.analysis.sampling import hardware_roofs, level_caps, make_plan, simulate_sampled
-from gpusim.analysis.sampling_model import (
+from gpusim.analysis.sampling import simulate as sampling_simulate
+from gpusim.analysis.sampling.model import (
     CONFIDENCE_FLOOR,
     L2_FILL_SPREAD,
     LOOP_DRIFT_FACTOR,
     Estimate,
     Observation,
-    data_dependent_addresses,
     eviction_fraction,
     extrapolate,
     fill_waves,
@@ -23,14 +22,18 @@ from gpusim.analysis.sampling_model import (
     floor_estimate,
     in_step_bound,
     l2_dirty_fraction,
+    steady_gaps,
     two_phase,
     wave_deltas,
     writeback_bound,
 )
+from gpusim.analysis.sampling.plan import Plan, Shape, refine
+from gpusim.analysis.sampling.profile import check_blocks, data_dependent_addresses
 from gpusim.config import load_config
 from gpusim.errors import GpusimError, VerificationError
 from gpusim.stats.simulate import simulate
 from gpusim.workloads import load_workload
+from tests.analysis.workload_dir import write_workload
 
 SMALL = {"chip.sm_count": 4}  # 8 blocks of 256 threads per SM: 32 blocks a wave
 
@@ -64,16 +67,20 @@ def test_per_wave_model_is_exact_for_a_kernel_that_follows_it():
     assert est.low == round(6_400 * 0.99) and est.high == round(6_400 * 1.01)
 
 
-def test_per_wave_model_with_loops_whole_adds_the_per_wave_time_for_every_wave_to_come():
-    # one run of 3 waves, its waves getting slower (the later half of the gaps at 1,100)
-    d = np.array([1_000.0] * 100 + [1_100.0] * 100)
+def test_per_wave_model_with_loops_whole_takes_the_steady_state_to_every_wave_to_come():
+    # one run of 3 waves whose first waves retire faster: the gaps climb to 1,100 and stay there
+    d = np.concatenate([np.linspace(900, 1_100, 60), np.full(140, 1_100.0)])
     run = Observation(300, None, 3_400, 30_000)
     est = extrapolate(grid=1_050, blocks_per_wave=B, runs=[run], wave_deltas=[d], full_warp_instructions=105_000,
                       remainder_matched=False)
-    assert est.cycles == round(3_400 + 1_050 * (1_050 - 300) / B)
-    assert est.bounds["waves"] == pytest.approx(100 * (1_050 - 300) / B)  # later gaps 100 more; 7.5 waves to come
-    assert est.bounds["last wave"] == pytest.approx((1 - 50 / B) * 1_050)  # up to a whole wave for 50 blocks
-    assert est.per_wave == 1_050 and est.beta is None
+    assert est.cycles == round(3_400 + 1_100 * (1_050 - 300) / B)  # the steady 1,100 for the 7.5 waves to come
+    assert est.bounds["waves"] == pytest.approx(0, abs=1)  # steady: its halves agree, no noise
+    assert est.bounds["last wave"] == pytest.approx((1 - 50 / B) * 1_100)  # up to a whole wave for 50 blocks
+    assert est.per_wave == 1_100 and est.beta is None
+    # gaps that still drift: the halves of the steady part differ, and the bound says by how much
+    drifting = extrapolate(grid=1_050, blocks_per_wave=B, runs=[run], full_warp_instructions=105_000,
+                           wave_deltas=[np.linspace(1_000, 1_200, 200)])
+    assert drifting.bounds["waves"] >= 7.5 * 50
 
 
 def test_the_loop_bound_is_the_difference_the_lower_levels_make():
@@ -356,44 +363,73 @@ def test_plan_says_why_there_is_nothing_to_extrapolate():
     assert plan is None and "0.50 waves" in why
 
 
-def _fake_loop_runs(monkeypatch, per_iteration):
-    """Runs whose cycles follow `per_iteration(i)` for iteration i (100 warp instructions each)."""
-    def run(pl, cfg, plan, trips, max_steps, max_cycles, warm_l2=None):
-        out = []
-        for g, cap in plan.runs():
-            cycles = sum(per_iteration(i) for i in range(cap))
-            out.append(sampling.SampleRun("loops", g, cap, {1: cap}, cycles, 100 * cap, 0, 0.0, None))
-        return out, [(None, 0.0)] * len(out)
-    monkeypatch.setattr(sampling, "_run_plan", run)
-    plan = sampling.Plan("loops", 10, (2, 4, 8), True, 1400)
-    runs, timings = run(None, None, plan, {}, None, None)
-    return plan, runs, timings
+def _loop_runs(levels, per_iteration, blocks=10):
+    """Observations of runs whose cycles follow `per_iteration(i)` for iteration i (100 warp
+    instructions each)."""
+    return [Observation(blocks, c, sum(per_iteration(i) for i in range(c)), 100 * c) for c in levels]
 
 
-def test_loop_levels_carry_on_until_the_slope_settles(monkeypatch):
-    # iterations 0-3 run in step at 320 cycles, 4-7 at 300, 8-15 at 220, then 250 for good (matmul_naive's shape)
-    shape = lambda i: 320 if i < 4 else 300 if i < 8 else 220 if i < 16 else 250  # noqa: E731
-    plan, runs, timings = _fake_loop_runs(monkeypatch, shape)
-    sampling._settle_loops(None, None, plan, runs, timings, {1: 320}, 320, 1e9, lambda c: 100 * c, None, None)
-    assert [r.loop_cap for r in runs] == [2, 4, 8, 16, 32, 64]  # slopes 320, 300, 220, 250, 250: settled at 64
-    assert len(timings) == len(runs)
+def test_deeper_loop_levels_are_asked_for_while_the_slope_moves():
+    # iterations 0-3 run in step at 320 cycles, 4-7 at 300, 8-15 at 220, then 250 for good (matmul_naive's
+    # shape): the loop model on the three highest levels, its "loops" term the lower slope's difference
+    shape_ = lambda i: 320 if i < 4 else 300 if i < 8 else 220 if i < 16 else 250  # noqa: E731
+    sh = Shape(10, 100, 32_000.0, 0.0, 100.0, 320)
+    plan = Plan("loops", 10, (2, 4, 8), True, sh.cost(10, (2, 4, 8)))
+    levels = list(plan.levels)
+    while True:
+        est = extrapolate(grid=10, blocks_per_wave=100, runs=_loop_runs(levels[-3:], shape_),
+                          full_warp_instructions=32_000)
+        if est.confidence <= 0.05:
+            break
+        nxt, why = refine(plan, sh, est.bounds, spent=0, ceiling=1e9, done={(10, c, False) for c in levels})
+        assert nxt is not None and "'loops'" in why
+        levels, plan = list(nxt.levels), nxt
+    assert levels == [2, 4, 8, 16, 32, 64]  # slopes 320, 300, 220, 250, 250: settled at 64
+    assert est.beta == pytest.approx(2.5) and est.bounds["loops"] == 0
 
 
-def test_loop_levels_stop_at_the_budget_and_below_the_loop_length(monkeypatch):
-    shape = lambda i: 320 if i < 4 else 300 if i < 8 else 220 if i < 16 else 250  # noqa: E731
-    plan, runs, timings = _fake_loop_runs(monkeypatch, shape)
-    sampling._settle_loops(None, None, plan, runs, timings, {1: 320}, 320, 1400 + 1600 + 3199, lambda c: 100 * c,
-                           None, None)
-    assert [r.loop_cap for r in runs] == [2, 4, 8, 16]  # 32 would take 3,200 more warp instructions
-    plan, runs, timings = _fake_loop_runs(monkeypatch, shape)
-    sampling._settle_loops(None, None, plan, runs, timings, {1: 32}, 32, 1e9, lambda c: 100 * c, None, None)
-    assert [r.loop_cap for r in runs] == [2, 4, 8, 16]  # a level of 32 iterations is the whole loop
+def test_refine_stops_at_the_ceiling_and_below_the_loop_length():
+    sh = Shape(10, 100, 32_000.0, 0.0, 100.0, 32)
+    plan = Plan("loops", 10, (4, 8, 16), True, sh.cost(10, (4, 8, 16)))
+    nxt, why = refine(plan, sh, {"loops": 50.0}, spent=0, ceiling=1e9, done={(10, c, False) for c in (4, 8, 16)})
+    assert nxt is None and "no larger sample narrows 'loops'" in why  # a level of 32 iterations is the loop
+    sh = Shape(10, 100, 3_200.0, 0.0, 10.0, 320)  # 10 blocks of 10 warp instructions an iteration
+    nxt, why = refine(plan, sh, {"loops": 50.0}, spent=2_800, ceiling=2_800 + 3_199,
+                      done={(10, c, False) for c in (4, 8, 16)})
+    assert nxt is None and "over 5,999" in why  # a level of 32 costs 3,200 more warp instructions
+    nxt, _ = refine(plan, sh, {"loops": 50.0}, spent=2_800, ceiling=2_800 + 3_200,
+                    done={(10, c, False) for c in (4, 8, 16)})
+    assert nxt.levels == (4, 8, 16, 32)
 
 
-def test_steady_loop_levels_add_nothing(monkeypatch):
-    plan, runs, timings = _fake_loop_runs(monkeypatch, lambda i: 250)
-    sampling._settle_loops(None, None, plan, runs, timings, {1: 320}, 320, 1e9, lambda c: 100 * c, None, None)
-    assert [r.loop_cap for r in runs] == [2, 4, 8]
+def test_refine_adds_waves_for_the_waves_terms_and_goes_through_the_l2_fill():
+    # 100 waves of 100 blocks, 10 warp instructions a block; the data fills the L2 by wave 10
+    sh = Shape(10_000, 100, 10.0, 10.0, 10.0, 0, fill=10.0)
+    plan = Plan("waves", 300, (None,), True, 3_000.0, warm=True)
+    nxt, why = refine(plan, sh, {"waves": 5.0, "L2 transition": 9.0}, spent=6_000, ceiling=1e9,
+                      done={(300, None, False), (300, None, True)})
+    assert (nxt.blocks, nxt.warm) == (1_800, False) and why.startswith("'L2 transition'")  # 1.5 x 10 + 3 waves
+    nxt, _ = refine(Plan("waves", 300, (None,), True, 3_000.0), sh, {"waves": 5.0}, spent=3_000, ceiling=1e9)
+    assert nxt.blocks == 500  # the first wave and twice the waves after it
+    # twice the waves do not fit the ceiling: as many more whole waves as do (runs of 400 blocks: 4,000)
+    nxt, _ = refine(Plan("waves", 300, (None,), True, 3_000.0), sh, {"waves": 5.0}, spent=3_000, ceiling=7_000)
+    assert nxt.blocks == 400
+    # not even one more wave; deeper levels do not help a kernel without long loops
+    nxt, why = refine(Plan("waves", 300, (None,), True, 3_000.0), sh, {"waves": 5.0}, spent=3_000, ceiling=6_999)
+    assert nxt is None and "500 blocks" in why
+
+
+def test_steady_gaps_cut_a_warm_up_and_measure_what_follows():
+    rng = np.random.default_rng(1)
+    d = np.concatenate([np.linspace(600, 1_000, 300), 1_000 + rng.normal(0, 5, 900)])
+    s = steady_gaps(d, 100)
+    assert 225 <= s.start <= 375  # MSER cuts the ramp (batches of 75 gaps)
+    assert s.mean == pytest.approx(1_000, abs=2) and s.stderr < 2
+    assert s.early == pytest.approx(1_000, abs=2) and s.late == pytest.approx(1_000, abs=2)
+    flat = steady_gaps(np.full(400, 7.0), 100)
+    assert (flat.start, flat.mean, flat.stderr) == (0, 7.0, 0.0)
+    with pytest.raises(ValueError):
+        steady_gaps(np.zeros(0), 100)
 
 
 def test_level_caps_cut_every_long_loop_at_the_same_fraction():
@@ -429,12 +465,21 @@ SMALL_L2 = {**SMALL, "l2.slices": 8, "l2.size_bytes": 512 * 1024, "dram.data_rat
             "dram.bandwidth_gbps": 57.6}
 
 
-def test_sampled_kernel_overflowing_the_l2_runs_cold_then_warm_within_its_bound():
-    n = 1 << 18  # 1,024 blocks: 32 waves, 2 MiB of x and y
+def test_sampled_kernel_overflowing_the_l2_runs_through_its_fill_or_cold_then_warm_within_its_bound():
+    n = 1 << 18  # 1,024 blocks: 32 waves, 2 MiB of x and y; the L2 fills by wave 8
     full = simulate("saxpy", "a100", overrides=SMALL_L2, n=n)
-    r = simulate_sampled("saxpy", "a100", sample="on", overrides=SMALL_L2, n=n)
     assert full.timing.dram["bytes_written"] > 0  # the full run writes dirty lines back once the L2 is full
-    assert [(x.blocks, x.warm_l2) for x in r.runs] == [(96, None), (96, 0.5)]  # the same 3 waves, cold and warm
+    r = simulate_sampled("saxpy", "a100", sample="on", overrides=SMALL_L2, n=n)
+    # affordable: one run through the fill (1.5 x 8 waves) and 8 waves of its steady state after it
+    assert [(x.blocks, x.warm_l2) for x in r.runs] == [(20 * 32, None)]
+    assert "through the L2's fill" in r.reason and "L2 write-backs" not in r.estimate.bounds
+    assert abs(r.cycles - full.cycles) <= r.cycles * r.confidence
+    assert abs(r.cycles - full.cycles) / full.cycles < 0.05
+    # a budget short of the fill: 3 waves from a cold L2 and WARM_WAVES (8) from a warm one
+    per_block = r.runs[0].warp_instructions / r.runs[0].blocks
+    r = simulate_sampled("saxpy", "a100", sample="on", overrides=SMALL_L2, n=n,
+                         max_sample_warp_instructions=int((96 + 256) * per_block))
+    assert [(x.blocks, x.warm_l2) for x in r.runs] == [(96, None), (256, 0.5)]
     e = r.estimate
     assert e.fill_waves == pytest.approx(8.0) and e.per_wave > e.cold_per_wave  # write-backs slow the warm waves
     assert "L2 fill" in e.bounds and "L2 write-backs" not in e.bounds
@@ -472,7 +517,7 @@ def test_a_kernel_that_adds_across_blocks_is_not_verified_from_a_few_blocks():
     # histogram's blocks add into the same 256 bins (global atomics): five blocks' counts are not the
     # reference's, so the check declines (verified None), where a per-element comparison would fail
     wl = load_workload("histogram")
-    check = sampling._check_blocks(wl, wl.params({}), {}, {"blocks": [0, 3], "outputs": {}})
+    check = check_blocks(wl, wl.params({}), {}, {"blocks": [0, 3], "outputs": {}})
     assert check["verified"] is None and check["elements"] == 0
     assert check["message"].startswith("not checked: the blocks add into shared outputs (global atomics, line ")
 
@@ -547,29 +592,28 @@ LOOP:
 
 
 def test_a_sampled_run_that_faults_falls_back_to_full_under_auto(tmp_path, monkeypatch):
-    wl = tmp_path / "faulting"
-    wl.mkdir()
-    (wl / "faulting.sasm").write_text(FAULTING)
     # n = 160: the loop, unrolled 4x by the ptxas model, runs 40 trips (as many as the loop as written at n = 40)
-    (wl / "workload.yaml").write_text("kernel: faulting.sasm\nparams: {n: 160}\n"
-                                      "launch: {grid: 1, block: 32}\ntest_sizes: [{n: 160}]\n")
-    (wl / "reference.py").write_text(
-        "import numpy as np\n"
-        "def inputs(p, rng):\n    return {'out': np.zeros(4, np.uint32), 'n': p['n']}\n"
-        "def reference(p, inputs):\n    return {'out': np.full(4, p['n'], np.uint32) * np.array([1, 0, 0, 0])}\n")
+    wl = write_workload(tmp_path, "faulting", FAULTING, "params: {n: 160}\nlaunch: {grid: 1, block: 32}\n"
+                        "test_sizes: [{n: 160}]\n",
+                        "import numpy as np\n"
+                        "def inputs(p, rng):\n    return {'out': np.zeros(4, np.uint32), 'n': p['n']}\n"
+                        "def reference(p, inputs):\n"
+                        "    return {'out': np.full(4, p['n'], np.uint32) * np.array([1, 0, 0, 0])}\n")
     with pytest.raises(GpusimError, match="a sampled run faults"):
-        simulate_sampled(str(wl), "a100", sample="on")
-    monkeypatch.setattr(sampling, "AUTO_MIN_WARP_INSTRUCTIONS", 0)
-    monkeypatch.setattr(sampling, "MIN_GAIN", 0)
-    r = simulate_sampled(str(wl), "a100", sample="auto")
+        simulate_sampled(wl, "a100", sample="on")
+    monkeypatch.setattr(sampling_simulate, "AUTO_MIN_WARP_INSTRUCTIONS", 0)
+    monkeypatch.setattr(sampling_simulate, "MIN_GAIN", 0)
+    r = simulate_sampled(wl, "a100", sample="auto")
     assert r.mode == "full" and "faults" in r.reason and r.full.verified
 
 
-def test_warm_runs_are_left_out_when_twice_the_sample_exceeds_the_budget():
+def test_warm_runs_are_left_out_when_they_exceed_the_budget():
     n = 1 << 18  # as above: the kernel overflows the small L2, the 3-wave sample does not
-    cold = simulate_sampled("saxpy", "a100", sample="on", overrides=SMALL_L2, n=n)
-    budget = int(1.5 * cold.runs[0].warp_instructions)  # room for the sample once, not twice
+    per_block = 8 * len(load_workload("saxpy").program)  # 8 warps of the kernel's straight-line code
+    budget = int(1.5 * 96 * per_block)  # room for the 3 cold waves, not for 8 warm ones
     r = simulate_sampled("saxpy", "a100", sample="on", overrides=SMALL_L2, max_sample_warp_instructions=budget, n=n)
     assert [(x.blocks, x.warm_l2) for x in r.runs] == [(96, None)]
     assert r.warp_instructions_simulated <= budget
     assert "L2 write-backs" in r.estimate.bounds and r.estimate.fill_waves is None
+    full = simulate("saxpy", "a100", overrides=SMALL_L2, n=n)
+    assert abs(r.cycles - full.cycles) <= r.cycles * r.confidence

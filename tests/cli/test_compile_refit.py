@@ -56,3 +56,20 @@ def test_a_named_file_and_reading_it_back(tmp_path, refits, capsys):
 def test_the_packages_file_is_refused(refits, capsys):
     assert main(ARGV + ["--refit", str(DEFAULT_PATH)]) == 2
     assert "that is the installed package's calibration" in capsys.readouterr().err and refits == []
+
+
+def test_the_python_api_never_writes_the_package_either(tmp_path, monkeypatch):
+    """Tuner.refit() with no path writes calibration.json in the cache folder (a copy of the shipped one
+    first), and refuses the package's own file before touching anything."""
+    from gpusim.compiler.errors import CompilerError
+    from gpusim.compiler.tune import refit_file
+    from gpusim.config import load_config
+
+    monkeypatch.setenv("GPUSIM_CACHE_DIR", str(tmp_path / "cache"))
+    target = refit_file()
+    assert target == tmp_path / "cache" / "calibration.json"
+    assert target.read_text() == DEFAULT_PATH.read_text()
+    tuner = Tuner(load_config("a100"), None, cache=False)
+    tuner.simulations = [(None, 1.0)]  # the file is checked before any kernel is read
+    with pytest.raises(CompilerError, match="that is the installed package's calibration"):
+        tuner.refit(DEFAULT_PATH)

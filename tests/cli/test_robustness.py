@@ -272,7 +272,7 @@ def test_a_signal_while_the_subcommands_load_names_the_command_typed(monkeypatch
     command on the command line, not bare "gpusim"."""
     from gpusim.cli import main as cli_main
 
-    def interrupted():
+    def interrupted(*_):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(cli_main, "build_parser", interrupted)

@@ -104,8 +104,34 @@ def test_bench_sampling_quick_reports_error_and_speedup(tmp_path, capsys):
     assert r["workload"] == "saxpy" and r["decision"] == "sampled" and r["params"] == {"n": 65536, "block": 256}
     assert r["error_pct"] == pytest.approx(100 * (r["sampled_cycles"] - r["full_cycles"]) / r["full_cycles"])
     assert abs(r["error_pct"]) < 5
-    assert r["speedup"] == pytest.approx(r["full_wall_seconds"] / r["sampled_wall_seconds"])
+    assert r["speedup"] == pytest.approx(r["full_cpu_seconds"] / r["sampled_cpu_seconds"])  # CPU: the machine is shared
+    assert r["wall_speedup"] == pytest.approx(r["full_wall_seconds"] / r["sampled_wall_seconds"])
     assert r["sampled_warp_instructions"] < r["full_warp_instructions"]
+    assert r["within_bound"] == (abs(r["error_pct"]) <= r["confidence_pct"])
+    s = doc["summary"]
+    assert (s["compared"], s["rows"]) == (1, 1)
+    assert s["geomean_error_pct"] == pytest.approx(max(abs(r["error_pct"]), 1e-3))
+
+
+def test_bench_sampling_keeps_full_runs_in_a_references_file_and_writes_markdown(tmp_path, capsys):
+    cfg = tmp_path / "a100_4sm.yaml"
+    cfg.write_text("extends: a100\nchip:\n  sm_count: 4\n")
+    refs, md = tmp_path / "refs.jsonl", tmp_path / "t.md"
+    argv = ["bench", "--sampling", "--quick", "--only", "saxpy", "--config", str(cfg), "--references", str(refs)]
+    assert main([*argv, "--sample", "off", "--json", str(tmp_path / "a.json")]) == 0  # the full runs alone
+    [a] = json.loads((tmp_path / "a.json").read_text())["results"]
+    assert a["decision"] == "not run" and not a["full_cached"] and len(refs.read_text().splitlines()) == 1
+    stored = json.loads(refs.read_text())
+    assert stored["cycles"] == a["full_cycles"] and stored["kernel"]["cycles"] == a["full_cycles"]
+    assert main([*argv, "--sample", "on", "--json", str(tmp_path / "b.json"), "--markdown", str(md)]) == 0
+    [b] = json.loads((tmp_path / "b.json").read_text())["results"]
+    assert b["full_cached"] and b["full_cycles"] == a["full_cycles"] and len(refs.read_text().splitlines()) == 1
+    table = md.read_text()
+    assert f"| saxpy | n=65536, block=256 | {a['full_cycles']:,} | {b['sampled_cycles']:,} |" in table
+    assert "geometric-mean |error|" in table
+    refs.write_text("not json\n")
+    assert main([*argv, "--sample", "off"]) == 2
+    assert f"{refs}:1: not a reference record" in capsys.readouterr().err
 
 
 def test_bench_sampling_reports_a_workload_it_cannot_sample(tmp_path, capsys):

@@ -107,6 +107,7 @@ BANKS = kernel("shared_bank_conflict", n=1024, stride=32)
 SCATTER = kernel("transpose_naive", rows=128, cols=128)  # every store writes a 32-byte sector in part
 HIST = kernel("histogram", n=8192)  # global atomics (16 lanes on a bin) after shared ones
 PATHS = kernel("diverge_paths", paths=4, iters=2)  # a warp's threads split and rejoin
+DFMA = kernel("op_chain", op=5, ilp=8, iters=1)  # the FP64 pipe
 def cpu(workload: str, **params):
     """The CPU model's result (gpusim/cpu) for a small workload run: cycles, bounds, levels, breakdown."""
     def probe(cfg):
@@ -288,6 +289,27 @@ FIELDS: dict[str, tuple] = {
     "system.gpus": ({"system.gpus": 2}, [PEER], "dgx_a100"),
     "system.gpu_interconnect": ({"system.gpu_interconnect": "pcie"}, [PEER], "dgx_a100"),
     "system.chunk_bytes": ({"system.chunk_bytes": 32 << 20}, [PEER], "a100x8_pcie"),
+    "power.tdp_w": ({"power.tdp_w": 1}, [SAXPY]),
+    "power.constant_w": ({"power.constant_w": 100}, [SAXPY]),
+    "power.memory_static_w": ({"power.memory_static_w": 100}, [SAXPY]),
+    "power.uncore_static_w": ({"power.uncore_static_w": 100}, [SAXPY]),
+    "power.sm_static_w": ({"power.sm_static_w": 10}, [SAXPY]),
+    "power.dvfs_clocks_mhz": ({"power.dvfs_clocks_mhz": [210, 1080, 2000]}, [SAXPY]),
+    "power.dvfs_voltages_mv": ({"power.dvfs_voltages_mv": [700, 712, 1000]}, [SAXPY]),
+    "power.instruction_pj": ({"power.instruction_pj": 1000}, [SAXPY]),
+    "power.register_file_pj": ({"power.register_file_pj": 1000}, [SAXPY]),
+    "power.fp32_op_pj": ({"power.fp32_op_pj": 1000}, [SAXPY]),
+    "power.int_op_pj": ({"power.int_op_pj": 1000}, [SAXPY]),
+    "power.fp64_op_pj": ({"power.fp64_op_pj": 1000}, [DFMA]),
+    "power.sfu_op_pj": ({"power.sfu_op_pj": 1000}, [SOFTMAX]),
+    "power.tensor_fma_pj": ({"power.tensor_fma_pj": 1000}, [GEMM_F16]),
+    "power.control_op_pj": ({"power.control_op_pj": 1000}, [SAXPY]),
+    "power.l1_sector_pj": ({"power.l1_sector_pj": 1000}, [REUSE]),
+    "power.shared_wavefront_pj": ({"power.shared_wavefront_pj": 1000}, [TILED]),
+    "power.noc_sector_pj": ({"power.noc_sector_pj": 1000}, [SAXPY]),
+    "power.l2_sector_pj": ({"power.l2_sector_pj": 1000}, [SAXPY]),
+    "power.dram_pj_per_bit": ({"power.dram_pj_per_bit": 100}, [SAXPY]),
+    "power.dram_activate_nj": ({"power.dram_activate_nj": 100}, [SAXPY]),
     "units.<class>.latency_cycles": ({"units.fp32.latency_cycles": 100}, [SAXPY]),
     "units.<class>.lanes_per_subpartition": ({"units.fp32.lanes_per_subpartition": 1}, [SAXPY]),
     # the tensor core's rate per precision: each variant of the tensor-core GEMM

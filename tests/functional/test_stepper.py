@@ -65,3 +65,16 @@ def test_bad_requests_name_what_is_wrong(capsys):
         wl = load_workload("saxpy")
         prep = wl.prepare({"n": 64})
         step_block(prep.program, prep.launch, prep.args, prep.memory, block=-1)
+
+
+def test_values_after_a_divergent_split_carry_their_lane_numbers(capsys):
+    """On the odd path only lanes 1, 3, 5 ... run: each value shown is labelled with its lane, and it is the
+    value the step's register holds in that lane (numbered from the whole warp, not the active ones)."""
+    assert cli_main.main(["step", "divergence", "--set", "n=32", "--set", "block=32", "--reg", "%r0"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    odd = next(i for i, line in enumerate(lines) if line == f"    active {ODD}  (16 lanes)")
+    shown = next(line for line in lines[odd:] if line.startswith("    %r0 "))
+    assert shown.startswith("    %r0 (warp 0, first 8 active lanes, lane:value) = ")
+    pairs = [p.split(":") for p in shown.split(" = ")[1].split()]
+    # %r0 is the global thread index: lane i holds i in block 0
+    assert [(int(a), int(b)) for a, b in pairs] == [(i, i) for i in range(1, 16, 2)]

@@ -104,6 +104,13 @@ def test_a_wheel_runs_from_an_empty_folder(tmp_path):
     info = _run([gpusim, "info", "--config", "gtx980"], cwd=empty, env=env).stdout
     assert info.startswith("gtx980: NVIDIA GeForce GTX 980") and str(venv) in info
     _run([gpusim, "program", "two_streams"], cwd=empty, env=env)
+    if shutil.which(os.environ.get("CC", "cc").split()[0]):  # gpusim exec builds its CUDA runtime with it
+        app = tmp_path / "vecadd"
+        shutil.copy(REPO / "tests" / "exec" / "programs" / "bin" / "vecadd", app)
+        done = _run([gpusim, "exec", "--", app, "300"], cwd=empty, env=env)
+        assert done.stdout == "vecadd n=300: no error, 0 mismatches\n"
+        assert "building the CUDA runtime shim (once)" in done.stderr and " vecadd " in done.stderr
+        assert list((tmp_path / "cache" / "exec").glob("*/libcudart.so.13"))
     assert list(empty.iterdir()) == []
 
 

@@ -164,6 +164,18 @@ def test_float_min_max_order_negative_zero_below_positive_zero():
     assert signs == {"min": [True, True, True, True], "max": [False, False, True, True]}
 
 
+def test_an_array_of_negative_zeros_reaches_global_memory():
+    """Fresh memory skips copying an all-zero array; -0.0 compares equal to 0 but its bytes are not zero
+    (the min/max test above read +0.0 back for b = [-0.0, 0.0, -0.0, -0.0])."""
+    from gpusim.functional.memory import GlobalMemory
+
+    mem = GlobalMemory()
+    a = np.array([-0.0, 0.0, -0.0], dtype=np.float32)
+    got = mem.read(mem.alloc_array(a), np.float32, 3)
+    assert np.signbit(got).tolist() == [True, False, True]
+    assert mem.read(mem.alloc_array(np.zeros(3, np.float32)), np.float32, 3).tolist() == [0.0, 0.0, 0.0]
+
+
 # ---- config loader -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("text, line, field, reason", [

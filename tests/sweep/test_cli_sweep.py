@@ -8,7 +8,6 @@ import sys
 import pandas as pd
 import pytest
 
-from gpusim.cli import sweep_cmd
 from gpusim.cli.main import main
 
 BASE = ["sweep", "saxpy", "--set", "n=4096", "--jobs", "1"]
@@ -103,6 +102,6 @@ def test_interrupt_says_how_to_resume(monkeypatch, capsys):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(sweep_cmd, "sweep", interrupted)
+    monkeypatch.setattr("gpusim.sweep.sweep", interrupted)  # (sweep_cmd imports it when it runs)
     assert main(BASE + ["--block", "128"]) == 130
     assert "run the same command again to resume" in capsys.readouterr().err

@@ -19,14 +19,17 @@ def _freeze(d: dict | None) -> tuple:
 
 
 @cache
-def _sim(workload: str, cfg: str, scheduler: str | None, overrides: tuple, params: tuple):
-    return simulate(workload, cfg, scheduler=scheduler, overrides=dict(overrides) or None, **dict(params))
+def _sim(workload: str, cfg: str, scheduler: str | None, overrides: tuple, params: tuple, program_order: bool):
+    wl = gpusim.load_workload(workload).for_config(None, ptxas_model=False) if program_order else workload
+    return simulate(wl, cfg, scheduler=scheduler, overrides=dict(overrides) or None, **dict(params))
 
 
 def sim(workload: str, cfg: str = "a100", *, scheduler: str | None = None, overrides: dict | None = None,
-        **params):
-    """`simulate()` (verified against the numpy reference), cached: do not mutate the result."""
-    return _sim(workload, cfg, scheduler, _freeze(overrides), _freeze(params))
+        program_order: bool = False, **params):
+    """`simulate()` (verified against the numpy reference), cached: do not mutate the result.
+    `program_order`: the kernel as written, without the ptxas model (the hand-derived expectations of a
+    microbenchmark's loop count its instructions as written)."""
+    return _sim(workload, cfg, scheduler, _freeze(overrides), _freeze(params), program_order)
 
 
 def cycles(workload: str, cfg: str = "a100", **kw) -> int:

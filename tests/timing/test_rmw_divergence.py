@@ -11,6 +11,7 @@ import pytest
 
 import gpusim
 from gpusim.config import load_config
+from gpusim.data import data_dir
 from gpusim.timing import dram as _dram
 from gpusim.timing import interconnect as _noc
 from gpusim.timing import l2 as _l2
@@ -167,8 +168,18 @@ def test_each_change_of_active_threads_costs_divergence_cycles():
     assert per_iter(1, 20) == per_iter(1, 0)
 
 
-def test_divergence_cycles_belong_to_the_branch_unit_only():
+def test_divergence_cycles_belong_to_the_branch_unit_only(tmp_path):
+    """In a YAML file the loader names the rule; as an override the resolver refuses the field and points
+    to the branch unit's."""
+    text = (data_dir("configs") / "h200.yaml").read_text()
+    bad = tmp_path / "bad.yaml"
+    line = "  fp32:   {latency_cycles: 4,  lanes_per_subpartition: 32}"
+    assert line in text
+    bad.write_text(text.replace(line, line[:-1] + ", divergence_cycles: 5}"))
     with pytest.raises(gpusim.ConfigError, match="only the branch unit has divergence_cycles"):
+        load_config(str(bad))
+    with pytest.raises(gpusim.ConfigError, match="units.fp32.divergence_cycles: not a config field; did you mean "
+                                                 "units.branch.divergence_cycles"):
         load_config("h200", overrides={"units.fp32.divergence_cycles": 5})
 
 

@@ -133,6 +133,18 @@ def test_a_ci_subset_through_the_cli(tmp_path, capsys):
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_quiet_drops_the_progress_lines_not_the_table(capsys):
+    argv = ["validate", "--kernels", "--size", "small", "--kernel", "saxpy", "--front-end", "sasm"]
+    assert main(argv + ["--quiet"]) == 0
+    quiet = capsys.readouterr()
+    assert quiet.err == ""
+    row = next(line for line in quiet.out.splitlines() if line.startswith("saxpy "))
+    assert row.split()[:3] == ["saxpy", "small", "sasm"]
+    assert main(argv) == 0
+    loud = capsys.readouterr()
+    assert "saxpy small:" in loud.err and loud.out == quiet.out
+
+
 def test_the_chart_draws_every_row():
     from gpusim.plot.correlation import kernel_correlation_figure
 
@@ -174,3 +186,18 @@ def test_markdown_tables_carry_the_rows_and_the_summary():
     md = v.markdown()
     assert md.startswith("#### h200: 2 figures, 1 within tolerance, 1 known gaps, 0 outside")
     assert "| `iadd_throughput` | throughput | 60.7 | 126 ops/clk/SM | -51.8 | known gap: why | src |" in md
+
+
+def test_large_sizes_leave_the_sass_port_out_unless_asked_for(monkeypatch):
+    """SASS runs whole, and the large sizes whole take minutes to hours: they are simulated only when both
+    --size and --front-end name them."""
+    from gpusim.analysis import kernel_validation as kv
+
+    seen = []
+    monkeypatch.setattr(kv, "simulate_pair", lambda pair, wl, fe, cfg, **_: seen.append((pair.size, fe)) or
+                        _row(wl, pair.measured_us, pair.measured_us, pair.size, fe=fe))
+    kv.validate_kernels("h200", kernels=["saxpy"])
+    assert ("large", "sass") not in seen and ("medium", "sass") in seen and ("large", "ptx") in seen
+    seen.clear()
+    kv.validate_kernels("h200", kernels=["saxpy"], sizes=["large"], front_ends=["sass"])
+    assert seen == [("large", "sass")]

@@ -1,7 +1,6 @@
 """The arithmetic of sampled simulation (docs/sampling.md): from a few detailed runs of a kernel's first
 blocks with its long loops cut short, the cycles of the whole kernel and a bound on the error; and the
-static check for kernels whose memory addresses come from loaded data. Pure functions of numbers and
-programs.
+per-wave time's steady state inside a run. Pure functions of numbers.
 
 Two models, by the shape of the grid (B = blocks per SM x SMs: a wave):
 
@@ -36,9 +35,6 @@ import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-
-from gpusim.isa.cfg import instruction_successors
-from gpusim.isa.program import EXIT_PC, Program
 
 CONFIDENCE_FLOOR = 0.01  # never claim better than 1 %: the model is a model
 L2_FILL_SPREAD = 0.1  # the "L2 fill" term: where the L2 fills, within this fraction of the waves before it
@@ -106,105 +102,182 @@ def _line(x0: float, y0: float, x1: float, y1: float, x: float) -> float:
     return y1 + (y1 - y0) / (x1 - x0) * (x - x1)
 
 
+STEADY_BATCHES = 16  # a run's retirement gaps are cut into about this many batches to find its steady state
+NOISE_SIGMAS = 2.0  # the "waves" term holds the steady per-wave time's standard error this many times
+
+
+@dataclass(frozen=True, slots=True)
+class Steady:
+    """The steady state of a run's retirement gaps (`steady_gaps`): the gaps from `start` on, their
+    mean, the means of the earlier and later half of them, and the standard error of the mean (the
+    spread of batch means over the square root of the waves the gaps span: gaps a wave apart are what is
+    independent)."""
+
+    start: int
+    mean: float
+    early: float
+    late: float
+    stderr: float
+
+
+def steady_gaps(gaps: np.ndarray, blocks_per_wave: int) -> Steady:
+    """Where a run's retirement gaps (`wave_deltas`) settle: the truncation point that minimises the
+    marginal standard error of the mean of the rest (MSER, White 1997: the standard rule for cutting
+    a simulation's warm-up), over batches of about a sixteenth of the gaps, at most half of them cut.
+    A run's first wave starts in step and its L2 starts empty; the gaps after the cut are what the
+    later waves do."""
+    d = np.asarray(gaps, dtype=np.float64)
+    n = d.size
+    if n == 0:
+        raise ValueError("no retirement gaps: the run spans one wave or less")
+    k = max(1, n // STEADY_BATCHES)
+    m = n // k
+    batches = d[: m * k].reshape(m, k).mean(axis=1) if m else d[:1]
+    best, cut = math.inf, 0
+    for c in range(max(1, (m + 1) // 2)):
+        rest = batches[c:]
+        if rest.size < 2:
+            break
+        stat = float(((rest - rest.mean()) ** 2).sum()) / rest.size**2
+        if stat < best - 1e-12:
+            best, cut = stat, c
+    start = cut * k
+    tail = d[start:]
+    rest = batches[cut:]
+    half = tail.size // 2
+    # the gaps of one wave measure the same pair of waves from different blocks: the window holds about
+    # tail.size / B independent waves, not as many independent batches
+    waves = max(1.0, tail.size / blocks_per_wave)
+    se = float(rest.std(ddof=1) / math.sqrt(waves)) if rest.size >= 2 else 0.0
+    return Steady(start, float(tail.mean()), float(tail[:half].mean()) if half else float(tail.mean()),
+                  float(tail[half:].mean()), se)
+
+
 def extrapolate(*, grid: int, blocks_per_wave: int, runs: list[Observation], full_warp_instructions: float,
                 wave_deltas: list[np.ndarray] | None = None, warp_instructions_spread: float = 0.0,
                 remainder_matched: bool = True, extra_bounds: dict[str, float] | None = None) -> Estimate:
     """Cycles of the whole kernel and the bound on their error, from `runs` of the same first blocks at
     increasing loop-cap levels (one run with loops whole, or two or more levels).
 
-    With `wave_deltas` (per run, `wave_deltas()` of its timeline): the per-wave model; without, the loop
-    model (see the module docstring). `full_warp_instructions`: the kernel's warp instructions
+    With `wave_deltas` (per run, `wave_deltas()` of its timeline): the per-wave model (`_per_wave`);
+    without, the loop model (`_loops`). `full_warp_instructions`: the kernel's warp instructions
     (estimated from a few blocks; `warp_instructions_spread` their relative uncertainty). With
     `remainder_matched` False the sample does not end with the grid's partial last wave, which the
-    per-wave model then counts as a fraction of a wave. `extra_bounds`: further terms, in cycles.
-
-    The bound adds: "loops", LOOP_DRIFT_FACTOR times the difference the two lowest levels make
-    instead of the two highest (with three levels or more); "waves", the difference between the
-    estimates from the earlier and the later half of each run's gaps (per-wave model: how far the
-    per-wave time still moves), or, with no run of more than the first blocks, the
-    first wave's own intercept for the waves still to come (loop model); "last wave", up to a whole
-    wave for a partial last wave counted as a fraction; "instruction count"; and the extra terms."""
-    B = blocks_per_wave
+    model then counts as a fraction of a wave. `extra_bounds`: further terms, in cycles."""
     runs_in = list(runs)
     runs = sorted(runs_in, key=lambda o: -1 if o.cap is None else o.cap)
     if not runs or len({o.blocks for o in runs}) != 1:
         raise ValueError("runs must be one or more runs of the same first blocks")
-    g = runs[0].blocks
-    x = max(0.0, (grid - g) / B)  # waves after the sampled ones
-    y_full = full_warp_instructions
-    bounds: dict[str, float] = {}
+    fit = dict(grid=grid, blocks_per_wave=blocks_per_wave, y_full=full_warp_instructions,
+               spread=warp_instructions_spread, remainder_matched=remainder_matched)
     if wave_deltas is not None:
-        if len(wave_deltas) != len(runs) or any(d.size == 0 for d in wave_deltas):
+        if len(wave_deltas) != len(runs) or any(np.asarray(d).size == 0 for d in wave_deltas):
             raise ValueError("every run of the per-wave model needs its retirement gaps (more than one wave)")
-        gaps = [np.asarray(d, dtype=np.float64) for _, d in sorted(zip(
-            (-1 if o.cap is None else o.cap for o in runs_in), wave_deltas, strict=True), key=lambda t: t[0])]
-        yf = y_full / grid  # warp instructions of one whole block
-        ys = [r.warp_instructions / g for r in runs]
-
-        def offsets(means: list[float]) -> list[float]:
-            return [r.cycles - m * g / B for r, m in zip(runs, means, strict=True)]
-
-        def per_wave(means: list[float], i: int, j: int) -> tuple[float, float]:
-            """D and O at the kernel's own block length, from runs i and j (or run i alone)."""
-            offs = offsets(means)
-            if i == j:
-                return means[i], offs[i]
-            return _line(ys[i], means[i], ys[j], means[j], yf), _line(ys[i], offs[i], ys[j], offs[j], yf)
-
-        def total(d: float, o: float) -> float:
-            return o + d * grid / B
-
-        means = [float(d.mean()) for d in gaps]
-        late = [float(d[d.size // 2:].mean()) for d in gaps]
-        early = [float(d[: d.size // 2].mean()) if d.size > 1 else float(d.mean()) for d in gaps]
-        n = len(runs)
-        if n == 1 and runs[0].cap is not None:
-            raise ValueError("one run at a loop cap: nothing to take to the whole loops")
-        hi = (n - 2, n - 1) if n >= 2 else (0, 0)
-        d_full, o_full = per_wave(means, *hi)
-        est = total(d_full, o_full)
-        bounds["waves"] = abs(total(*per_wave(late, *hi)) - total(*per_wave(early, *hi)))
-        if n >= 3:
-            bounds["loops"] = abs(total(*per_wave(means, 0, 1)) - est) * LOOP_DRIFT_FACTOR
-        if warp_instructions_spread:
-            if n >= 2:  # cycles per warp instruction of a block, all blocks together
-                offs = offsets(means)
-                dy = ys[-1] - ys[-2]
-                per_y = ((means[-1] - means[-2]) * grid / B + (offs[-1] - offs[-2])) / dy
-                bounds["instruction count"] = abs(per_y) * yf * warp_instructions_spread
-            else:
-                bounds["instruction count"] = d_full * x * warp_instructions_spread
-        r = grid % B
-        if not remainder_matched and r:
-            bounds["last wave"] = (1 - r / B) * d_full
-        result = dict(model="waves", per_wave=d_full, offset=o_full)
+        order = sorted(range(len(runs_in)), key=lambda i: -1 if runs_in[i].cap is None else runs_in[i].cap)
+        est, bounds, result = _per_wave(runs, [np.asarray(wave_deltas[i], dtype=np.float64) for i in order], **fit)
     else:
-        if len(runs) < 2 or any(o.cap is None for o in runs):
-            raise ValueError("the loop model needs runs at two loop-cap levels or more")
-        beta = slope(runs[-2], runs[-1])
-        top = runs[-1]
-
-        def total_l(b: float) -> float:
-            return top.cycles + b * (y_full - top.warp_instructions)
-
-        est = total_l(beta)
-        if len(runs) >= 3:
-            bounds["loops"] = abs(total_l(slope(runs[0], runs[1])) - est) * LOOP_DRIFT_FACTOR
-        if x > 0:  # no run of the later waves: each costs between nothing and the first one's intercept
-            alpha = max(0.0, runs[0].cycles - beta * runs[0].warp_instructions) * B / g
-            est += alpha / 2 * x
-            bounds["waves"] = alpha / 2 * x
-        if warp_instructions_spread:
-            bounds["instruction count"] = beta * y_full * warp_instructions_spread
-        r = grid % B
-        if x > 0 and not remainder_matched and r:  # a partial last wave may take as long as a whole one
-            bounds["last wave"] = (1 - r / B) * est * B / grid
-        result = dict(model="loops", beta=beta)
+        est, bounds, result = _loops(runs, **fit)
     for k, v in (extra_bounds or {}).items():
         bounds[k] = float(v)
     cycles = max(1, round(est))
     conf = max(CONFIDENCE_FLOOR, sum(bounds.values()) / cycles)
-    return Estimate(cycles, conf, waves_extrapolated=x, bounds=bounds, **result)
+    return Estimate(cycles, conf, waves_extrapolated=max(0.0, (grid - runs[0].blocks) / blocks_per_wave),
+                    bounds=bounds, **result)
+
+
+def _per_wave(runs: list[Observation], gaps: list[np.ndarray], *, grid: int, blocks_per_wave: int, y_full: float,
+              spread: float, remainder_matched: bool) -> tuple[float, dict[str, float], dict]:
+    """The per-wave model: inside a run, block j + B retires one wave after block j; the mean of those
+    gaps over the run's steady state (`steady_gaps`) is the per-wave time D, and T = O + D g / B gives
+    the ramp and drain O. With loops cut, D and O are fitted linearly in a block's warp instructions at
+    the two highest levels and taken to the kernel's own; the kernel's cycles are O + D grid / B.
+
+    Bound terms: "waves", how far the estimate moves between the earlier and the later half of each
+    run's steady gaps, plus NOISE_SIGMAS standard errors of their mean, taken through the fit; "loops"
+    (three levels or more), LOOP_DRIFT_FACTOR times the difference the two lowest levels make instead
+    of the two highest; "instruction count"; "last wave", up to a whole wave for a partial last wave
+    counted as a fraction."""
+    B = blocks_per_wave
+    g = runs[0].blocks
+    n = len(runs)
+    if n == 1 and runs[0].cap is not None:
+        raise ValueError("one run at a loop cap: nothing to take to the whole loops")
+    yf = y_full / grid  # warp instructions of one whole block
+    ys = [r.warp_instructions / g for r in runs]
+    hi = (n - 2, n - 1) if n >= 2 else (0, 0)
+
+    def total(means: list[float], i: int, j: int) -> float:
+        """O + D grid / B at the kernel's own block length, from runs i and j (or run i alone)."""
+        offs = [r.cycles - m * g / B for r, m in zip(runs, means, strict=True)]
+        if i == j:
+            d, o = means[i], offs[i]
+        else:
+            d, o = _line(ys[i], means[i], ys[j], means[j], yf), _line(ys[i], offs[i], ys[j], offs[j], yf)
+        return o + d * grid / B
+
+    steady = [steady_gaps(d, B) for d in gaps]
+    means = [s.mean for s in steady]
+    est = total(means, *hi)
+    drift = abs(total([s.late for s in steady], *hi) - total([s.early for s in steady], *hi))
+    noise = 0.0
+    for i in set(hi):  # each fitted run's standard error, through the fit
+        moved = list(means)
+        moved[i] += NOISE_SIGMAS * steady[i].stderr
+        noise += abs(total(moved, *hi) - est)
+    bounds = {"waves": drift + noise}
+    if n >= 3:
+        bounds["loops"] = abs(total(means, 0, 1) - est) * LOOP_DRIFT_FACTOR
+    x = max(0.0, (grid - g) / B)
+    d_full = (means[hi[0]] if hi[0] == hi[1] else _line(ys[hi[0]], means[hi[0]], ys[hi[1]], means[hi[1]], yf))
+    if spread:
+        if n >= 2:  # cycles per warp instruction of a block, all blocks together
+            i, j = hi
+            offs = [r.cycles - m * g / B for r, m in zip(runs, means, strict=True)]
+            per_y = ((means[j] - means[i]) * grid / B + (offs[j] - offs[i])) / (ys[j] - ys[i])
+            bounds["instruction count"] = abs(per_y) * yf * spread
+        else:
+            bounds["instruction count"] = d_full * x * spread
+    r = grid % B
+    if not remainder_matched and r:
+        bounds["last wave"] = (1 - r / B) * d_full
+    o_full = est - d_full * grid / B
+    return est, bounds, dict(model="waves", per_wave=d_full, offset=o_full)
+
+
+def _loops(runs: list[Observation], *, grid: int, blocks_per_wave: int, y_full: float, spread: float,
+           remainder_matched: bool) -> tuple[float, dict[str, float], dict]:
+    """The loop model: each further warp instruction costs `beta` cycles (the slope between the two
+    highest levels), and the kernel's cycles are T(highest) + beta (its warp instructions - the run's),
+    plus, for waves not sampled, half the first wave's intercept each.
+
+    Bound terms: "loops" (three levels or more); "waves", the first wave's own intercept for the waves
+    still to come; "instruction count"; "last wave" (a partial last wave may take as long as a whole
+    one)."""
+    if len(runs) < 2 or any(o.cap is None for o in runs):
+        raise ValueError("the loop model needs runs at two loop-cap levels or more")
+    B = blocks_per_wave
+    g = runs[0].blocks
+    x = max(0.0, (grid - g) / B)
+    bounds: dict[str, float] = {}
+    beta = slope(runs[-2], runs[-1])
+    top = runs[-1]
+
+    def total(b: float) -> float:
+        return top.cycles + b * (y_full - top.warp_instructions)
+
+    est = total(beta)
+    if len(runs) >= 3:
+        bounds["loops"] = abs(total(slope(runs[0], runs[1])) - est) * LOOP_DRIFT_FACTOR
+    if x > 0:  # no run of the later waves: each costs between nothing and the first one's intercept
+        alpha = max(0.0, runs[0].cycles - beta * runs[0].warp_instructions) * B / g
+        est += alpha / 2 * x
+        bounds["waves"] = alpha / 2 * x
+    if spread:
+        bounds["instruction count"] = beta * y_full * spread
+    r = grid % B
+    if x > 0 and not remainder_matched and r:  # a partial last wave may take as long as a whole one
+        bounds["last wave"] = (1 - r / B) * est * B / grid
+    return est, bounds, dict(model="loops", beta=beta)
 
 
 def first_wave_end(timeline, blocks_per_wave: int) -> float:
@@ -352,45 +425,7 @@ def floor_estimate(est: Estimate, roofs: dict[str, float]) -> Estimate:
                    floored_from=est.cycles)
 
 
-def data_dependent_addresses(program: Program) -> list[int]:
-    """The pcs of global memory instructions whose address depends on a value loaded from global
-    memory (pointer chasing, gathers through an index array), by a forward dataflow over the control
-    flow: such a kernel touches data the first blocks and loop iterations do not predict."""
-    instrs = program.instructions
-    n = len(instrs)
-    tainted_in: list[frozenset | None] = [None] * n
-    tainted_in[0] = frozenset()
-    work = [0]
-    bad: set[int] = set()
-    while work:
-        pc = work.pop()
-        ins = instrs[pc]
-        t = set(tainted_in[pc])
-        is_global = ins.opcode in ("ld", "st", "atom", "red") and ins.space == "global"
-        if is_global:
-            addr = ins.srcs[0] if ins.opcode in ("ld", "atom") else ins.dsts[0]
-            if addr.kind == "addr" and addr.reg in t:
-                bad.add(pc)
-        reads = {o.reg for o in ins.srcs if o.kind in ("reg", "addr") and o.reg >= 0}
-        dirty = (ins.opcode in ("ld", "atom") and ins.space == "global") or bool(reads & t)
-        for r in ins.regs_written():
-            if dirty:
-                t.add(r)
-            elif ins.guard < 0:
-                t.discard(r)  # a predicated write may leave the old (tainted) value
-        out = frozenset(t)
-        for s in instruction_successors(ins, n):
-            if s == EXIT_PC:
-                continue
-            old = tainted_in[s]
-            new = out if old is None else old | out
-            if new != old:
-                tainted_in[s] = new
-                work.append(s)
-    return sorted(bad)
-
-
 __all__ = ["CONFIDENCE_FLOOR", "Estimate", "L2_FILL_SPREAD", "LOOP_DRIFT_FACTOR", "Observation", "TRANSITION_STEPS",
-           "data_dependent_addresses", "eviction_fraction", "extrapolate", "fill_waves", "first_wave_end",
+           "eviction_fraction", "extrapolate", "fill_waves", "first_wave_end",
            "floor_estimate", "in_step_bound", "l2_dirty_fraction", "slope", "two_phase", "wave_deltas",
            "writeback_bound"]

@@ -1,0 +1,321 @@
+"""What to simulate (step 3 of docs/sampling.md): a plan of detailed runs of a kernel's first blocks, at
+one or more loop-cap levels, from a cold L2 and maybe again from a warm one (`make_plan`), and, when the
+estimate's bound is wider than asked, the next, larger plan that should narrow it (`refine`). Pure
+functions of the kernel's shape (`KernelProfile`) and warp-instruction counts."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+MIN_LOOP_TRIPS = 16  # loops shorter than this always run whole; longer ones are cut only to fit the budget
+MANY_WAVES = 8  # from this many waves on, the sample may leave the last wave's remainder to the model
+WAVE_SPAN = 2  # waves simulated after the first one to measure the per-wave time
+CAP_STEPS = (2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)  # s of the cap levels (s/2, s, 2s)
+MIN_CAP_STEP = 4  # "auto" takes the slope from 4 iterations on: the first few run apart from the steady state
+FILL_END = 1.5  # the L2's sets are full (96 % of allocations evict, `model.eviction_fraction`) by 1.5 x the fill
+MAX_COST = 6_000_000  # a first plan's warp instructions, where none fits the budget, at most (make_plan's default)
+STEADY_WAVES = 3  # waves a run simulates past the L2's fill to measure the steady state after it (at least)
+STEADY_WAVES_WANTED = 8  # ... and where that fits: the steady per-wave time's error shrinks as 1 / sqrt(waves)
+WARM_WAVES = 8  # waves a run from a warm L2 spans: its first waves evict in a burst (saxpy on h200: 3 waves 7 % slow)
+# the bound terms each refinement narrows (others are left as they are)
+MORE_WAVES = ("waves", "ramp and drain", "L2 fill", "L2 transition", "L2 write-backs", "last wave")
+DEEPER = ("loops", "first wave in step", "roof floor")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The detailed runs of a sample: the first `blocks` blocks at each loop-cap level of `levels` (None:
+    loops whole), and with `warm` again from a warm L2 (the two-phase model). `kind` "waves": the runs
+    span several waves (the per-wave model); "loops": they are the whole grid of a few waves or less,
+    or the first wave of a grid of fewer than MANY_WAVES (the loop model)."""
+
+    kind: str
+    blocks: int
+    levels: tuple[int | None, ...]
+    remainder_matched: bool  # the sampled blocks end with the grid's partial last wave
+    cost: float  # estimated warp instructions simulated
+    warm: bool = False
+    warm_blocks: int = 0  # the first blocks of the runs from a warm L2
+
+    def runs(self) -> list[tuple[int, int | None]]:
+        return [(self.blocks, c) for c in self.levels]
+
+    def keys(self) -> list[tuple[int, int | None, bool]]:
+        """Each run as (blocks, level, from a warm L2)."""
+        return ([(self.blocks, c, False) for c in self.levels]
+                + ([(self.warm_blocks, c, True) for c in self.levels] if self.warm else []))
+
+    def describe(self) -> str:
+        levels = "loops whole" if self.levels == (None,) else "loops cut at " + "/".join(map(str, self.levels))
+        warm = f", and {self.warm_blocks:,} from a warm L2" if self.warm else ""
+        return f"{self.blocks:,} blocks, {levels}{warm}"
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a plan's cost depends on: the grid, a wave, a block's warp instructions whole (`w_full`),
+    with its long loops cut at level 0 (`w0`) and 1 (`w1`), the longest loop's iterations, and the
+    waves by which the kernel's data fills the L2 when it writes (`fill`: inf when it need not be
+    simulated through)."""
+
+    grid: int
+    blocks_per_wave: int
+    w_full: float
+    w0: float
+    w1: float
+    longest_loop: int
+    fill: float = math.inf
+
+    @property
+    def long(self) -> bool:
+        return self.longest_loop >= MIN_LOOP_TRIPS and self.w1 > self.w0
+
+    def per_block(self, cap: int | None) -> float:
+        return self.w_full if cap is None else min(self.w_full, self.w0 + cap * max(self.w1 - self.w0, 0.0))
+
+    def cost(self, blocks: int, levels: tuple[int | None, ...], warm_blocks: int = 0) -> float:
+        """Warp instructions of runs of `blocks` at each of `levels` (and of `warm_blocks` from a warm L2)."""
+        return (blocks + warm_blocks) * sum(self.per_block(c) for c in levels)
+
+    def warm_blocks(self, blocks: int) -> int:
+        """The blocks of the runs from a warm L2 beside cold runs of `blocks`: WARM_WAVES waves (at least
+        as many as the cold ones, fewer than the grid)."""
+        B = self.blocks_per_wave
+        return min(max(blocks, self.first()[0] + (WARM_WAVES - 1) * B), self.grid - 1)
+
+    def first(self) -> tuple[int, bool]:
+        """The first wave and the grid's remainder (g1, matched); from MANY_WAVES waves on, a first wave
+        alone when the remainder is left to the model is asked for by `matched` False."""
+        B = self.blocks_per_wave
+        r = self.grid % B
+        return (B + r if r else B), True
+
+    def through_fill(self, steady: int = STEADY_WAVES) -> int | None:
+        """The blocks of a run that goes FILL_END x the fill and `steady` waves further, with the grid's
+        remainder (the natural fill: the L2 then holds the kernel's own lines), or None when the kernel
+        need not or cannot."""
+        if not math.isfinite(self.fill):
+            return None
+        B = self.blocks_per_wave
+        g = math.ceil(FILL_END * self.fill + steady) * B + self.grid % B
+        return g if g < self.grid else None
+
+
+def sees_full_l2(blocks: int, fill: float, blocks_per_wave: int) -> bool:
+    """Whether a run of the first `blocks` blocks sees the L2 full and its steady state after: it goes
+    FILL_END x the fill (`fill` waves) and STEADY_WAVES waves further."""
+    return math.isfinite(fill) and blocks >= (FILL_END * fill + STEADY_WAVES) * blocks_per_wave
+
+
+def _triples(shape: Shape, only_step: int | None) -> list[tuple[int, int, int]]:
+    steps = CAP_STEPS if only_step is None else (only_step,)
+    return [(s // 2, s, 2 * s) for s in steps if 2 * s < shape.longest_loop][::-1] if shape.long else []
+
+
+def make_plan(grid: int, blocks_per_wave: int, w_full: float, w0: float, w1: float, longest_loop: int,
+              budget: float, *, min_step: int = MIN_CAP_STEP, max_cost: float | None = None,
+              only_step: int | None = None, fill: float = math.inf,
+              whole_cost: float | None = None) -> tuple[Plan | None, str]:
+    """The first runs to simulate. Per block: `w_full` warp instructions whole, `w0` with the long loops
+    cut at level 0 and `w1` at level 1 (so one more level costs w1 - w0). Levels are (s/2, s, 2s) with
+    2s below the longest loop's iterations (`only_step`: that s alone).
+
+    Per-wave model, when the grid has room for a first g1 blocks and WAVE_SPAN waves more (g1: one wave
+    plus the grid's remainder, so the sample ends with a partial wave as the kernel does; or, from
+    MANY_WAVES waves on, one wave, leaving the remainder to the model): one run with loops whole where
+    that fits `whole_cost` (default `budget`: loops are cut only where whole ones cost too much; a
+    loop cut short is a model, its whole run is the kernel's),
+    else runs at the highest levels within the budget (the remainder simulated if it fits), else the
+    cheapest. A kernel whose data overflows the L2 and that writes (`fill`: the waves by which its data
+    fills the L2) is simulated through the fill where that fits `max_cost` (the run's last waves then
+    see the L2 in its steady state, holding the kernel's own lines), else from a cold and a warm L2
+    (`Plan.warm`, the two-phase model).
+
+    One wave deep: where the per-wave plan's levels stay under MIN_CAP_STEP (s) and the grid has fewer
+    than MANY_WAVES waves, the loop model on the first wave (B blocks, the remainder not matched) at
+    levels with s >= MIN_CAP_STEP; the per-wave plan when none is within `max_cost`.
+
+    Loop model, for a grid of fewer waves with long loops: runs of the whole grid at each level, or, for
+    a grid of more than a wave, of its first wave alone. Choice: the highest levels with s >= `min_step`
+    within `budget` (the whole grid, else the first wave); the cheapest with s >= `min_step` within
+    `max_cost` (likewise); the highest within `max_cost`; the cheapest. (None, why) when there is nothing
+    to extrapolate."""
+    shape = Shape(grid, blocks_per_wave, w_full, w0, w1, longest_loop, fill)
+    max_cost = max(budget, MAX_COST) if max_cost is None else max_cost
+    B = blocks_per_wave
+    k, r = divmod(grid, B)
+    triples = _triples(shape, only_step)
+    firsts = [(B + r if r else B, True)] + ([(B, False)] if r and k >= MANY_WAVES else [])
+    spans = [(g1 + WAVE_SPAN * B, matched) for g1, matched in firsts if g1 + WAVE_SPAN * B < grid]
+    if spans:
+        if shape.long and only_step is not None and not triples:
+            return None, f"no levels (s/2, s, 2s) with s = {only_step} fit loops of {longest_loop} iterations"
+        whole = budget if whole_cost is None else max(budget, whole_cost)
+        return _wave_plan(shape, spans, triples, budget, max_cost, only_step, whole), ""
+    if not triples:
+        return None, (f"nothing to extrapolate: {grid:,} blocks fill {grid / B:.2f} waves of {B:,} (too few to "
+                      f"sample {WAVE_SPAN + 1} and extrapolate), and no loop has {MIN_LOOP_TRIPS} iterations or more")
+    plans = [Plan("loops", grid, levels, True, shape.cost(grid, levels)) for levels in triples]
+    late = [pl for pl in plans if pl.levels[1] >= min_step]
+    # a grid of more than a wave: its first wave alone where the whole grid costs too much (the later
+    # waves extrapolated from it)
+    first = [Plan("loops", B, pl.levels, r == 0, shape.cost(B, pl.levels)) for pl in late] if grid > B else []
+    for choice in ([pl for pl in late if pl.cost <= budget][:1],
+                   [pl for pl in first if pl.cost <= budget][:1],
+                   sorted((pl for pl in late if pl.cost <= max_cost), key=lambda pl: pl.cost)[:1],
+                   sorted((pl for pl in first if pl.cost <= max_cost), key=lambda pl: pl.cost)[:1],
+                   [pl for pl in plans if pl.cost <= max_cost][:1]):
+        if choice:
+            return choice[0], ""
+    return min(plans, key=lambda pl: pl.cost), ""
+
+
+def _wave_plan(shape: Shape, spans, triples, budget: float, max_cost: float, only_step: int | None,
+               whole_cost: float) -> Plan:
+    """The per-wave plan of `make_plan` (or, for a kernel of few waves whose span affords only the
+    first iterations, the loop model one wave deep)."""
+    B, grid = shape.blocks_per_wave, shape.grid
+    whole = [Plan("waves", g, (None,), m, shape.cost(g, (None,))) for g, m in spans]
+    if not shape.long or (only_step is None and whole[-1].cost <= whole_cost):
+        plan = next((pl for pl in whole if pl.cost <= whole_cost), whole[-1])
+        return _through_fill(shape, plan, max_cost)
+    level_sets = triples + ([(0, 1, 2), (0, 1)] if only_step is None else [])
+    plans = [Plan("waves", g, levels, m, shape.cost(g, levels)) for levels in level_sets for g, m in spans]
+    within = [pl for pl in plans if pl.cost <= budget]
+    chosen = within[0] if within else min(plans, key=lambda pl: pl.cost)
+    if chosen.levels[1] < MIN_CAP_STEP and grid < MANY_WAVES * B:
+        # Spanning three waves, the runs can afford only the loop's first iterations, whose cost per
+        # iteration is its prologue's (the first copies' latency, a pipeline filling), not the steady
+        # loop's (gemm_mma at n = 4096: an estimate below the tensor roof). With few waves, the first
+        # wave's loops run to the steady state instead (the loop model), the later waves extrapolated.
+        r = grid % B
+        deep = [Plan("loops", B, levels, r == 0, shape.cost(B, levels))
+                for levels in triples if levels[1] >= MIN_CAP_STEP]
+        steady = ([pl for pl in deep if pl.cost <= budget][:1]
+                  or sorted((pl for pl in deep if pl.cost <= max_cost), key=lambda pl: pl.cost)[:1])
+        if steady:
+            return steady[0]
+    return _through_fill(shape, chosen, max_cost)
+
+
+def _through_fill(shape: Shape, plan: Plan, max_cost: float) -> Plan:
+    """`plan` taken through the L2's fill where the kernel needs it and that fits `max_cost` (with up to
+    STEADY_WAVES_WANTED waves of steady state after it, at least STEADY_WAVES); else, where
+    the kernel needs it and it fits, the same runs from a cold L2 and WARM_WAVES waves from a warm one
+    (two phases); else `plan`."""
+    if plan.kind != "waves" or not math.isfinite(shape.fill) or sees_full_l2(plan.blocks, shape.fill,
+                                                                              shape.blocks_per_wave):
+        return plan
+    for steady in range(STEADY_WAVES_WANTED, STEADY_WAVES - 1, -1):
+        g = shape.through_fill(steady)
+        if g is not None and g > plan.blocks and shape.cost(g, plan.levels) <= max_cost:
+            return replace(plan, blocks=g, remainder_matched=_matched(shape, g), cost=shape.cost(g, plan.levels))
+    wb = shape.warm_blocks(plan.blocks)
+    if shape.cost(plan.blocks, plan.levels, wb) > max_cost:
+        return plan  # cold alone: the write-backs it misses are bounded ("L2 write-backs")
+    return replace(plan, warm=True, warm_blocks=wb, cost=shape.cost(plan.blocks, plan.levels, wb))
+
+
+def _matched(shape: Shape, g: int) -> bool:
+    r = shape.grid % shape.blocks_per_wave
+    return r == 0 or g % shape.blocks_per_wave == r
+
+
+def refine(plan: Plan, shape: Shape, bounds: dict[str, float], *, spent: float, ceiling: float,
+           done: set | frozenset = frozenset()) -> tuple[Plan | None, str]:
+    """The next plan when the estimate's bound is too wide: by the largest term of `bounds`, more waves
+    (MORE_WAVES: twice the waves after the first; through the L2's fill where the kernel needs it), or
+    deeper loop levels (DEEPER: each level doubled; loops whole once the levels reach the loop's
+    length), trying the other when the first cannot help; a plan whose runs would take the sample past
+    `ceiling` warp instructions (with the `spent` ones; runs in `done`, as `Plan.keys`, cost nothing
+    again) is not taken. (None, why) when nothing helps."""
+
+    def new_cost(p: Plan) -> float:
+        return sum(shape.cost(g, (c,)) for g, c, w in p.keys() if (g, c, w) not in done)
+
+    order = sorted(bounds, key=bounds.get, reverse=True)
+    tried = []
+    for term in order:
+        for step in ((_more_waves, _deeper) if term in MORE_WAVES else (_deeper, _more_waves) if term in DEEPER
+                     else ()):
+            nxt = step(plan, shape)
+            if nxt is None or nxt in tried:
+                continue
+            tried.append(nxt)
+            if spent + new_cost(nxt) > ceiling and step is _more_waves:
+                nxt = _fit_waves(plan, shape, ceiling - spent) or nxt  # fewer waves more, as many as fit
+            if spent + new_cost(nxt) <= ceiling:
+                return nxt, f"'{term}' {bounds[term]:,.0f} cycles: {nxt.describe()}"
+    if not tried:
+        return None, f"no larger sample narrows '{order[0]}'" if order else "no bound terms"
+    cheapest = min(tried, key=new_cost)
+    return None, (f"the next sample ({cheapest.describe()}) would take {spent + new_cost(cheapest):,.0f} warp "
+                  f"instructions in all, over {ceiling:,.0f}")
+
+
+def _more_waves(plan: Plan, shape: Shape) -> Plan | None:
+    if plan.kind != "waves":
+        return None
+    B, grid = shape.blocks_per_wave, shape.grid
+    g1, _ = shape.first()
+    g = g1 + 2 * max(plan.blocks - g1, WAVE_SPAN * B)
+    fill_g = shape.through_fill()
+    if plan.warm and fill_g is not None:  # through the fill instead of two phases, where affordable
+        g = max(g, fill_g)
+        warm = False
+    else:
+        warm = plan.warm
+    if g >= grid:
+        return None
+    if not plan.remainder_matched and grid % B:
+        g += grid % B
+    wb = min(max(shape.warm_blocks(g), g1 + 2 * (plan.warm_blocks - g1)), grid - 1) if warm else 0
+    return replace(plan, blocks=g, remainder_matched=_matched(shape, g), warm=warm, warm_blocks=wb,
+                   cost=shape.cost(g, plan.levels, wb))
+
+
+def _fit_waves(plan: Plan, shape: Shape, room: float) -> Plan | None:
+    """The plan's runs at least a wave longer, by as many whole waves as `room` warp instructions allow
+    (its runs simulated again from the start), or None when not even one more wave fits."""
+    if plan.kind != "waves" or room <= 0:
+        return None
+    B = shape.blocks_per_wave
+    per_block = shape.cost(1, plan.levels)
+    extra = (room - shape.cost(0, plan.levels, plan.warm_blocks)) / per_block - plan.blocks
+    waves = int(extra // B)
+    g = plan.blocks + waves * B
+    if waves < 1 or g >= shape.grid:
+        return None
+    return replace(plan, blocks=g, remainder_matched=_matched(shape, g),
+                   cost=shape.cost(g, plan.levels, plan.warm_blocks))
+
+
+def _deeper(plan: Plan, shape: Shape) -> Plan | None:
+    if plan.levels == (None,) or not shape.long:
+        return None
+    top = max(c for c in plan.levels if c is not None)
+    if plan.kind == "loops":  # one level more (the fit takes the three highest)
+        nxt = 2 * max(top, 1)
+        if nxt >= shape.longest_loop:
+            return None
+        levels = (*plan.levels, nxt)
+        return replace(plan, levels=levels, cost=shape.cost(plan.blocks, levels))
+    levels = tuple(sorted({max(1, 2 * c) if c else 1 for c in plan.levels}))
+    if max(levels) >= shape.longest_loop:
+        levels = (None,)
+    return replace(plan, levels=levels, cost=shape.cost(plan.blocks, levels, plan.warm_blocks))
+
+
+def level_caps(trips: dict[int, int], level: int) -> dict[int, int]:
+    """Caps of the long loops (at least MIN_LOOP_TRIPS iterations; the others run whole) for one level:
+    the longest loop may take `level` backward branches, each other long loop the same fraction of its
+    own (at least one when `level` is), so that every long loop is cut at the same point of its run."""
+    longest = max(trips.values(), default=0)
+    return {h: (0 if level == 0 else max(1, round(level * t / longest)))
+            for h, t in trips.items() if t >= MIN_LOOP_TRIPS}
+
+
+__all__ = ["CAP_STEPS", "FILL_END", "MANY_WAVES", "MIN_CAP_STEP", "MIN_LOOP_TRIPS", "Plan", "STEADY_WAVES",
+           "WARM_WAVES", "sees_full_l2",
+           "Shape", "WAVE_SPAN", "level_caps", "make_plan", "refine"]
