@@ -72,7 +72,8 @@ def occupancy_figure(cfg: Config, block_size: int, regs_per_thread: int, smem_pe
 def kernel_resources(result: Any) -> tuple[int, int, int]:
     """(block size, registers per thread, shared memory per block) of a result: from its
     `theoretical_occupancy` record (timing runs), else from its workload's kernel and launch, reloaded
-    by the name and parameters in its provenance (functional runs)."""
+    by the name and parameters in its provenance (functional runs), compiled by the ptxas model for the
+    config it names (docs/isa.md, "The ptxas model")."""
     r = as_result(result)
     theo = r.get("theoretical_occupancy")
     if theo:
@@ -83,5 +84,9 @@ def kernel_resources(result: Any) -> tuple[int, int, int]:
     from gpusim.workloads import load_workload
 
     wl = load_workload(r["workload"])
+    if r.get("config"):  # a timed run's kernel as the ptxas model compiled it for its config (its registers)
+        from gpusim.config import load_config
+
+        wl = wl.for_config(load_config(r["config"], overrides=r.get("config_overrides") or None))
     launch = wl.launch(wl.params(r.get("params") or {}))
     return launch.threads_per_block, wl.program.regs_per_thread, wl.program.shared_bytes
