@@ -26,6 +26,14 @@ PLACEHOLDER = re.compile(r"(?<![\w./-])(?:[A-Z][A-Z_]{2,}(?:\.[a-z]+)?)(?![\w])"
 # Commands that take minutes: parsed here, run with GPUSIM_DOC_COMMANDS=all (fragments of the command).
 SLOW = ("gpusim bench", "program transformer_layer", "gpusim compare", "--tune", "--sample auto",
         "--sample on", "validate --config h200", "compile model.onnx", "--cost simulated", "--cost calibrated")
+
+
+def _slow(cmd: str) -> bool:
+    """A command that takes minutes: a SLOW fragment, or whole-kernel validation beyond the small size
+    (`validate --kernels` simulates every measured size, the large ones sampled: tens of minutes)."""
+    return any(s in cmd for s in SLOW) or ("validate --kernels" in cmd and "--size small" not in cmd)
+
+
 # Commands the page says stop with an error (fragment -> exit status).
 EXPECTED_STATUS = {"--max-cycles 5000": 2}
 ALL = os.environ.get("GPUSIM_DOC_COMMANDS") == "all"
@@ -106,7 +114,7 @@ def test_documented_command(page, cmd, env, folders, tmp_path_factory):
     (folder / "docs" / "images").mkdir(parents=True, exist_ok=True)
     env = {**env, "R": str(folder / "results")}  # (the page's results folder, inside this one)
     Path(env["R"]).mkdir(exist_ok=True)
-    if any(s in cmd for s in SLOW) and not ALL:
+    if _slow(cmd) and not ALL:
         for argv in _argvs(cmd, env):  # the real parser: a renamed or missing flag fails here
             build_parser().parse_args(argv)
         return
@@ -159,7 +167,7 @@ def _label(line: str) -> str:
 
 @pytest.mark.parametrize(("cmd", "block"), _output_blocks(README), ids=[c for c, _ in _output_blocks(README)])
 def test_readme_output_blocks_are_what_the_command_prints(cmd, block, tmp_path):
-    if any(s in cmd for s in SLOW) and not ALL:
+    if _slow(cmd) and not ALL:
         pytest.skip("a command that takes minutes: GPUSIM_DOC_COMMANDS=all runs it")
     printed = _gpusim(cmd, tmp_path).splitlines()
     for line in block.splitlines():
@@ -186,7 +194,7 @@ def _commented_commands(page: Path) -> list[tuple[str, str]]:
 @pytest.mark.parametrize(("cmd", "comment"), _commented_commands(README),
                          ids=[c for c, _ in _commented_commands(README)])
 def test_numbers_in_readme_comments_are_printed(cmd, comment, tmp_path):
-    if any(s in cmd for s in SLOW) and not ALL:
+    if _slow(cmd) and not ALL:
         pytest.skip("a command that takes minutes: GPUSIM_DOC_COMMANDS=all runs it")
     printed = _numbers(_gpusim(cmd, tmp_path))
     for n in _numbers(comment):
