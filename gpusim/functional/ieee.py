@@ -161,11 +161,11 @@ def _fma_f32(a, b, c) -> np.ndarray:
     np.multiply(a, b, out=r, dtype=_F64)
     np.add(r, c, out=r, dtype=_F64)
     out = r.astype(_F32)
-    words = r.reshape(-1).view(np.uint32)  # (little-endian: the low word of each double first)
-    low = np.bitwise_and(words[0::2], np.uint32(0x1FFFFFFF))  # the 29 bits an f32 drops
-    suspect = low == np.uint32(0x10000000)
-    np.bitwise_and(words[1::2], np.uint32(0x7FF00000), out=low)  # the exponent: below 2^-126?
-    suspect |= low < np.uint32((1023 - 126) << 20)
+    bits = r.reshape(-1).view(np.uint64)
+    low = np.bitwise_and(bits, np.uint64(0x1FFFFFFF))  # the 29 bits an f32 drops: exactly half an f32 ulp?
+    suspect = low == np.uint64(0x10000000)
+    np.bitwise_and(bits, np.uint64(0x7FF0000000000000), out=low)  # the exponent: below 2^-126?
+    suspect |= low < np.uint64((1023 - 126) << 52)
     if suspect.any():
         a, b, c = (np.broadcast_to(np.asarray(x, _F64), r.shape).reshape(-1)[suspect.reshape(-1)] for x in (a, b, c))
         s, e = _two_sum(a * b, c)
