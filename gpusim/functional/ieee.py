@@ -165,7 +165,9 @@ def _fma_f32(a, b, c) -> np.ndarray:
     low = np.bitwise_and(bits, np.uint64(0x1FFFFFFF))  # the 29 bits an f32 drops: exactly half an f32 ulp?
     suspect = low == np.uint64(0x10000000)
     np.bitwise_and(bits, np.uint64(0x7FF0000000000000), out=low)  # the exponent: below 2^-126?
-    suspect |= low < np.uint64((1023 - 126) << 52)
+    # (not a zero: a sum that rounds to zero in f64 is exactly zero, signed as IEEE's sum, f32's too;
+    # a lane whose operands are zero, such as an inactive lane's, takes no slow path)
+    suspect |= (low < np.uint64((1023 - 126) << 52)) & (bits << np.uint64(1) != 0)
     if suspect.any():
         a, b, c = (np.broadcast_to(np.asarray(x, _F64), r.shape).reshape(-1)[suspect.reshape(-1)] for x in (a, b, c))
         s, e = _two_sum(a * b, c)
