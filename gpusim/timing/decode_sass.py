@@ -4,10 +4,12 @@ the hardware does:
 
 - the stall count: the warp's next instruction issues no earlier than `stall` cycles after this one (Nsight's
   `wait` state); fixed-latency results are guarded by nothing else, so real registers are not scoreboarded;
-- the dependency barriers: an instruction with a write (or read) barrier SBk sets it until its result is
-  written (its sources read) - a variable-latency ALU op (MUFU, S2R, LDC, conversions ...) after the table's
-  latency, a memory op when the memory model returns its data (a store's read barrier at issue); an
-  instruction waits for the barriers of its wait mask. The six barriers are scoreboard entries after the
+- the dependency barriers: an instruction with a write barrier SBk sets it until its result is written - a
+  variable-latency ALU op (MUFU, S2R, LDC, conversions ...) after the table's latency, a memory op when the
+  memory model returns its data; a read barrier guards its source registers until they are read, which in
+  this model is at issue (the LSU, MIO and SFU take their operands with the instruction), so it is free at
+  once - a load's read barrier does not wait for its data; an instruction waits for the barriers of its
+  wait mask. The six barriers are scoreboard entries after the
   registers (`SassProgram.barrier_base`); several instructions on one barrier release it with the last;
 - the yield bit: the warp scheduler turns to another warp after it (GTO drops it as its greedy warp);
 - operand reuse: register-bank conflicts are not modelled, so the reuse flags change nothing.
@@ -88,11 +90,9 @@ def decode_sass(program, cfg: Config, kinds: dict, TimingInfo) -> list:  # noqa:
         elif t.unit == "sfu" or op in ("S2R", "S2UR", "LDC", "ULDC") and ctrl.wbar >= 0:
             dep, thr = S["short_scoreboard"], S["mio_throttle"]
         interval = held or max(1, math.ceil(warp / lanes))
-        writes = []
-        if op != "LDGSTS" and not ins.guard_false:
-            writes = [sb0 + k for k in (ctrl.wbar, ctrl.rbar) if k >= 0]
-            if kind == kinds["alu"] and ctrl.wbar < 0:
-                writes = [sb0 + ctrl.rbar] if ctrl.rbar >= 0 else []
+        # Only the write barrier waits for the result: the read barrier guards the source registers, which the
+        # instruction has read once it issues here (docs/isa.md, "The control codes"), so it is free at issue.
+        writes = [sb0 + ctrl.wbar] if ctrl.wbar >= 0 and op != "LDGSTS" and not ins.guard_false else []
         deps = tuple(sb0 + k for k in ctrl.waits)
         groups = 0
         if kind == kinds["cp_wait"]:
