@@ -104,7 +104,7 @@ RUNS = [
     Run("transpose_shared", "a100", "gto", {"rows": 256, "cols": 256}, {"l2.write_policy": "write_through"}),
     Run("stream_copy", "a100", "gto", {"n": 1 << 16, "grid": 64}, TINY_L2),
     Run("reduce_sum_shfl", "a100", "gto", {"n": 1 << 16}, {"scheduler.issue_width": 2}),
-    # sampled (loops cut at three levels), a warm L2 (half its prefilled lines dirty), a cycle limit
+    # sampled (loops cut at four levels), a warm L2 (half its prefilled lines dirty), a cycle limit
     Run("ffma_peak", "a100", "gto", {"n": 4096, "iters": 20}, {"chip.sm_count": 4}, sampled=True),
     Run("saxpy", "a100", "gto", {"n": 1 << 14}, {"chip.sm_count": 4, "l2.slices": 8, "l2.size_bytes": 256 * 1024},
         warm_l2=0.5),

@@ -19,7 +19,7 @@ from gpusim.analysis.sampling.model import (
     wave_deltas,
     writeback_bound,
 )
-from gpusim.analysis.sampling.plan import Plan, sees_full_l2
+from gpusim.analysis.sampling.plan import LOOP_LEVELS, Plan, sees_full_l2
 from gpusim.analysis.sampling.profile import BBV_DIFFERENT, KernelProfile
 from gpusim.analysis.sampling.run import SampleRun
 
@@ -45,8 +45,8 @@ def _observe(plan: Plan, runs: list[SampleRun], B: int, steady_from=None):
     """The runs as Observations, and for the per-wave model their retirement gaps, from the block where
     each run's steady state starts (`steady_from(blocks)`, past the L2's fill; the first wave else)."""
     obs = [Observation(r.blocks, r.loop_cap, r.cycles, r.warp_instructions) for r in runs]
-    if plan.kind == "loops":  # the three highest levels: the slope of the lower ones is the transient's
-        keep = sorted(range(len(obs)), key=lambda i: obs[i].cap)[-3:]
+    if plan.kind == "loops":  # the LOOP_LEVELS highest levels: the slope of the lower ones is the transient's
+        keep = sorted(range(len(obs)), key=lambda i: obs[i].cap)[-LOOP_LEVELS:]
         return [obs[i] for i in keep], None, [runs[i] for i in keep]
     gaps = []
     for r in runs:

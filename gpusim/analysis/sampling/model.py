@@ -10,8 +10,9 @@ Two models, by the shape of the grid (B = blocks per SM x SMs: a wave):
   instructions y; fitted at the two highest levels and taken to the kernel's own y, the kernel's cycles
   are O + D * grid / B. (With loops whole, one run: T + D * (grid - g) / B.)
 - Loops. The grid is a few waves or less, all in the sample, or the sample is its first wave; the
-  runs differ only in where the long loops stop. Each further warp instruction costs `beta` cycles
-  (the slope between the two highest levels), and the kernel's cycles are T(highest) + beta * (its
+  runs differ only in where the long loops stop (four levels, plan.LOOP_LEVELS). Each further warp
+  instruction costs `beta` cycles (the slope between the two highest levels; the bound holds how far
+  the slopes of the lower pairs of levels would move the estimate), and the kernel's cycles are T(highest) + beta * (its
   warp instructions - the run's), plus, for waves not sampled, half the first wave's intercept each.
 
 No estimate may undercut the hardware: `floor_estimate` holds it to the largest of the kernel's roofs
@@ -250,7 +251,10 @@ def _loops(runs: list[Observation], *, grid: int, blocks_per_wave: int, y_full: 
     highest levels), and the kernel's cycles are T(highest) + beta (its warp instructions - the run's),
     plus, for waves not sampled, half the first wave's intercept each.
 
-    Bound terms: "loops" (three levels or more); "waves", the first wave's own intercept for the waves
+    Bound terms: "loops" (three levels or more), LOOP_DRIFT_FACTOR times the most the estimate moves when
+    the slope of a lower pair of successive levels replaces the top one's (with four levels, the slope
+    must have held over two doublings: two shallow slopes can agree and the loop not keep them); "waves",
+    the first wave's own intercept for the waves
     still to come; "instruction count"; "last wave" (a partial last wave may take as long as a whole
     one)."""
     if len(runs) < 2 or any(o.cap is None for o in runs):
@@ -266,8 +270,9 @@ def _loops(runs: list[Observation], *, grid: int, blocks_per_wave: int, y_full: 
         return top.cycles + b * (y_full - top.warp_instructions)
 
     est = total(beta)
-    if len(runs) >= 3:
-        bounds["loops"] = abs(total(slope(runs[0], runs[1])) - est) * LOOP_DRIFT_FACTOR
+    if len(runs) >= 3:  # the top slope against every pair below it: stable over more than one doubling
+        lower = [slope(a, b) for a, b in zip(runs[:-2], runs[1:-1], strict=True)]
+        bounds["loops"] = max(abs(total(b) - est) for b in lower) * LOOP_DRIFT_FACTOR
     if x > 0:  # no run of the later waves: each costs between nothing and the first one's intercept
         alpha = max(0.0, runs[0].cycles - beta * runs[0].warp_instructions) * B / g
         est += alpha / 2 * x

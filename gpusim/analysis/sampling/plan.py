@@ -13,6 +13,10 @@ MANY_WAVES = 8  # from this many waves on, the sample may leave the last wave's 
 WAVE_SPAN = 2  # waves simulated after the first one to measure the per-wave time
 CAP_STEPS = (2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)  # s of the cap levels (s/2, s, 2s)
 MIN_CAP_STEP = 4  # "auto" takes the slope from 4 iterations on: the first few run apart from the steady state
+# the loop model's levels: s/2, s, 2s and 4s, so that the slope it extrapolates (the top pair's) is checked
+# against the two pairs below it, over two doublings (two shallow slopes can agree by chance: matmul_naive at
+# n = 256 on h200, 320 and 318 cycles an iteration over levels 2/4/8, 344 on average over the whole loop)
+LOOP_LEVELS = 4
 FILL_END = 1.5  # the L2's sets are full (96 % of allocations evict, `model.eviction_fraction`) by 1.5 x the fill
 MAX_COST = 6_000_000  # a first plan's warp instructions, where none fits the budget, at most (make_plan's default)
 STEADY_WAVES = 3  # waves a run simulates past the L2's fill to measure the steady state after it (at least)
@@ -108,9 +112,12 @@ def sees_full_l2(blocks: int, fill: float, blocks_per_wave: int) -> bool:
     return math.isfinite(fill) and blocks >= (FILL_END * fill + STEADY_WAVES) * blocks_per_wave
 
 
-def _triples(shape: Shape, only_step: int | None) -> list[tuple[int, int, int]]:
+def _level_sets(shape: Shape, only_step: int | None, count: int = 3) -> list[tuple[int, ...]]:
+    """The level sets (s/2, s, 2s, ...: `count` levels, each twice the one before) whose top is below the
+    longest loop's iterations, deepest first (`only_step`: that s alone)."""
     steps = CAP_STEPS if only_step is None else (only_step,)
-    return [(s // 2, s, 2 * s) for s in steps if 2 * s < shape.longest_loop][::-1] if shape.long else []
+    sets = [(s // 2, *(s << i for i in range(count - 1))) for s in steps]
+    return [ls for ls in sets if ls[-1] < shape.longest_loop][::-1] if shape.long else []
 
 
 def make_plan(grid: int, blocks_per_wave: int, w_full: float, w0: float, w1: float, longest_loop: int,
@@ -136,7 +143,9 @@ def make_plan(grid: int, blocks_per_wave: int, w_full: float, w0: float, w1: flo
     than MANY_WAVES waves, the loop model on the first wave (B blocks, the remainder not matched) at
     levels with s >= MIN_CAP_STEP; the per-wave plan when none is within `max_cost`.
 
-    Loop model, for a grid of fewer waves with long loops: runs of the whole grid at each level, or, for
+    Loop model, for a grid of fewer waves with long loops, at LOOP_LEVELS levels (s/2, s, 2s, 4s, the top
+    below the longest loop's iterations: the slope it takes is checked against two pairs below it): runs
+    of the whole grid at each level, or, for
     a grid of more than a wave, of its first wave alone. Choice: the highest levels with s >= `min_step`
     within `budget` (the whole grid, else the first wave); the cheapest with s >= `min_step` within
     `max_cost` (likewise); the highest within `max_cost`; the cheapest. (None, why) when there is nothing
@@ -145,7 +154,7 @@ def make_plan(grid: int, blocks_per_wave: int, w_full: float, w0: float, w1: flo
     max_cost = max(budget, MAX_COST) if max_cost is None else max_cost
     B = blocks_per_wave
     k, r = divmod(grid, B)
-    triples = _triples(shape, only_step)
+    triples = _level_sets(shape, only_step)
     firsts = [(B + r if r else B, True)] + ([(B, False)] if r and k >= MANY_WAVES else [])
     spans = [(g1 + WAVE_SPAN * B, matched) for g1, matched in firsts if g1 + WAVE_SPAN * B < grid]
     if spans:
@@ -153,10 +162,11 @@ def make_plan(grid: int, blocks_per_wave: int, w_full: float, w0: float, w1: flo
             return None, f"no levels (s/2, s, 2s) with s = {only_step} fit loops of {longest_loop} iterations"
         whole = budget if whole_cost is None else max(budget, whole_cost)
         return _wave_plan(shape, spans, triples, budget, max_cost, only_step, whole), ""
-    if not triples:
+    quads = _level_sets(shape, only_step, LOOP_LEVELS)
+    if not quads:
         return None, (f"nothing to extrapolate: {grid:,} blocks fill {grid / B:.2f} waves of {B:,} (too few to "
                       f"sample {WAVE_SPAN + 1} and extrapolate), and no loop has {MIN_LOOP_TRIPS} iterations or more")
-    plans = [Plan("loops", grid, levels, True, shape.cost(grid, levels)) for levels in triples]
+    plans = [Plan("loops", grid, levels, True, shape.cost(grid, levels)) for levels in quads]
     late = [pl for pl in plans if pl.levels[1] >= min_step]
     # a grid of more than a wave: its first wave alone where the whole grid costs too much (the later
     # waves extrapolated from it)
@@ -191,7 +201,7 @@ def _wave_plan(shape: Shape, spans, triples, budget: float, max_cost: float, onl
         # wave's loops run to the steady state instead (the loop model), the later waves extrapolated.
         r = grid % B
         deep = [Plan("loops", B, levels, r == 0, shape.cost(B, levels))
-                for levels in triples if levels[1] >= MIN_CAP_STEP]
+                for levels in _level_sets(shape, only_step, LOOP_LEVELS) if levels[1] >= MIN_CAP_STEP]
         steady = ([pl for pl in deep if pl.cost <= budget][:1]
                   or sorted((pl for pl in deep if pl.cost <= max_cost), key=lambda pl: pl.cost)[:1])
         if steady:
@@ -295,7 +305,7 @@ def _deeper(plan: Plan, shape: Shape) -> Plan | None:
     if plan.levels == (None,) or not shape.long:
         return None
     top = max(c for c in plan.levels if c is not None)
-    if plan.kind == "loops":  # one level more (the fit takes the three highest)
+    if plan.kind == "loops":  # one level more (the fit takes the LOOP_LEVELS highest)
         nxt = 2 * max(top, 1)
         if nxt >= shape.longest_loop:
             return None
@@ -316,6 +326,6 @@ def level_caps(trips: dict[int, int], level: int) -> dict[int, int]:
             for h, t in trips.items() if t >= MIN_LOOP_TRIPS}
 
 
-__all__ = ["CAP_STEPS", "FILL_END", "MANY_WAVES", "MIN_CAP_STEP", "MIN_LOOP_TRIPS", "Plan", "STEADY_WAVES",
-           "WARM_WAVES", "sees_full_l2",
+__all__ = ["CAP_STEPS", "FILL_END", "LOOP_LEVELS", "MANY_WAVES", "MIN_CAP_STEP", "MIN_LOOP_TRIPS", "Plan",
+           "STEADY_WAVES", "WARM_WAVES", "sees_full_l2",
            "Shape", "WAVE_SPAN", "level_caps", "make_plan", "refine"]

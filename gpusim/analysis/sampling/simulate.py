@@ -127,7 +127,7 @@ def simulate_sampled(workload, cfg: Config | str = "a100", *, sample: str = "aut
     sample grows towards: more waves, deeper loop levels. The first plan aims at a twentieth of the
     kernel's warp instructions (at most MAX_SAMPLE_WARP_INSTRUCTIONS), the sample grows to at most
     MAX_SHARE of them; `max_sample_warp_instructions` sets both instead. `cap_step` s forces the loop
-    levels (s/2, s, 2s) of the first plan (for studies of the method)."""
+    levels of the first plan: (s/2, s, 2s), the loop model's (s/2, s, 2s, 4s) (for studies of the method)."""
     if sample not in SAMPLE_MODES:
         raise GpusimError(f"sample mode {sample!r}: expected one of {', '.join(SAMPLE_MODES)}")
     if bound is not None and not 0 < bound < 1:

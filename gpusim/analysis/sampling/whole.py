@@ -32,7 +32,7 @@ import numpy as np
 
 from gpusim.analysis.sampling.estimate import TIME_LIKE, combine
 from gpusim.analysis.sampling.model import CONFIDENCE_FLOOR, Estimate, eviction_fraction
-from gpusim.analysis.sampling.plan import Plan
+from gpusim.analysis.sampling.plan import LOOP_LEVELS, Plan
 from gpusim.analysis.sampling.profile import KernelProfile
 from gpusim.analysis.sampling.run import SampleRun
 from gpusim.stats.metrics import flatten
@@ -106,7 +106,7 @@ def level_fit(runs: list[SampleRun], plan: Plan, prof: KernelProfile, rate: str 
     instructions over the two highest levels (`lo`: the two lowest), taken to the kernel's."""
     rs = sorted(runs, key=lambda r: -1 if r.loop_cap is None else r.loop_cap)
     if plan.kind == "loops":
-        rs = rs[-3:]
+        rs = rs[-LOOP_LEVELS:]
     G, B = prof.grid, prof.blocks_per_wave
     if len(rs) == 1 or rs[-1].loop_cap is None:
         return extended(rs[-1], G, B, rate, scale)
