@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import os
 import signal
 import sys
 import threading
@@ -109,6 +110,17 @@ def _signals():
         return
 
     def handler(signum, frame):
+        # An exception raised inside a finalizer (`__del__`: llvmlite frees the engine's compiled objects
+        # that way) is printed and dropped by Python, and the signal would be lost: arriving there, the
+        # signal is sent again a moment later, to land in ordinary code.
+        f = frame
+        while f is not None:
+            if f.f_code.co_name == "__del__":
+                again = threading.Timer(0.05, os.kill, (os.getpid(), signum))
+                again.daemon = True
+                again.start()
+                return
+            f = f.f_back
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()

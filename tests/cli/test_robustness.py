@@ -280,3 +280,20 @@ def test_a_signal_while_the_subcommands_load_names_the_command_typed(monkeypatch
     assert capsys.readouterr().err == "gpusim run: interrupted\n"
     assert cli_main.main(["--version"]) == 130
     assert capsys.readouterr().err == "gpusim: interrupted\n"
+
+
+def test_a_signal_that_lands_in_a_finalizer_still_stops_the_command():
+    """Python drops an exception raised in `__del__` (llvmlite frees the engine's objects that way): a
+    SIGTERM arriving there was lost and the run went on to print its results with exit status 0."""
+    code = ("import time\nfrom gpusim.cli.main import _signals\n"
+            "class Slow:\n    def __del__(self):\n        t = time.monotonic()\n"
+            "        while time.monotonic() - t < 1.0: pass\n"
+            "try:\n    with _signals():\n        print('ready', flush=True)\n        x = Slow()\n        del x\n"
+            "        time.sleep(10)\n        print('finished')\nexcept KeyboardInterrupt as exc:\n"
+            "    print('stopped by', type(exc).__name__)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.readline() == "ready\n"
+    time.sleep(0.3)  # inside Slow.__del__'s second
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert (out, err) == ("stopped by Terminated\n", "")
