@@ -101,28 +101,45 @@ def _argvs(cmd: str, env: dict[str, str]) -> list[list[str]]:
 
 @pytest.fixture(scope="module")
 def folders():
-    """page name -> its folder: one empty folder per page, used by the page's commands in order."""
+    """page name -> [its folder, how many of its commands have run there]: one empty folder per page, used
+    by the page's commands in order."""
     return {}
 
 
-@pytest.mark.parametrize(("page", "cmd", "env"), CASES,
-                         ids=[f"{p.name}:{i}" for i, (p, _, _) in enumerate(CASES)])
-def test_documented_command(page, cmd, env, folders, tmp_path_factory):
-    from gpusim.cli.main import build_parser
-
-    folder = folders.setdefault(page.name, tmp_path_factory.mktemp(page.stem))
-    (folder / "docs" / "images").mkdir(parents=True, exist_ok=True)
+def _page_env(env: dict[str, str], folder: Path) -> dict[str, str]:
     env = {**env, "R": str(folder / "results")}  # (the page's results folder, inside this one)
     Path(env["R"]).mkdir(exist_ok=True)
+    return env
+
+
+def _shell(cmd: str, env: dict[str, str], folder: Path) -> subprocess.CompletedProcess:
+    script = "\n".join(['gpusim() { "$GPUSIM_PYTHON" -m gpusim "$@"; }',
+                        *(f"{k}={shlex.quote(_expand(v.strip(chr(34)), env))}" for k, v in env.items()), cmd])
+    return subprocess.run(["bash", "-c", script], cwd=folder, capture_output=True, text=True, timeout=1800,
+                          env={**os.environ, "GPUSIM_PROGRESS": "0", "GPUSIM_PYTHON": sys.executable})
+
+
+@pytest.mark.parametrize(("page", "cmd", "env", "k"), [(p, c, e, k) for p in PAGES for k, (c, e) in
+                                                       enumerate(page_commands(p))],
+                         ids=[f"{p.name}:{i}" for i, (p, _, _) in enumerate(CASES)])
+def test_documented_command(page, cmd, env, k, folders, tmp_path_factory):
+    from gpusim.cli.main import build_parser
+
+    folder, done_here = folders.setdefault(page.name, [tmp_path_factory.mktemp(page.stem), 0])
+    (folder / "docs" / "images").mkdir(parents=True, exist_ok=True)
+    # the page's earlier commands that ran elsewhere (another worker of pytest -n, or deselected) run here
+    # first, as the page gives them: a command may read what an earlier one wrote
+    for earlier, earlier_env in page_commands(page)[done_here:k]:
+        if not _slow(earlier) or ALL:
+            _shell(earlier, _page_env(earlier_env, folder), folder)
+    folders[page.name][1] = k + 1
+    env = _page_env(env, folder)
     if _slow(cmd) and not ALL:
         for argv in _argvs(cmd, env):  # the real parser: a renamed or missing flag fails here
             build_parser().parse_args(argv)
         return
     status = next((s for frag, s in EXPECTED_STATUS.items() if frag in cmd), 0)
-    script = "\n".join(['gpusim() { "$GPUSIM_PYTHON" -m gpusim "$@"; }',
-                        *(f"{k}={shlex.quote(_expand(v.strip(chr(34)), env))}" for k, v in env.items()), cmd])
-    done = subprocess.run(["bash", "-c", script], cwd=folder, capture_output=True, text=True, timeout=1800,
-                          env={**os.environ, "GPUSIM_PROGRESS": "0", "GPUSIM_PYTHON": sys.executable})
+    done = _shell(cmd, env, folder)
     assert done.returncode == status, f"{page.name}: `{cmd}` exited {done.returncode}:\n{done.stderr[-2000:]}"
     if status:
         assert "Traceback" not in done.stderr
