@@ -375,7 +375,7 @@ def atomic(c, noc, d, sl, t, line, mask, operations):
 def kernel_dirty_sectors(c: L2) -> int:
     """Dirty sectors of the kernel's own lines (the foreign lines of `prefill_dirty` excluded)."""
     own = (c.tags.tag >= 0) & (c.tags.dirty != 0)
-    return int(np.unpackbits(np.ascontiguousarray(c.tags.dirty[own], dtype=np.uint64).view(np.uint8)).sum())
+    return int(np.bitwise_count(c.tags.dirty[own]).sum())
 
 
 def prefill_dirty(c: L2, dirty_fraction: float = 1.0) -> int:
