@@ -80,11 +80,13 @@ def page_commands(page: Path) -> list[tuple[str, dict[str, str]]]:
     return out
 
 
-CASES = [(page, cmd, env) for page in PAGES for cmd, env in page_commands(page)]
+COMMANDS = {page.name: page_commands(page) for page in PAGES}
+# (page, command, its variables, its place among the page's commands)
+CASES = [(page, cmd, env, k) for page in PAGES for k, (cmd, env) in enumerate(COMMANDS[page.name])]
 
 
 def test_the_pages_have_commands():
-    assert len(CASES) >= 40 and {p.name for p, _, _ in CASES} >= {"README.md", "plots.md", "config.md"}
+    assert len(CASES) >= 40 and {p.name for p, _, _, _ in CASES} >= {"README.md", "plots.md", "config.md"}
 
 
 def _expand(text: str, env: dict[str, str]) -> str:
@@ -119,9 +121,8 @@ def _shell(cmd: str, env: dict[str, str], folder: Path) -> subprocess.CompletedP
                           env={**os.environ, "GPUSIM_PROGRESS": "0", "GPUSIM_PYTHON": sys.executable})
 
 
-@pytest.mark.parametrize(("page", "cmd", "env", "k"), [(p, c, e, k) for p in PAGES for k, (c, e) in
-                                                       enumerate(page_commands(p))],
-                         ids=[f"{p.name}:{i}" for i, (p, _, _) in enumerate(CASES)])
+@pytest.mark.parametrize(("page", "cmd", "env", "k"), CASES,
+                         ids=[f"{p.name}:{i}" for i, (p, _, _, _) in enumerate(CASES)])
 def test_documented_command(page, cmd, env, k, folders, tmp_path_factory):
     from gpusim.cli.main import build_parser
 
@@ -129,7 +130,7 @@ def test_documented_command(page, cmd, env, k, folders, tmp_path_factory):
     (folder / "docs" / "images").mkdir(parents=True, exist_ok=True)
     # the page's earlier commands that ran elsewhere (another worker of pytest -n, or deselected) run here
     # first, as the page gives them: a command may read what an earlier one wrote
-    for earlier, earlier_env in page_commands(page)[done_here:k]:
+    for earlier, earlier_env in COMMANDS[page.name][done_here:k]:
         if not _slow(earlier) or ALL:
             _shell(earlier, _page_env(earlier_env, folder), folder)
     folders[page.name][1] = k + 1
