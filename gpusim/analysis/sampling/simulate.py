@@ -135,10 +135,7 @@ def simulate_sampled(workload, cfg: Config | str = "a100", *, sample: str = "aut
     t0 = time.perf_counter()
     wl = workload if hasattr(workload, "program") else load_workload(workload)
     cfg = configure(cfg, scheduler, overrides)
-    # the kernel as ptxas compiles it (gpusim.isa.ptxas); the compiler's generated kernels
-    # (compiler.cost.simulated's _KernelLaunch) are timed as generated, as their full runs are
-    if hasattr(wl, "for_config"):
-        wl = wl.for_config(cfg)
+    wl = wl.for_config(cfg)  # the kernel as ptxas compiles it (gpusim.isa.ptxas)
     p = wl.params(params)
     launch = wl.launch(p)
     occ = occupancy(cfg, launch.threads_per_block, wl.program.regs_per_thread, wl.program.shared_bytes)
