@@ -45,8 +45,9 @@ QUICK = [
 # the L2's read-modify-write of partial stores; saxpy 8,950 -> 8,947, matmul_tiled 23,905 -> 22,050,
 # reduce_sum 40,918 -> 44,821, transpose_shared 24,339 -> 24,398: the kernels as the ptxas model compiles
 # them, gpusim.isa.ptxas (reduce_sum's tree step predicated in every warp, as its sm_90 SASS has it);
+# matmul_tiled 22,050 -> 19,793: the ptxas model lets a tile's global load pass the other tile's st.shared;
 # tests/cli/test_bench.py simulates the suite against these).
-PINNED_CYCLES = {"saxpy": 8_947, "matmul_tiled": 22_050, "reduce_sum": 44_821, "transpose_shared": 24_398}
+PINNED_CYCLES = {"saxpy": 8_947, "matmul_tiled": 19_793, "reduce_sum": 44_821, "transpose_shared": 24_398}
 # `--sass`: the CUDA ports' timing runs from nvcc's PTX and from their SASS (`<name>_cu@sass`, docs/isa.md
 # section 12), side by side on the same config.
 SASS_SUITE = [

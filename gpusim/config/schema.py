@@ -210,6 +210,11 @@ class SharedMemorySpec:
                                      "first: a pass per distinct address that shares a bank with another (each "
                                      "a read-modify-write of the bank), lanes on one address combined into one "
                                      "update; default 1", "cycles", (1, 1000), default=1)
+    wide_access_lanes: int = spec("lanes whose 128-bit (16-byte) accesses the banks serve together: a warp's "
+                                  "128-bit access is served this many lanes at a time, each group taking its "
+                                  "busiest bank's distinct words in wavefronts (a broadcast shares a word only "
+                                  "within its group); 0: the whole warp at once; default 0", "lanes", (0, 1024),
+                                  default=0)
 
 
 @dataclass(frozen=True, slots=True)

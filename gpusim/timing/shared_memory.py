@@ -1,7 +1,9 @@
 """Shared memory: a scratchpad of `banks` banks, each `bank_width_bytes` wide. Lanes of a warp that
 touch distinct words of one bank are served in separate wavefronts (a bank conflict); lanes reading
 the same word share it (broadcast); an atomic's lanes on one address are combined into one update (the
-SASS's ATOMS.POPC.INC / ATOMS.ADD), its distinct addresses in one bank take a pass each. The SM's
+SASS's ATOMS.POPC.INC / ATOMS.ADD), its distinct addresses in one bank take a pass each. A 128-bit access is
+served `shared_memory.wide_access_lanes` lanes at a time (a half-warp on the A100 and H200), each group's
+wavefronts its busiest bank's words, a broadcast shared only within a group. The SM's
 shared-memory pipe serves one wavefront per cycle; a
 conflicted access's own wavefronts (its replays) are `shared_memory.replay_cycles` apart, so a lone
 warp's n-way conflict costs latency + replay x (n - 1) while many warps still get one wavefront a cycle."""
@@ -60,6 +62,7 @@ class BankMap:
         spec = cfg.shared_memory
         self.banks = spec.banks
         self.bank_width = spec.bank_width_bytes
+        self.wide_lanes = spec.wide_access_lanes  # a 128-bit access: lanes served together (0: the warp)
 
     def wavefronts_of(self, rows: np.ndarray, width: int) -> tuple[list[int], list[int]]:
         """`wavefront_arrays` as lists."""
@@ -73,11 +76,12 @@ class BankMap:
         at least 1), and the wavefronts a conflict-free access of as many bytes would need."""
         rows = np.ascontiguousarray(rows, dtype=np.int64)
         sel = np.arange(rows.shape[0]) if sel is None else np.asarray(sel, dtype=np.int64)
-        return _wavefronts(rows, sel, max(1, width // self.bank_width), self.bank_width, self.banks, width)
+        group = self.wide_lanes if width >= 16 and self.wide_lanes else rows.shape[1]
+        return _wavefronts(rows, sel, max(1, width // self.bank_width), self.bank_width, self.banks, width, group)
 
 
 @njit
-def _wavefronts(rows, sel, words_per_lane, bank_width, banks, width):
+def _wavefronts(rows, sel, words_per_lane, bank_width, banks, width, group):
     m = sel.size
     lanes = rows.shape[1]
     wave = np.empty(m, np.int64)
@@ -92,39 +96,45 @@ def _wavefronts(rows, sel, words_per_lane, bank_width, banks, width):
         shift += 1
     for i in range(m):
         r = sel[i]
-        most = 1
+        total = 0
         active = 0
-        nt = 0
-        prev = -1
-        for lane in range(lanes):
-            a = rows[r, lane]
-            if a < 0:
-                continue
-            active += 1
-            w0 = (a >> shift) if pow2 else a // bank_width
-            if w0 == prev:
-                continue  # the previous lane's word(s): a broadcast
-            prev = w0
-            for k in range(words_per_lane):
-                w = w0 + k
-                b = (w & (banks - 1)) if pow2 else w % banks
-                c = count[b]
-                new = True
-                for j in range(c):
-                    if seen[b, j] == w:
-                        new = False
-                        break
-                if new:
-                    if c == 0:
-                        touched[nt] = b
-                        nt += 1
-                    seen[b, c] = w
-                    count[b] = c + 1
-                    if c + 1 > most:
-                        most = c + 1
-        for j in range(nt):
-            count[touched[j]] = 0
-        wave[i] = most
+        # the lanes are served `group` at a time, each group's wavefronts its busiest bank's words
+        for g0 in range(0, lanes, group):
+            most = 0
+            nt = 0
+            prev = -1
+            for lane in range(g0, min(g0 + group, lanes)):
+                a = rows[r, lane]
+                if a < 0:
+                    continue
+                active += 1
+                if most == 0:
+                    most = 1
+                w0 = (a >> shift) if pow2 else a // bank_width
+                if w0 == prev:
+                    continue  # the previous lane's word(s): a broadcast
+                prev = w0
+                for k in range(words_per_lane):
+                    w = w0 + k
+                    b = (w & (banks - 1)) if pow2 else w % banks
+                    c = count[b]
+                    new = True
+                    for j in range(c):
+                        if seen[b, j] == w:
+                            new = False
+                            break
+                    if new:
+                        if c == 0:
+                            touched[nt] = b
+                            nt += 1
+                        seen[b, c] = w
+                        count[b] = c + 1
+                        if c + 1 > most:
+                            most = c + 1
+            for j in range(nt):
+                count[touched[j]] = 0
+            total += most
+        wave[i] = max(total, 1)
         nbytes = active * width
         ideal[i] = max(-(-nbytes // (banks * bank_width)), 1)
     return wave, ideal

@@ -95,6 +95,21 @@ def MMA_BF16(cfg):  # noqa: N802 - a probe, named as the others
     prog = gpusim.assemble(src)
     launch = gpusim.Launch.make(1, 32)
     return GPU(cfg).run(prog, launch, gpusim.block_streams(prog, launch, {}, gpusim.GlobalMemory(), cfg=cfg)).cycles
+
+
+def HALF_BROADCAST(cfg):  # noqa: N802 - a probe, named as the others
+    """Cycles of 32 warps' chains of 128-bit shared loads, lanes 0-15 of each warp on one 16-byte address and
+    16-31 on another: one wavefront a warp served whole, two served a half-warp at a time."""
+    from gpusim.timing import GPU
+
+    src = (".kernel k\n.shared .f32 buf[64]\n.reg .u32 %t, %a\n.reg .f32 %f<4>\nmov.u32 %t, %tid.x;\n"
+           "shr.u32 %a, %t, 4;\nand.b32 %a, %a, 1;\nshl.b32 %a, %a, 5;\n"
+           + "ld.shared.v4.f32 {%f0, %f1, %f2, %f3}, [%a];\n" * 32)
+    prog = gpusim.assemble(src)
+    launch = gpusim.Launch.make(8, 1024)
+    return GPU(cfg).run(prog, launch, gpusim.block_streams(prog, launch, {}, gpusim.GlobalMemory(), cfg=cfg)).cycles
+
+
 REUSE = kernel("matmul_naive", n=32)  # loads that hit in L1 and L2
 TILED = kernel("matmul_tiled", n=32)  # shared memory, barriers
 BIG = kernel("matmul_naive", n=128)  # 192 KiB of data: overflows a small L2 or L1 (about a second)
@@ -191,6 +206,7 @@ FIELDS: dict[str, tuple] = {
     "shared_memory.latency_cycles": ({"shared_memory.latency_cycles": 200}, [BANKS]),
     "shared_memory.replay_cycles": ({"shared_memory.replay_cycles": 9}, [BANKS]),
     "shared_memory.atomic_replay_cycles": ({"shared_memory.atomic_replay_cycles": 50}, [HIST]),
+    "shared_memory.wide_access_lanes": ({"shared_memory.wide_access_lanes": 0}, [HALF_BROADCAST]),
     "l2.size_bytes": ({"l2.size_bytes": 4 * 128 * 16 * 128}, [BIG], "gtx980", {"l2.size_bytes": 4 * 128 * 16 * 2}),
     "l2.ways": ({"l2.ways": 1}, [BIG], "gtx980", {"l2.size_bytes": 4 * 128 * 16 * 16}),  # L1 caches no loads
     "l2.line_size_bytes": ({"l2.line_size_bytes": 256}, [REUSE, SAXPY]),

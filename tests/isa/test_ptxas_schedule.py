@@ -93,6 +93,36 @@ def test_memory_never_crosses_a_store_an_atomic_or_a_fence_but_arithmetic_may_an
     assert_rewrites(sched, before, expected)
 
 
+def test_a_global_load_passes_a_shared_store_but_not_a_global_one():
+    # a tiled matmul's loop body: the second tile's global load goes up past the first tile's st.shared
+    # (global and shared memory never alias), so both loads are in flight at once, as in ptxas's SASS;
+    # a shared load stays behind the shared store, a global one behind the global store
+    before = HEAD + """
+    ld.param.u64 %pa, [a];
+    ld.global.f32 %f0, [%pa];
+    st.shared.f32 [buf], %f0;
+    ld.global.f32 %f1, [%pa+4];
+    st.shared.f32 [buf+4], %f1;
+    ld.shared.f32 %f2, [buf+8];
+    st.global.f32 [%pa+8], %f2;
+    ld.global.f32 %f3, [%pa+12];
+    st.shared.f32 [buf+12], %f3;
+    """
+    expected = HEAD + """
+    ld.param.u64 %pa, [a];
+    ld.global.f32 %f0, [%pa];
+    ld.global.f32 %f1, [%pa+4];
+    st.shared.f32 [buf], %f0;
+    st.shared.f32 [buf+4], %f1;
+    ld.shared.f32 %f2, [buf+8];
+    st.global.f32 [%pa+8], %f2;
+    ld.global.f32 %f3, [%pa+12];
+    st.shared.f32 [buf+12], %f3;
+    """
+    out = assert_rewrites(sched, before, expected)
+    assert_same_values(assemble(before), out, [np.arange(4, dtype=np.float32), np.zeros(96, np.float32)])
+
+
 def test_warp_synchronous_operations_keep_their_order_and_a_guarded_exit_is_a_wall():
     before = HEAD + """
     mov.u32 %t, %tid.x;

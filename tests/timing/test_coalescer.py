@@ -123,6 +123,30 @@ def test_shared_16_byte_accesses(smem):
     assert _wave(smem, 16 * LANES, 16) == (4, 4)  # 512 bytes, 4 words per bank
 
 
+def test_shared_16_byte_accesses_are_served_a_half_warp_at_a_time(smem):
+    # shared_memory.wide_access_lanes 16 (a100, h200): the three patterns Nsight Compute measured on sm_86
+    # and sm_90 (docs/config.md cites them)
+    assert smem.wide_lanes == 16
+    # contiguous: each half-warp's 256 bytes put 2 words in every bank -> 2 + 2
+    assert _wave(smem, 16 * LANES, 16)[0] == 4
+    # lanes 0-15 on one 16-byte address, 16-31 on another: one wavefront per half (a whole-warp broadcast
+    # model says 1)
+    assert _wave(smem, np.where(LANES < 16, 0, 32), 16)[0] == 2
+    # 16 addresses 32 bytes apart, lane i and lane i + 16 on the same one: within a half, addresses 0, 128,
+    # 256, 384 share banks 0-3 -> 4 a half, 8 in all (a whole-warp model, sharing the words across the
+    # halves, says 4)
+    assert _wave(smem, 32 * (LANES % 16), 16)[0] == 8
+    # the whole warp on one address: one wavefront per half
+    assert _wave(smem, np.full(32, 64), 16)[0] == 2
+    # a half with no active lane costs nothing
+    row = np.where(LANES < 16, 0, -1)
+    assert _wave(smem, row, 16)[0] == 1
+    # narrower accesses are served by the whole warp: a broadcast is one wavefront
+    assert _wave(smem, np.where(LANES < 16, 0, 32), 8)[0] == 1
+    # a config without the field serves 128-bit accesses by the whole warp
+    assert BankMap(config("gtx980")).wavefronts_of(np.array([np.where(LANES < 16, 0, 32)]), 16)[0] == [1]
+
+
 def test_shared_inactive_lanes(smem):
     row = 4 * 32 * LANES  # stride 32: 32-way
     row[8:] = -1  # only 8 lanes active: 8-way

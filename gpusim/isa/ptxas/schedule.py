@@ -5,7 +5,8 @@ latency instead of a consumer waiting right behind its load.
 Dependences inside a block: register RAW (weighted by the producer's latency), WAR and WAW; a memory
 operation (ld/st/atom/red/cp.async/ldmatrix) never moves across a store, atomic, barrier, fence or
 warp-synchronous operation (shfl, vote, mma, ldmatrix, bar), and those keep their order among
-themselves; loads may pass loads. A block's closing branch or exit stays last, and nothing crosses a
+themselves; loads may pass loads, and a global and a shared access (each naming its space: the two
+never alias) may pass each other. A block's closing branch or exit stays last, and nothing crosses a
 guarded `exit` (lanes leave there) or a `bar.sync` (as in SASS, where the FFMAs that use a tile's loads
 stay ahead of the barrier that frees the tile). Latencies come from the config: each unit's (or the `opcodes:`
 table's) latency, l2.hit_latency_cycles for a global load, shared_memory.latency_cycles for a shared one.
@@ -64,6 +65,19 @@ def _is_mem(ins: Instruction) -> bool:
 
 def _is_ordering(ins: Instruction) -> bool:
     return ins.opcode in ORDERING
+
+
+ANY = "*"
+DISJOINT = frozenset({"ld", "st", "atom", "red"})  # with an explicit space, they touch only that space
+
+
+def _space_of(ins: Instruction) -> str:
+    """The state space a memory operation may touch: `global` or `shared` when the instruction names it
+    (the two never alias, so a global load may pass a shared store, as ptxas hoists a tile's second load
+    above the first one's st.shared), else ANY (a generic address, cp.async's two spaces, a barrier)."""
+    if ins.opcode in DISJOINT and ins.space in ("global", "shared"):
+        return ins.space
+    return ANY
 
 
 class Pressure:
@@ -130,8 +144,8 @@ def schedule_region(region: list[Instruction], latency: Latencies, pressure: Pre
     preds: list[dict[int, int]] = [{} for _ in range(n)]  # j -> {i: edge latency}
     last_write: dict[int, int] = {}
     readers: dict[int, list[int]] = {}
-    last_order = -1
-    mem_since: list[int] = []
+    last_order: dict[str, int] = {}  # state space -> its latest ordering operation (ANY: every space's)
+    mem_since: dict[str, list[int]] = {}  # state space -> its memory operations since that
     for j, ins in enumerate(region):
         p = preds[j]
 
@@ -148,16 +162,25 @@ def schedule_region(region: list[Instruction], latency: Latencies, pressure: Pre
             for i in readers.get(r, ()):
                 if i != j:
                     edge(i, 0)
+        k = _space_of(ins)
         if _is_ordering(ins):
-            if last_order >= 0:
-                edge(last_order, 0)
-            for i in mem_since:
-                edge(i, 0)
-            last_order, mem_since = j, []
+            # after every ordering operation of the spaces it may touch, and every memory operation since
+            for key, i in last_order.items():
+                if k == ANY or key in (ANY, k):
+                    edge(i, 0)
+            for key, since in mem_since.items():
+                if k == ANY or key in (ANY, k):
+                    for i in since:
+                        edge(i, 0)
+            if k == ANY:
+                last_order, mem_since = {ANY: j}, {}
+            else:
+                last_order[k], mem_since[k] = j, []
         elif _is_mem(ins):
-            if last_order >= 0:
-                edge(last_order, 0)
-            mem_since.append(j)
+            for key, i in last_order.items():
+                if k == ANY or key in (ANY, k):
+                    edge(i, 0)
+            mem_since.setdefault(k, []).append(j)
         for r in ins.regs_written():
             last_write[r] = j
             readers[r] = []
