@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     quiet = not to_stdout or args.quiet  # --quiet: no progress lines
     result = validate(args.config, figures=args.figure, overrides=parse_sets(args.config_sets, "--config-set"),
                       progress=None if quiet else lambda r: print(f"  {r.figure} ... {r.status}", file=sys.stderr),
-                      executor=make_executor(args))
+                      executor=_executor(args))
     emit_json(result.to_dict(), args.json)
     emit_text(result.markdown, args.markdown)
     if args.chart:
@@ -113,7 +113,7 @@ def run_kernels(args: argparse.Namespace) -> int:
 
     result = validate_kernels(args.config or "h200", kernels=args.kernel, sizes=args.size, front_ends=args.front_end,
                               sample=args.sample, overrides=parse_sets(args.config_sets, "--config-set"),
-                              progress=progress, ptxas_model=not args.program_order, executor=make_executor(args))
+                              progress=progress, ptxas_model=not args.program_order, executor=_executor(args))
     emit_json(result.to_dict(), args.json)
     emit_text(result.markdown, args.markdown)
     if args.chart:
@@ -126,6 +126,17 @@ def run_kernels(args: argparse.Namespace) -> int:
         if args.chart:
             print(f"wrote {args.chart}")
     return 0
+
+
+def _executor(args: argparse.Namespace):
+    """The executor --jobs, --dask or --dask-scheduler name. Before a local pool forks its workers the timing
+    engine's machine code is loaded here, once, for them all to inherit, instead of once in each."""
+    executor = make_executor(args)
+    if getattr(executor, "jobs", 1) > 1:
+        from gpusim.timing import warm_up
+
+        warm_up()
+    return executor
 
 
 def run_power(args: argparse.Namespace) -> int:
