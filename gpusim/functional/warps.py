@@ -449,7 +449,8 @@ class WarpScheduler:
                                   exc.block, exc.thread, exc.address, exc.file) from None
             return
         if repeats:
-            w = int(np.flatnonzero((one.state == RUN) & one.stack.active.any(1))[0])
+            live = np.flatnonzero((one.state == RUN) & one.stack.active.any(1))
+            w = int(live[0]) if live.size else int(np.flatnonzero(one.state != DONE)[0])
             lane = (k * b.wpb + w) * b.ws + int(np.argmax(one.stack.active[w]))
             self.fault(b, self.program.instructions[int(one.stack.pc[w])], lane,
                        f"runaway loop: the block came back to the state it was in {watch.period:,} instructions "
