@@ -19,8 +19,7 @@ The public API (the CLI is a thin layer over it):
 
 from __future__ import annotations
 
-import importlib
-
+from gpusim.lazy import attribute
 from gpusim.version import __version__
 
 # The public names and the modules that define them, imported on first use (PEP 562): `import gpusim`
@@ -40,20 +39,7 @@ _LAZY = {
 
 
 def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is not None:
-        value = getattr(importlib.import_module(module), name)
-    elif not name.startswith("_"):  # a layer: `gpusim.stats.VERDICTS` after a bare `import gpusim`
-        try:
-            value = importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
+    return attribute(__name__, _LAZY, globals(), name)
 
 
 def __dir__() -> list[str]:

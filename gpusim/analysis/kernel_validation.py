@@ -27,10 +27,12 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
 
+from gpusim.analysis.parallel import in_order
 from gpusim.analysis.validate import ValidationDataError, measurements
 from gpusim.config import Config, load_config
 from gpusim.workloads import list_workloads, load_workload
@@ -222,10 +224,11 @@ def validate_kernels(config: str = "h200", *, kernels: Sequence[str] | None = No
                      sizes: Sequence[str] | None = None, front_ends: Sequence[str] | None = None,
                      sample: str = "auto", overrides: dict[str, Any] | None = None,
                      progress: Callable[[KernelRow], None] | None = None,
-                     ptxas_model: bool = True) -> KernelValidation:
+                     ptxas_model: bool = True, executor=None) -> KernelValidation:
     """Every measured (kernel, size) of `config` through each of its ports (filtered by `kernels`,
     `sizes`, `front_ends`), simulated on the config with `overrides` (`ptxas_model` False: the .sasm and
-    PTX ports in program order, without the ptxas model)."""
+    PTX ports in program order, without the ptxas model); on `executor` (gpusim.analysis.parallel: e.g. a
+    process pool), the rows the same and in the same order."""
     cfg = load_config(config, overrides=overrides or None)
     pairs = measured_pairs(cfg.name)
     for what, given, known in (("kernel", kernels, {p.kernel for p in pairs}),
@@ -235,6 +238,7 @@ def validate_kernels(config: str = "h200", *, kernels: Sequence[str] | None = No
             raise ValidationDataError(f"no measured {what} {', '.join(map(repr, bad))}; "
                                       f"known: {', '.join(sorted(known))}")
     out = KernelValidation(cfg.name)
+    tasks = []
     for pair in pairs:
         if (kernels and pair.kernel not in kernels) or (sizes and pair.size not in sizes):
             continue
@@ -243,8 +247,15 @@ def validate_kernels(config: str = "h200", *, kernels: Sequence[str] | None = No
                 continue
             if fe == "sass" and pair.size == "large" and not (front_ends and sizes):
                 continue  # SASS runs whole, and a large size whole takes minutes to hours: only when asked for
-            row = simulate_pair(pair, workload, fe, cfg, sample=sample, ptxas_model=ptxas_model)
-            out.rows.append(row)
-            if progress:
-                progress(row)
+            tasks.append((pair, workload, fe))
+    for row in in_order(partial(_pair_row, cfg, sample, ptxas_model), tasks, executor):
+        out.rows.append(row)
+        if progress:
+            progress(row)
     return out
+
+
+def _pair_row(cfg: Config, sample: str, ptxas_model: bool, task: tuple) -> KernelRow:
+    """One measured pair through one port (a task of `validate_kernels`)."""
+    pair, workload, fe = task
+    return simulate_pair(pair, workload, fe, cfg, sample=sample, ptxas_model=ptxas_model)

@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from gpusim.analysis.parallel import in_order
 from gpusim.config import Config, load_config
 from gpusim.data import data_dir
 from gpusim.errors import GpusimError
@@ -248,9 +249,10 @@ def above_peak(fig: dict[str, Any], simulated: float, cfg: Config) -> str | None
 
 
 def validate(config: str, *, figures: list[str] | None = None, overrides: dict[str, Any] | None = None,
-             progress=None) -> Validation:
+             progress=None, executor=None) -> Validation:
     """Run the suite's figures that have a reference for `config` (a built-in name; `figures` picks some by
-    id) and compare each with its reference."""
+    id) and compare each with its reference; on `executor` (gpusim.analysis.parallel: e.g. a process pool),
+    the rows the same and in the same order."""
     cfg = load_config(config, overrides=overrides or None)
     known = {f["id"] for f in published()["figures"]}
     unknown = sorted(set(figures or ()) - known)
@@ -261,21 +263,27 @@ def validate(config: str, *, figures: list[str] | None = None, overrides: dict[s
         raise ValidationDataError(f"no reference figures for config {cfg.name!r} in published.yaml "
                                   f"(configs with some: {', '.join(configs_with_references())})")
     rows = []
-    for fig, ref, source, entry in refs:
-        t0 = time.perf_counter()
-        sim = measure(config, fig["measure"], overrides, ptxas_model="measured" in entry)
-        err = (sim / ref - 1) * 100 if ref else math.inf
-        tol = float(entry.get("tolerance_pct", fig.get("tolerance_pct", DEFAULT_TOLERANCE_PCT)))
-        gap = entry.get("known_gap")
-        status = "ok" if abs(err) <= tol else ("known gap" if gap else "FAIL")
-        over = above_peak(fig, sim, cfg)
-        if over:  # a bandwidth the config cannot deliver fails whatever its reference says
-            status, source = "FAIL", f"{over}; {source}"
-        rows.append(Row(fig["id"], fig["kind"], fig["units"], round(sim, 4), round(ref, 4), round(err, 2), tol,
-                        status, source, gap, round(time.perf_counter() - t0, 3)))
+    for row in in_order(partial(_figure_row, config, cfg, overrides), refs, executor):
+        rows.append(row)
         if progress:
-            progress(rows[-1])
+            progress(row)
     return Validation(cfg.name, rows)
+
+
+def _figure_row(config: str, cfg: Config, overrides: dict[str, Any] | None, ref_entry: tuple) -> Row:
+    """One figure simulated and compared with its reference (a task of `validate`)."""
+    fig, ref, source, entry = ref_entry
+    t0 = time.perf_counter()
+    sim = measure(config, fig["measure"], overrides, ptxas_model="measured" in entry)
+    err = (sim / ref - 1) * 100 if ref else math.inf
+    tol = float(entry.get("tolerance_pct", fig.get("tolerance_pct", DEFAULT_TOLERANCE_PCT)))
+    gap = entry.get("known_gap")
+    status = "ok" if abs(err) <= tol else ("known gap" if gap else "FAIL")
+    over = above_peak(fig, sim, cfg)
+    if over:  # a bandwidth the config cannot deliver fails whatever its reference says
+        status, source = "FAIL", f"{over}; {source}"
+    return Row(fig["id"], fig["kind"], fig["units"], round(sim, 4), round(ref, 4), round(err, 2), tol, status,
+               source, gap, round(time.perf_counter() - t0, 3))
 
 
 def configs_with_references() -> list[str]:

@@ -8,22 +8,22 @@ import argparse
 from pathlib import Path
 
 import gpusim
-from gpusim.analysis.sampling import SAMPLE_MODES
 from gpusim.cli.args import add_config, add_config_set, add_json, add_output, add_params, add_quiet, integer
 from gpusim.cli.commands import COMMANDS
 from gpusim.cli.common import add_executor_args, emit_json, make_executor, parse_sets
-from gpusim.compiler.accuracy import TOLERANCES, random_inputs, validate
-from gpusim.compiler.cost import MODELS, cost_based_fusion, make_cost_model
-from gpusim.compiler.driver import compile_graph, load_model
-from gpusim.compiler.errors import CompilerError
-from gpusim.compiler.memplan import plan_memory
-from gpusim.compiler.models import BUILTIN
-from gpusim.compiler.passes.manager import run_pipeline
-from gpusim.compiler.passes.precision import PRECISIONS, convert
-from gpusim.compiler.placement import place
-from gpusim.compiler.shard import STRATEGIES as PARALLEL
-from gpusim.compiler.shard_cost import compiler_cost, run_sharded
-from gpusim.compiler.tune import STRATEGIES, Tuner
+
+# The compiler's choices and defaults as --help shows them, spelled here so that `gpusim compile --help`
+# imports no layer (the compiler's modules import the timing engine); tests/cli/test_startup.py checks
+# each against the tuple the compiler uses.
+BUILTIN = ("mlp2", "attention", "transformer", "recommender")  # gpusim.compiler.models.BUILTIN
+MODELS = ("analytical", "calibrated", "simulated")  # gpusim.compiler.cost.MODELS
+STRATEGIES = ("grid", "local", "anneal")  # gpusim.compiler.tune.STRATEGIES
+PARALLEL = ("tensor", "data")  # gpusim.compiler.shard.STRATEGIES
+PRECISIONS = ("f16", "bf16", "int8")  # gpusim.compiler.passes.precision.PRECISIONS
+OPTIMIZERS = ("sgd", "adam")  # gpusim.compiler.train.OPTIMIZERS
+SAMPLE_MODES = ("auto", "on", "off")  # gpusim.analysis.sampling.SAMPLE_MODES
+# gpusim.compiler.accuracy.TOLERANCES: per precision, the largest relative error and the smallest cosine
+TOLERANCES = {"f16": (1e-2, 0.9999), "bf16": (5e-2, 0.999), "int8": (1e-1, 0.99)}
 
 
 def register(subparsers) -> None:
@@ -91,8 +91,6 @@ def register(subparsers) -> None:
 
 def _add_train_args(p) -> None:
     """--train and its options (issue 26): a training step compiled, lowered and run (gpusim.compiler.train)."""
-    from gpusim.compiler.train import OPTIMIZERS
-
     group = p.add_argument_group("training (--train)")
     group.add_argument("--train", action="store_true",
                        help="compile MODEL's training step (forward, MSE loss against a random target, backward, "
@@ -104,6 +102,7 @@ def _add_train_args(p) -> None:
 
 
 def _train(args: argparse.Namespace, cfg, graph, cost) -> int:
+    from gpusim.compiler.errors import CompilerError
     from gpusim.compiler.train import train
 
     if args.tune:
@@ -117,6 +116,13 @@ def _train(args: argparse.Namespace, cfg, graph, cost) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gpusim.compiler.accuracy import random_inputs
+    from gpusim.compiler.driver import compile_graph, load_model
+    from gpusim.compiler.errors import CompilerError
+    from gpusim.compiler.memplan import plan_memory
+    from gpusim.compiler.passes.precision import convert
+    from gpusim.compiler.tune import Tuner
+
     if args.onnx_suite:
         return _onnx_suite(args)
     if args.model is None:
@@ -160,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
         out["memory_plan"] = plan.to_dict()
         if args.json != "-":
             print(plan.summary())
-    _outputs(args, report, cfg, tuner, out, make_cost_model("simulated", args.cache_dir, **sampling))
+    _outputs(args, report, cfg, tuner, out, _cost_model("simulated", args, sampling))
     emit_json(out, args.json)
     return 0
 
@@ -178,6 +184,8 @@ def refit_path(args: argparse.Namespace) -> Path | None:
 
 def _cost_model(name: str, args: argparse.Namespace, sampling: dict):
     """The cost model `name`; the calibrated one with --calibration's coefficients where given."""
+    from gpusim.compiler.cost import make_cost_model
+
     if name == "calibrated" and args.calibration:
         from gpusim.compiler.cost import CalibratedCost, Calibration
 
@@ -240,6 +248,8 @@ def _add_precision(p: argparse.ArgumentParser) -> None:
 
 
 def _check_precision(args: argparse.Namespace) -> None:
+    from gpusim.compiler.errors import CompilerError
+
     if args.verify and not args.precision:
         raise CompilerError("--verify needs --precision f16, bf16 or int8")
     if (args.tolerance is not None or args.min_cosine is not None) and not args.verify:
@@ -251,6 +261,8 @@ def _check_precision(args: argparse.Namespace) -> None:
 
 
 def _verify(args: argparse.Namespace, graph, cfg, cost) -> int:
+    from gpusim.compiler.accuracy import validate
+
     report = validate(graph, args.precision, cfg, cost, tolerance=args.tolerance, min_cosine=args.min_cosine)
     if args.json != "-":
         print(report)
@@ -260,6 +272,7 @@ def _verify(args: argparse.Namespace, graph, cfg, cost) -> int:
 
 def _onnx_suite(args: argparse.Namespace) -> int:
     from gpusim.compiler import onnx_suite
+    from gpusim.compiler.errors import CompilerError
 
     if args.model is not None:
         raise CompilerError("--onnx-suite walks the onnx package's models; give no MODEL")
@@ -274,6 +287,8 @@ def _onnx_suite(args: argparse.Namespace) -> int:
 
 def _shapes(items: list[str] | None) -> dict[str, list[int]]:
     """`--shape x=1,64` -> {'x': [1, 64]}."""
+    from gpusim.compiler.errors import CompilerError
+
     shapes = {}
     for item in items or []:
         name, sep, dims = item.partition("=")
@@ -315,6 +330,8 @@ def _add_issue26_flags(p) -> None:
 
 
 def _check_issue26_flags(args) -> None:
+    from gpusim.compiler.errors import CompilerError
+
     shard_only = [f for f, v in (("--link", args.link), ("--chunks", args.chunks != 1),
                                  ("--parallel", args.parallel != "tensor"), ("--streams", args.streams != 2)) if v]
     if shard_only and not args.shard:
@@ -335,6 +352,11 @@ def _node_overrides(args) -> dict:
 
 
 def _shard_or_place(args, graph, cfg, cost) -> int:
+    from gpusim.compiler.cost import cost_based_fusion
+    from gpusim.compiler.passes.manager import run_pipeline
+    from gpusim.compiler.placement import place
+    from gpusim.compiler.shard_cost import compiler_cost, run_sharded
+
     if args.place:
         configs = [gpusim.load_config(name.strip()) for name in args.place.split(",") if name.strip()]
         placed = place(graph, configs)

@@ -27,10 +27,10 @@ from gpusim.cli.common import emit_json, emit_text, parse_sets, stdout_taken
 from gpusim.config.vocab import SCHEDULER_POLICIES
 from gpusim.errors import GpusimError
 
-# The runaway-loop guard's default, as --help shows it: gpusim.functional.warps.DEFAULT_MAX_STEPS_PER_WARP,
+# The runaway-loop guard's fallback count, as --help shows it: gpusim.functional.warps.DEFAULT_MAX_STEPS_PER_WARP,
 # spelled here so that `gpusim run --help` does not import the executor (tests/cli/test_startup.py checks
 # that the two agree).
-MAX_STEPS_SHOWN = "131,072"
+MAX_STEPS_SHOWN = "4,294,967,296"
 
 
 def register(subparsers) -> None:
@@ -50,8 +50,10 @@ def register(subparsers) -> None:
                    help="functional execution only (values, instruction counts), no timing model")
     p.add_argument("--seed", type=integer(0), default=0, help="seed of the input generator (default 0)")
     p.add_argument("--max-steps", type=integer(1), default=None, metavar="N",
-                   help="fault when a warp issues more than N instructions (the runaway-loop guard; "
-                        f"default {MAX_STEPS_SHOWN})")
+                   help="fault when a warp issues more than N instructions (the runaway-loop guard). Default: "
+                        "a kernel is stopped on evidence that it never ends (a warp in a loop with no way out, a "
+                        "block back in a state it was in; docs/robustness.md), and a warp past "
+                        f"{MAX_STEPS_SHOWN} instructions faults")
     p.add_argument("--max-cycles", type=integer(1), default=None, metavar="N",
                    help="stop the timing model at cycle N and say which warps are still running, and on what")
     p.add_argument("--sample", choices=("auto", "on", "off"), default="off",

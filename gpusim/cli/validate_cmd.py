@@ -11,7 +11,7 @@ import sys
 
 from gpusim.cli.args import add_config, add_config_set, add_json, add_output, add_quiet, add_renamed
 from gpusim.cli.commands import COMMANDS
-from gpusim.cli.common import emit_json, emit_text, parse_sets, stdout_taken
+from gpusim.cli.common import add_executor_args, emit_json, emit_text, make_executor, parse_sets, stdout_taken
 
 
 def register(subparsers) -> None:
@@ -52,6 +52,7 @@ def register(subparsers) -> None:
     add_json(p, help="write the rows as JSON to FILE ('-' or no FILE: stdout)")
     add_output(p, "--chart", kind="image", metavar="FILE", help="write the correlation chart (.png or .svg)")
     add_output(p, "--markdown", metavar="FILE", help="write the table(s) as Markdown (docs/validation.md's form)")
+    add_executor_args(p, "the figures (with --kernels, the kernels); the rows are the same, in the same order")
     add_quiet(p)
     add_renamed(p, "--set", to="--config-set (--set is a parameter of what runs)")
     p.set_defaults(func=run)
@@ -78,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
     to_stdout = not stdout_taken(args.json, args.markdown)  # the table, unless JSON or Markdown go there
     quiet = not to_stdout or args.quiet  # --quiet: no progress lines
     result = validate(args.config, figures=args.figure, overrides=parse_sets(args.config_sets, "--config-set"),
-                      progress=None if quiet else lambda r: print(f"  {r.figure} ... {r.status}", file=sys.stderr))
+                      progress=None if quiet else lambda r: print(f"  {r.figure} ... {r.status}", file=sys.stderr),
+                      executor=_executor(args))
     emit_json(result.to_dict(), args.json)
     emit_text(result.markdown, args.markdown)
     if args.chart:
@@ -111,7 +113,7 @@ def run_kernels(args: argparse.Namespace) -> int:
 
     result = validate_kernels(args.config or "h200", kernels=args.kernel, sizes=args.size, front_ends=args.front_end,
                               sample=args.sample, overrides=parse_sets(args.config_sets, "--config-set"),
-                              progress=progress, ptxas_model=not args.program_order)
+                              progress=progress, ptxas_model=not args.program_order, executor=_executor(args))
     emit_json(result.to_dict(), args.json)
     emit_text(result.markdown, args.markdown)
     if args.chart:
@@ -124,6 +126,17 @@ def run_kernels(args: argparse.Namespace) -> int:
         if args.chart:
             print(f"wrote {args.chart}")
     return 0
+
+
+def _executor(args: argparse.Namespace):
+    """The executor --jobs, --dask or --dask-scheduler name. Before a local pool forks its workers the timing
+    engine's machine code is loaded here, once, for them all to inherit, instead of once in each."""
+    executor = make_executor(args)
+    if getattr(executor, "jobs", 1) > 1:
+        from gpusim.timing import warm_up
+
+        warm_up()
+    return executor
 
 
 def run_power(args: argparse.Namespace) -> int:

@@ -499,7 +499,8 @@ def _collective(args, attrs):
 
 
 def _registered(op: str, what: str, module: str) -> Callable[..., Any]:
-    """Stands for a rule that gpusim.compiler.`module` registers (importing gpusim.compiler does)."""
+    """Stands for a rule that gpusim.compiler.`module` registers on import (importing gpusim.compiler
+    imports control_flow and evaluate; control_flow_run is imported by whoever runs control flow)."""
     def missing(*args):
         raise GraphError(f"the {what} of '{op}' is registered by gpusim.compiler.{module}, which is not imported")
     return missing
@@ -582,10 +583,12 @@ OPS: dict[str, OpDef] = {d.name: d for d in (
     # graph-level control flow: subgraphs whose parameters are the node's inputs; their rules are
     # registered from the layers that own them (`register`)
     OpDef("if", O, (1, 1 << 16), ("then_branch", "else_branch"), _registered("if", "type rule", "control_flow"),
-        _registered("if", "numpy semantics", "evaluate"), "then_branch(inputs) if cond != 0 else else_branch(inputs)"),
+        _registered("if", "numpy semantics", "evaluate"), "then_branch(inputs) if cond != 0 else else_branch(inputs)",
+        _registered("if", "host run", "control_flow_run")),
     OpDef("loop", O, (1, 1 << 16), ("body", "trip_count"), _registered("loop", "type rule", "control_flow"),
         _registered("loop", "numpy semantics", "evaluate"),
-        "x = body(i, x, captures) for i < trip_count (an attribute, or the first input when None)"),
+        "x = body(i, x, captures) for i < trip_count (an attribute, or the first input when None)",
+        _registered("loop", "host run", "control_flow_run")),
 )}
 
 

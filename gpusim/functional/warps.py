@@ -20,6 +20,7 @@ import numpy as np
 from gpusim.errors import DeadlockError, KernelFault, LaunchError
 from gpusim.functional.launch import Launch, require_units
 from gpusim.functional.memory import GlobalMemory, host_available_bytes
+from gpusim.functional.runaway import StateWatch, trapped_pcs
 from gpusim.functional.simt_stack import SimtStack
 from gpusim.functional.stats import ExecStats
 from gpusim.functional.stream import BatchRecorder, BlockStream, StreamChunk
@@ -28,11 +29,14 @@ from gpusim.isa.types import TYPES
 
 WARP = 32  # the warp size when no config is given; else the config's sm.warp_size
 RUN, WAIT, DONE = 0, 1, 2
-# The runaway-loop guard: a warp that issues more instructions than this faults. 2^17 is 3.5x the
-# longest warp of any shipped workload at its default and test sizes (ffma_peak, gemm_tiled: ~37,000),
-# and with the probe below a loop that never ends is stopped within ~10 s in either mode, whatever the
-# grid (docs/robustness.md). A count, not a time: the same kernel always stops at the same place.
-DEFAULT_MAX_STEPS_PER_WARP = 1 << 17
+# The runaway-loop guard (docs/robustness.md). With max_steps_per_warp given, a warp that issues more
+# instructions than that faults: a count, not a time, so the same kernel always stops at the same place.
+# Without it, a kernel is stopped on evidence that it never ends (gpusim.functional.runaway: a warp in a
+# loop with no way out, or a block back in a state it was in), found by the probe below within seconds,
+# whatever the grid; this count then only bounds what no evidence settles (a loop whose state keeps
+# changing and whose exit is never taken): 2^32, far beyond any real kernel's warp (a correlation
+# matrix's 256 x 256 loop: tens of millions).
+DEFAULT_MAX_STEPS_PER_WARP = 1 << 32
 DEFAULT_BATCH_LANES = 1 << 16
 # The runaway-loop probe (WarpScheduler.probe_runaway): a batch that passes this many steps has one of its
 # blocks run on alone, on copies, to its end or the step limit. A batch of 2,048 warps stepping
@@ -222,6 +226,8 @@ class WarpScheduler:
         self.warp_size = int(cfg.sm.warp_size) if cfg is not None else WARP
         self.params = _param_bytes(program, params)
         self.max_steps = max_steps_per_warp or DEFAULT_MAX_STEPS_PER_WARP
+        self.by_evidence = not max_steps_per_warp  # (no limit given: stop on evidence, gpusim.functional.runaway)
+        self._trapped: np.ndarray | None = None
         self.record = record
         self.block_ids = None
         self.num_blocks = launch.num_blocks  # blocks this executor runs
@@ -392,12 +398,21 @@ class WarpScheduler:
         twice as long. Other faults are left for the batch to meet. No probe under loop_cap (loops are
         cut short) or when copying global memory would take more than a quarter of the free host
         memory. A block that waits for another block (a cross-block spin, racy in any case) may loop
-        in the probe and not in the launch, as it may in functional mode's batches."""
+        in the probe and not in the launch, as it may in functional mode's batches.
+
+        At default limits (no max_steps_per_warp given) the probe looks for evidence instead of a count
+        (gpusim.functional.runaway): first a running warp of the batch in a loop with no way out, then,
+        for a quarter of the batch's steps so far, the block run alone coming back to a state it was in;
+        either is a fault naming the warp, pc and line. Without evidence the batch goes on."""
         self.probe_after = self.max_steps + 1  # (unless the probe ends below: no other)
         running = np.flatnonzero(b.state != DONE)
+        if self.loop_cap is not None or steps >= self.max_steps or not running.size:
+            return
+        if self.by_evidence:
+            self._fault_if_trapped(b, steps)
+            self.probe_after = 2 * steps  # (looked at again when the batch has run twice as long)
         free = host_available_bytes()
-        if (self.loop_cap is not None or steps >= self.max_steps or not running.size
-                or (free is not None and self.memory.buffer.nbytes > free // 4)):
+        if free is not None and self.memory.buffer.nbytes > free // 4:
             return
         probe = copy.copy(self)
         probe.memory = copy.copy(self.memory)
@@ -414,15 +429,52 @@ class WarpScheduler:
         if reconv.any():
             ws = g[reconv]
             one.state[ws[~st.pop(ws)]] = DONE
+        # at default limits the probe looks for a repeated state for a quarter of the batch's steps so far (a
+        # kernel of long warps pays about a third more for its probes); with a limit, it runs to it or the end
+        watch = StateWatch(one, probe.memory) if self.by_evidence else None
+        budget = max(steps // 4, PROBE_AT_STEPS) if self.by_evidence else probe.max_steps + 1
+        more, repeats = 0, False
         try:
             with np.errstate(all="ignore"):
-                more = sum(1 for _ in probe._steps(one, 1))  # (chunk 1: it pauses after every step)
+                for _ in probe._steps(one, 1):  # (chunk 1: it pauses after every step)
+                    more += 1
+                    if watch is not None and watch.step():
+                        repeats = True
+                        break
+                    if more >= budget:
+                        return  # (no evidence yet: looked at again when the batch has run twice as long)
         except KernelFault as exc:
             if exc.reason == _runaway_reason(probe.max_steps):
                 raise KernelFault(_runaway_reason(self.max_steps), exc.kernel, exc.pc, exc.line, exc.source,
                                   exc.block, exc.thread, exc.address, exc.file) from None
             return
+        if repeats:
+            live = np.flatnonzero((one.state == RUN) & one.stack.active.any(1))
+            w = int(live[0]) if live.size else int(np.flatnonzero(one.state != DONE)[0])
+            lane = (k * b.wpb + w) * b.ws + int(np.argmax(one.stack.active[w]))
+            self.fault(b, self.program.instructions[int(one.stack.pc[w])], lane,
+                       f"runaway loop: the block came back to the state it was in {watch.period:,} instructions "
+                       f"earlier (every warp's pc, SIMT stack, registers and predicates, shared and global memory) "
+                       f"and so repeats them forever; stopped after {steps + more:,} instructions (gpusim stops a "
+                       "kernel at default limits on evidence that it never ends; --max-steps N sets a fixed limit "
+                       "instead)")
         self.probe_after = 2 * (steps + more)
+
+    def _fault_if_trapped(self, b: _Batch, steps: int) -> None:
+        """Evidence that the launch never ends: a running warp whose active lanes stand at a pc from which no
+        path leads out of the kernel (gpusim.functional.runaway.trapped_pcs). Faults naming it."""
+        if self._trapped is None:
+            self._trapped = trapped_pcs(self.program)
+        st = b.stack
+        pcs = np.clip(st.pc, 0, len(self._trapped) - 1)
+        caught = np.flatnonzero((b.state == RUN) & self._trapped[pcs] & st.active.any(1))
+        if caught.size:
+            w = int(caught[0])
+            pc = int(st.pc[w])
+            self.fault(b, self.program.instructions[pc], w * b.ws + int(np.argmax(st.active[w])),
+                       f"runaway loop: a warp is in a loop it can never leave (no path from pc {pc} leads to an "
+                       f"exit); stopped after {steps:,} instructions (gpusim stops a kernel at default limits on "
+                       "evidence that it never ends; --max-steps N sets a fixed limit instead)")
 
     def _deadlock(self, b: _Batch):
         """No warp of the batch can run, yet some wait at a barrier: name the block and why."""

@@ -21,10 +21,6 @@ HEAVY = ("numba", "llvmlite", "scipy", "matplotlib", "ml_dtypes", "onnx", "tqdm"
          "gpusim.plot")
 # `--version` and `--help` read no YAML and no array either
 BARE = (*HEAVY, "numpy", "yaml", "gpusim.config", "gpusim.workloads", "gpusim.system")
-# `compile --help` lists the compiler's own choices (cost models, precisions, built-in models), and the
-# compiler's package imports every layer on import (its operator rules must all be registered): it is the
-# one --help that loads the compiler, and with it, for now, the timing engine
-COMPILER_HELP = ("matplotlib", "onnx")
 
 
 def imported(*argv: str) -> tuple[set[str], subprocess.CompletedProcess]:
@@ -68,15 +64,68 @@ def test_a_functional_run_imports_no_engine():
 def test_every_help_imports_no_engine(command):
     mods, p = imported(command, "--help")
     assert p.returncode == 0 and p.stdout.startswith(f"usage: gpusim {command}"), p.stderr[-2000:]
-    assert heavy_in(mods, COMPILER_HELP if command == "compile" else HEAVY) == []
+    assert heavy_in(mods, HEAVY) == []
     others = sorted(f"gpusim.cli.{c}_cmd" for c in COMMANDS if c != command)
     assert [m for m in others if m in mods] == []  # only the chosen subcommand's module is imported
+
+
+def test_compile_help_lists_the_compilers_choices_without_it():
+    """`compile --help` spells the compiler's choices (tests below check them against the compiler) and
+    imports neither the compiler nor numpy nor any YAML."""
+    mods, p = imported("compile", "--help")
+    assert heavy_in(mods, BARE) == []
+    text = " ".join(p.stdout.split())
+    for choices in ("{analytical,calibrated,simulated}", "{grid,local,anneal}", "{f16,bf16,int8}", "{sgd,adam}",
+                    "{tensor,data}", "{auto,on,off}", "mlp2, attention, transformer, recommender"):
+        assert choices in text
+
+
+def test_compile_cmd_spells_the_compilers_choices():
+    from gpusim.analysis.sampling import SAMPLE_MODES
+    from gpusim.cli import compile_cmd
+    from gpusim.compiler.accuracy import TOLERANCES
+    from gpusim.compiler.cost import MODELS
+    from gpusim.compiler.models import BUILTIN
+    from gpusim.compiler.passes.precision import PRECISIONS
+    from gpusim.compiler.shard import STRATEGIES as PARALLEL
+    from gpusim.compiler.train import OPTIMIZERS
+    from gpusim.compiler.tune import STRATEGIES
+
+    assert compile_cmd.BUILTIN == tuple(BUILTIN)
+    assert (compile_cmd.MODELS, compile_cmd.STRATEGIES, compile_cmd.PARALLEL, compile_cmd.PRECISIONS,
+            compile_cmd.OPTIMIZERS, compile_cmd.SAMPLE_MODES) == (MODELS, STRATEGIES, PARALLEL, PRECISIONS,
+                                                                 OPTIMIZERS, SAMPLE_MODES)
+    assert compile_cmd.TOLERANCES == TOLERANCES
+
+
+def test_compiler_package_is_lazy_and_registers_control_flow_rules():
+    """Importing gpusim.compiler loads no layer below it nor the compiler's own heavy modules, yet `if`
+    and `loop` have their type rules and numpy semantics; every public name is its module's object (the
+    functions named as their modules included, whichever was imported first)."""
+    p = subprocess.run([sys.executable, "-c", "import sys, gpusim.compiler\n"
+                        "from gpusim.compiler.ops import OPS\n"
+                        "print(sorted(m for m in sys.modules if m.startswith('gpusim.') and "
+                        "not m.startswith('gpusim.compiler')))\n"
+                        "print(OPS['if'].infer.__module__, OPS['loop'].compute.__module__)"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split("\n")[:2] == ["['gpusim.errors', 'gpusim.lazy', 'gpusim.version']",
+                                        "gpusim.compiler.control_flow gpusim.compiler.evaluate"]
+    import importlib
+
+    import gpusim.compiler as compiler
+    import gpusim.compiler.lower  # noqa: F401  (binds the submodule to the package's name, which stays the function)
+
+    for name in compiler.__all__:
+        module = importlib.import_module(compiler._LAZY.get(name, f"gpusim.compiler.{name}"))
+        assert getattr(compiler, name) is (module if name == "models" else getattr(module, name))
+    assert callable(compiler.lower) and compiler.lower.__module__ == "gpusim.compiler.lower.lowering"
 
 
 def test_import_gpusim_loads_no_layer():
     p = subprocess.run([sys.executable, "-c", "import sys, gpusim; print(sorted(m for m in sys.modules "
                         "if m.startswith('gpusim')))"], capture_output=True, text=True, timeout=60)
-    assert p.returncode == 0 and p.stdout.strip() == "['gpusim', 'gpusim.version']"
+    assert p.returncode == 0 and p.stdout.strip() == "['gpusim', 'gpusim.lazy', 'gpusim.version']"
 
 
 def test_lazy_public_names_are_the_modules_own():
