@@ -105,6 +105,11 @@ def _line(x0: float, y0: float, x1: float, y1: float, x: float) -> float:
 
 STEADY_BATCHES = 16  # a run's retirement gaps are cut into about this many batches to find its steady state
 NOISE_SIGMAS = 2.0  # the "waves" term holds the steady per-wave time's standard error this many times
+# the "waves" term's drift (later half of the steady gaps against the earlier half) is at least what the
+# difference of the halves' means cannot tell from noise: NOISE_SIGMAS x its standard error, DRIFT_SE_FACTOR x
+# the whole mean's (saxpy at 2^18 on 4 SMs of an a100 with a 512 KiB L2, steady gaps over waves 16-23 of 32:
+# halves 2,736 and 2,739 cycles, the bound 1.1 % against a -2.1 % error; its later waves ran 2,980 cycles)
+DRIFT_SE_FACTOR = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +199,8 @@ def _per_wave(runs: list[Observation], gaps: list[np.ndarray], *, grid: int, blo
     the two highest levels and taken to the kernel's own; the kernel's cycles are O + D grid / B.
 
     Bound terms: "waves", how far the estimate moves between the earlier and the later half of each
-    run's steady gaps, plus NOISE_SIGMAS standard errors of their mean, taken through the fit; "loops"
+    run's steady gaps (at least NOISE_SIGMAS standard errors of that difference: a drift hidden in its
+    noise), plus NOISE_SIGMAS standard errors of their mean, taken through the fit; "loops"
     (three levels or more), LOOP_DRIFT_FACTOR times the difference the two lowest levels make instead
     of the two highest; "instruction count"; "last wave", up to a whole wave for a partial last wave
     counted as a fraction."""
@@ -220,12 +226,16 @@ def _per_wave(runs: list[Observation], gaps: list[np.ndarray], *, grid: int, blo
     means = [s.mean for s in steady]
     est = total(means, *hi)
     drift = abs(total([s.late for s in steady], *hi) - total([s.early for s in steady], *hi))
-    noise = 0.0
+    noise = hidden = 0.0
     for i in set(hi):  # each fitted run's standard error, through the fit
         moved = list(means)
         moved[i] += NOISE_SIGMAS * steady[i].stderr
         noise += abs(total(moved, *hi) - est)
-    bounds = {"waves": drift + noise}
+        # a drift the halves' difference cannot tell from its own noise (the difference of two means of half
+        # the gaps: twice the whole mean's standard error)
+        moved[i] = means[i] + NOISE_SIGMAS * DRIFT_SE_FACTOR * steady[i].stderr
+        hidden += abs(total(moved, *hi) - est)
+    bounds = {"waves": max(drift, hidden) + noise}
     if n >= 3:
         bounds["loops"] = abs(total(means, 0, 1) - est) * LOOP_DRIFT_FACTOR
     x = max(0.0, (grid - g) / B)
@@ -252,8 +262,8 @@ def _loops(runs: list[Observation], *, grid: int, blocks_per_wave: int, y_full: 
     plus, for waves not sampled, half the first wave's intercept each.
 
     Bound terms: "loops" (three levels or more), LOOP_DRIFT_FACTOR times the most the estimate moves when
-    the slope of a lower pair of successive levels replaces the top one's (with four levels, the slope
-    must have held over two doublings: two shallow slopes can agree and the loop not keep them); "waves",
+    the mean slope from a lower level up to the highest replaces the top pair's (with four levels, the
+    slope must have held over two doublings: two shallow slopes can agree and the loop not keep them); "waves",
     the first wave's own intercept for the waves
     still to come; "instruction count"; "last wave" (a partial last wave may take as long as a whole
     one)."""
@@ -270,8 +280,12 @@ def _loops(runs: list[Observation], *, grid: int, blocks_per_wave: int, y_full: 
         return top.cycles + b * (y_full - top.warp_instructions)
 
     est = total(beta)
-    if len(runs) >= 3:  # the top slope against every pair below it: stable over more than one doubling
-        lower = [slope(a, b) for a, b in zip(runs[:-2], runs[1:-1], strict=True)]
+    if len(runs) >= 3:  # the top slope against the mean slope from each lower level up to the top level:
+        # stable over more than one doubling. (Chords, not the successive pairs: a pair of shallow levels
+        # spans few instructions, so its slope is mostly the runs' noise - the compiler's matmul with a
+        # 128-step K loop at levels 1/2/4/8: pairs 0.971/1.154/0.939 cycles a warp instruction, a 42 % bound
+        # 1.1 % off; chords to level 8 1.005/1.010: 14 %.)
+        lower = [slope(a, top) for a in runs[:-2]]
         bounds["loops"] = max(abs(total(b) - est) for b in lower) * LOOP_DRIFT_FACTOR
     if x > 0:  # no run of the later waves: each costs between nothing and the first one's intercept
         alpha = max(0.0, runs[0].cycles - beta * runs[0].warp_instructions) * B / g
@@ -430,7 +444,7 @@ def floor_estimate(est: Estimate, roofs: dict[str, float]) -> Estimate:
                    floored_from=est.cycles)
 
 
-__all__ = ["CONFIDENCE_FLOOR", "Estimate", "L2_FILL_SPREAD", "LOOP_DRIFT_FACTOR", "Observation", "TRANSITION_STEPS",
-           "eviction_fraction", "extrapolate", "fill_waves", "first_wave_end",
+__all__ = ["CONFIDENCE_FLOOR", "DRIFT_SE_FACTOR", "Estimate", "L2_FILL_SPREAD", "LOOP_DRIFT_FACTOR", "Observation",
+           "TRANSITION_STEPS",           "eviction_fraction", "extrapolate", "fill_waves", "first_wave_end",
            "floor_estimate", "in_step_bound", "l2_dirty_fraction", "slope", "two_phase", "wave_deltas",
            "writeback_bound"]

@@ -24,11 +24,11 @@ import numpy as np
 from gpusim.analysis.sampling.estimate import estimate_cycles, needs_fill
 from gpusim.analysis.sampling.model import Estimate
 from gpusim.analysis.sampling.plan import (
-    FILL_END,
     MAX_COST,
     MIN_CAP_STEP,
     Plan,
     Shape,
+    fill_end,
     level_caps,
     make_plan,
     refine,
@@ -249,8 +249,8 @@ def _steady_from(shape: Shape):
     B = shape.blocks_per_wave
 
     def start(g: int) -> int:
-        fill = FILL_END * shape.fill * B
-        return round(fill) if math.isfinite(fill) and fill < g - B else B
+        end = fill_end(g, shape.fill, B)
+        return B if end is None else round(end * shape.fill * B)
 
     return start
 
