@@ -203,6 +203,7 @@ VOCABULARY = {
     "--csv": "write CSV to FILE ('-': stdout)",
     "--quiet": "no progress bars",
     "--seed": "seed of the input generator",
+    "--metric": "what 'best' means: time (the default) or energy; compile's --objective takes the same words",
 }
 RENAMED = {"--configs": "--config", "--config-override": "--config-set", "--param": "--set",
            "--scheduler": "--warp-scheduler (the Dask scheduler's address is --dask-scheduler)"}

@@ -42,7 +42,9 @@ def test_by_time_the_same_rows_rank_by_time():
     assert "energy uJ" not in s.table().splitlines()[0]
 
 
-def test_a_real_sweep_by_energy_picks_the_least_energy_point(tmp_path):
+def test_a_real_sweep_by_energy_picks_the_least_energy_point_and_plot_draws_energy(tmp_path):
+    from gpusim.plot import load_input, sweep_figure
+
     out = tmp_path / "s.json"
     assert main(["sweep", "saxpy", "-c", "a100,h200", "--set", "n=65536", "--block", "128,256", "--metric",
                  "energy", "--jobs", "1", "--no-cache", "--json", str(out)]) == 0
@@ -51,3 +53,11 @@ def test_a_real_sweep_by_energy_picks_the_least_energy_point(tmp_path):
     assert d["ranked_by"] == "energy_j" and d["best"] == least["point"]
     for p in d["points"]:
         assert p["energy_j"] == pytest.approx(p["average_power_w"] * p["power_kernel_seconds"], rel=1e-12)
+    # plot --metric takes the same words: energy draws energy_j, time what ranks the points by time
+    for word, column in (("energy", "energy_j"), ("time", "kernel_seconds")):
+        ax = sweep_figure(load_input(out), word).axes[0]
+        assert ax.get_ylabel().startswith(column)
+        heights = sorted(b.get_height() for c in ax.containers for b in c) or sorted(
+            y for line in ax.lines for y in line.get_ydata())
+        assert heights == pytest.approx(sorted(p[column] for p in d["points"]))
+    assert main(["plot", str(out), "--kind", "sweep", "--metric", "energy", "-o", str(tmp_path / "e.png")]) == 0
