@@ -39,7 +39,10 @@ from gpusim.config import load_config
 from gpusim.config.schema import Config
 from gpusim.cpu import dram_bandwidth, simulate_cpu
 from gpusim.cpu.core import dram_bytes
+from gpusim.cpu.energy import static_power
 from gpusim.errors import GpusimError
+from gpusim.stats.power import idle_power, transfer_energy
+from gpusim.stats.ranking import METRICS
 from gpusim.system import Collective, CopyD2H, CopyH2D, Kernel, Program, run_program
 from gpusim.workloads.loader import Workload
 
@@ -65,11 +68,30 @@ class ComparePoint:
     extrapolated: bool
     kernel_only_seconds: float = 0.0  # launch + kernel, without the copies
     bound: str = ""  # what limits the kernel: dram, core, chain (CPU model); gpu (timing model)
+    energy_j: float | None = None  # energy to solution (the whole program); None: the config has no power model
+    kernel_energy_j: float | None = None  # of which the kernel's
 
     @property
     def throughput(self) -> float:
         """Elements per second."""
         return self.size / self.seconds
+
+    @property
+    def energy_per_element_j(self) -> float | None:
+        return None if self.energy_j is None else self.energy_j / self.size
+
+    @property
+    def average_power_w(self) -> float | None:
+        return None if self.energy_j is None else self.energy_j / self.seconds
+
+    @property
+    def elements_per_joule(self) -> float | None:
+        """Performance per watt: elements a second per watt (= elements per joule)."""
+        return None if not self.energy_j else self.size / self.energy_j
+
+    def value(self, metric: str) -> float | None:
+        """What ranks the point: its seconds ("time") or its energy ("energy")."""
+        return self.seconds if metric == "time" else self.energy_j
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,9 +118,24 @@ class Comparison:
     params: tuple[tuple[str, Any], ...] = ()
     simt_efficiency: tuple[tuple[int, float], ...] = ()  # per size, the GPU warp's active-lane share
     warp_sizes: dict[str, int] = field(default_factory=dict)  # per config: lanes of a warp or SIMD group
+    metric: str = "time"  # what "best" means: least time, or least energy
+    energy_crossovers: tuple[Crossover, ...] = ()  # the crossovers in energy to solution
 
     def series(self, config: str) -> list[ComparePoint]:
         return [p for p in self.points if p.config == config]
+
+    @property
+    def energy_configs(self) -> tuple[str, ...]:
+        """The configs with a power model (their points carry energy)."""
+        return tuple(c for c in self.configs if all(p.energy_j is not None for p in self.series(c)))
+
+    def best(self, size: int, metric: str | None = None) -> str | None:
+        """The config with the least time (metric "time") or energy ("energy") at `size`; None when no
+        config has the metric (no power model)."""
+        metric = metric or self.metric
+        names = self.configs if metric == "time" else self.energy_configs
+        at = {p.config: p for p in self.points if p.size == size}
+        return min(names, key=lambda c: at[c].value(metric), default=None)
 
     def crossover(self, a: str, b: str) -> Crossover | None:
         """The first crossover between configs `a` and `b`, or None within the sizes."""
@@ -106,13 +143,16 @@ class Comparison:
 
     def to_dict(self) -> dict[str, Any]:
         def point(p: ComparePoint) -> dict[str, Any]:
-            return {**asdict(p), "throughput_per_second": p.throughput}
+            return {**asdict(p), "throughput_per_second": p.throughput, "energy_per_element_j": p.energy_per_element_j,
+                    "average_power_w": p.average_power_w, "elements_per_joule": p.elements_per_joule}
 
         return {"workload": self.workload, "configs": list(self.configs), "sizes": list(self.sizes),
                 "include_transfers": self.include_transfers, "max_simulated": self.max_simulated,
                 "points": [point(p) for p in self.points], "latency": [point(p) for p in self.latency],
                 "crossovers": [asdict(c) for c in self.crossovers], "size_name": self.size_name,
-                "params": dict(self.params), "explanation": explain(self)}
+                "params": dict(self.params), "metric": self.metric,
+                "best": [{"size": n, "config": self.best(n)} for n in self.sizes],
+                "energy_crossovers": [asdict(c) for c in self.energy_crossovers], "explanation": explain(self)}
 
     def table(self) -> str:
         """Time (us) and throughput (elements/s) per size and design, the one-element latency, the
@@ -136,8 +176,34 @@ class Comparison:
                          f"{c.faster_above} above")
         if not self.crossovers:
             lines.append("no crossover within the sizes")
+        lines += self.energy_table()
         lines.append(explain(self))
         return "\n".join(lines)
+
+    def energy_table(self) -> list[str]:
+        """Energy to solution per element (nJ) and performance per watt (elements/J) per size and design with
+        a power model, the one with the least energy, and the crossovers in energy; no lines without one."""
+        names = self.energy_configs
+        if not names:
+            return []
+        width = 24
+        lines = [f"energy to solution per element in nJ and performance per watt (elements/s per W), "
+                 f"{'with' if self.include_transfers else 'without'} host-device copies",
+                 f"{self.size_name:>12} " + " ".join(f"{c:>{width}}" for c in names) + "   least energy"]
+        for size in self.sizes:
+            cells = []
+            for c in names:
+                p = next(q for q in self.series(c) if q.size == size)
+                cells.append(f"{'~' if p.extrapolated else ''}{p.energy_per_element_j * 1e9:,.3g} nJ "
+                             f"{p.elements_per_joule:9.3g}/J")
+            lines.append(f"{size:>12,} " + " ".join(f"{cell:>{width}}" for cell in cells)
+                         + f"   {self.best(size, 'energy')}")
+        for c in self.energy_crossovers:
+            lines.append(f"energy crossover at {self.size_name} = {c.size:,.0f}: {c.faster_below} uses less below, "
+                         f"{c.faster_above} above")
+        if len(names) > 1 and not self.energy_crossovers:
+            lines.append("no energy crossover within the sizes")
+        return lines
 
 
 def log_sizes(low: float, high: float, per_decade: int = 1) -> list[int]:
@@ -150,8 +216,10 @@ def log_sizes(low: float, high: float, per_decade: int = 1) -> list[int]:
 
 def compare(workload: Workload | str, configs: Sequence[str | Config], sizes: Sequence[int], *,
             include_transfers: bool = False, max_simulated: int = 2**18, size: str = SIZE,
-            params: dict[str, Any] | None = None) -> Comparison:
-    """Each size on each design (module docstring)."""
+            params: dict[str, Any] | None = None, metric: str = "time") -> Comparison:
+    """Each size on each design (module docstring). `metric` ("time" or "energy") is what "best" means."""
+    if metric not in METRICS:
+        raise GpusimError(f"metric {metric!r}: expected one of {', '.join(METRICS)}")
     wl = as_workload(workload)
     if size not in wl.defaults:
         raise GpusimError(f"{wl.name} has no size parameter {size!r} (parameters: {', '.join(wl.defaults)})")
@@ -170,9 +238,13 @@ def compare(workload: Workload | str, configs: Sequence[str | Config], sizes: Se
         if cfg.cpu is None and not simt and size != SIZE:  # a sweep of divergence (paths, k) at a fixed n
             simt = tuple((n, design.simt_efficiency(n)) for n in sizes if n <= max_simulated)
     names = tuple(c.name for c in cfgs)
+    if metric == "energy" and not any(c.power is not None or c.cpu_power is not None for c in cfgs):
+        raise GpusimError(f"--metric energy: none of {', '.join(names)} has a power model (power: or cpu_power:)")
+    with_energy = tuple(n for n in names if all(p.energy_j is not None for p in points if p.config == n))
     return Comparison(wl.name, names, sizes, include_transfers, max_simulated, tuple(points), tuple(latency),
                       tuple(_crossovers(points, names, sizes)), size, tuple(sorted(fixed.items())), simt,
-                      {c.name: c.sm.warp_size for c in cfgs})
+                      {c.name: c.sm.warp_size for c in cfgs}, metric,
+                      tuple(_crossovers(points, with_energy, sizes, "energy")))
 
 
 class _Design:
@@ -201,26 +273,31 @@ class _Design:
     def _blocks(self, n: int) -> int:
         return self.wl.launch(self._at(n)).num_blocks
 
-    def _run(self, n: int) -> tuple[float, int, int, float, str, Any, float]:
+    def _run(self, n: int) -> tuple[float, int, int, float, str, Any, float, float | None, float]:
         """(cycles, blocks, warp instructions, blocks per wave, bound, the CPU model's result or None, DRAM
-        bytes) of one simulated size."""
+        bytes, the kernel's energy or None, its static watts) of one simulated size."""
         if self.cfg.cpu is not None:
             r = simulate_cpu(self.wl, self.cfg, **self._at(n))
             bound = "chain" if r.breakdown["chain"] >= 0.5 * r.cycles else r.bound
+            e = r.energy
             return (r.seconds * self.cfg.chip.clock_mhz * 1e6, r.blocks, r.instructions,
-                    self.cfg.cpu.cores * self.cfg.cpu.smt_threads, bound, r, 0.0)
+                    self.cfg.cpu.cores * self.cfg.cpu.smt_threads, bound, r, 0.0,
+                    None if e is None else e.energy_j, 0.0 if e is None else e.static_w)
         r = kernel_run(self.wl, self.cfg, **self._at(n))
-        return r.cycles, r.blocks, r.warp_instructions, r.blocks_per_wave, "gpu", None, r.dram_bytes
+        return (r.cycles, r.blocks, r.warp_instructions, r.blocks_per_wave, "gpu", None, r.dram_bytes, r.energy_j,
+                r.static_w)
 
     def simt_efficiency(self, n: int) -> float:
         """Active lanes per issued warp instruction at size n (a functional run: no timing needed)."""
         return float(self.wl.run(self._at(n), self.cfg).result.stats.simt_efficiency)
 
-    def cycles(self, n: int) -> tuple[float, float, bool, str]:
-        """(cycles, waves, extrapolated, bound) of the kernel at size n."""
+    def cycles(self, n: int) -> tuple[float, float, bool, str, float | None]:
+        """(cycles, waves, extrapolated, bound, the kernel's energy in J or None) of the kernel at size n.
+        Past the anchors the energy is the events' (on the line in blocks) plus the static watts over the
+        kernel's extrapolated time."""
         if n <= self.max_simulated:
-            cycles, blocks, _, per_wave, bound, _, _ = self._run(n)
-            return cycles, blocks / per_wave, False, bound
+            cycles, blocks, _, per_wave, bound, _, _, energy, _ = self._run(n)
+            return cycles, blocks / per_wave, False, bound, energy
         lo, hi = (self._run(a) for a in (self.anchor // 2, self.anchor))
         per_block = [r[2] / r[1] for r in (lo, hi)]
         if lo[1] == hi[1] or abs(per_block[1] - per_block[0]) > SAME_WORK * per_block[1]:
@@ -236,8 +313,19 @@ class _Design:
             # two waves still include the fill, whose slope can promise more than the bus delivers
             traffic = max(0.0, extrapolate(blocks, lo[1], lo[6], hi[1], hi[6]))
             line = extrapolate(blocks, lo[1], lo[0], hi[1], hi[0])
-            return max(hi[0], line, traffic / self.cfg.dram_bytes_per_cycle()), waves, True, hi[4]
-        return self._cpu_line(blocks, lo, hi), waves, True, hi[4]
+            cycles = max(hi[0], line, traffic / self.cfg.dram_bytes_per_cycle())
+        else:
+            cycles = self._cpu_line(blocks, lo, hi)
+        return cycles, waves, True, hi[4], self._energy_line(blocks, cycles, lo, hi)
+
+    def _energy_line(self, blocks: int, cycles: float, lo: tuple, hi: tuple) -> float | None:
+        """The kernel's energy past the anchors: its events' energy (the anchors' less their static watts
+        over their time) on the line in blocks, plus the static watts over `cycles`."""
+        if lo[7] is None or hi[7] is None:
+            return None
+        clock = self.cfg.chip.clock_mhz * 1e6
+        dynamic = [r[7] - r[8] * r[0] / clock for r in (lo, hi)]
+        return max(0.0, extrapolate(blocks, lo[1], dynamic[0], hi[1], dynamic[1])) + hi[8] * cycles / clock
 
     def _cpu_line(self, blocks: int, lo: tuple, hi: tuple) -> float:
         """A CPU's cycles past the anchors: its cores' time and its DRAM traffic each on the line in blocks,
@@ -252,7 +340,7 @@ class _Design:
         return max(line("core_seconds"), dram / dram_bandwidth(cpu)) * self.cfg.chip.clock_mhz * 1e6
 
     def point(self, n: int) -> ComparePoint:
-        cycles, waves, extrapolated, bound = self.cycles(n)
+        cycles, waves, extrapolated, bound, kernel_energy = self.cycles(n)
         if self.io is None or n <= self.max_simulated:
             h2d, d2h = _io_bytes(self.wl, self._at(n))
         else:
@@ -267,9 +355,23 @@ class _Design:
         alone = run_program(Program(tuple(kernel), name=self.wl.name), self.cfg).seconds if self.copies \
             else report.seconds
         busy = report.busy(0)
+        copied = (h2d + d2h) if self.copies else 0
         return ComparePoint(self.cfg.name, n, report.seconds, busy["compute"], report.launch_overhead_seconds,
                             busy["copy"], h2d if self.copies else 0, d2h if self.copies else 0, waves, extrapolated,
-                            alone, bound)
+                            alone, bound, self._energy(kernel_energy, report.seconds - busy["compute"], copied),
+                            kernel_energy)
+
+    def _energy(self, kernel_j: float | None, other_seconds: float, copied: int) -> float | None:
+        """Energy to solution: the kernel's, the design's idle power over the rest of the program's time (the
+        launch, the copies: a GPU with its clocks held, a CPU package with its cores awake) and, on a GPU,
+        the copies' bits over PCIe."""
+        if kernel_j is None:
+            return None
+        cfg = self.cfg
+        if cfg.cpu is not None:
+            return kernel_j + static_power(cfg.cpu_power, cfg.cpu.cores) * other_seconds
+        held = idle_power(cfg.power, cfg.chip.sm_count, cfg.chip.clock_mhz)
+        return kernel_j + held * max(0.0, other_seconds) + transfer_energy(cfg.power, copied)
 
 
 def _io_bytes(wl: Workload, params: dict[str, int]) -> tuple[int, int]:
@@ -284,8 +386,10 @@ def _io_bytes(wl: Workload, params: dict[str, int]) -> tuple[int, int]:
             sum(arrays[k].nbytes for k in outputs if k in arrays))
 
 
-def _crossovers(points: Sequence[ComparePoint], names: Sequence[str], sizes: Sequence[int]) -> list[Crossover]:
-    seconds = {(p.config, p.size): p.seconds for p in points}
+def _crossovers(points: Sequence[ComparePoint], names: Sequence[str], sizes: Sequence[int],
+                metric: str = "time") -> list[Crossover]:
+    """Where one design overtakes another in `metric` (time or energy), on the log-log line between sizes."""
+    seconds = {(p.config, p.size): p.value(metric) for p in points}
     out = []
     for a, b in itertools.combinations(names, 2):
         gap = [math.log(seconds[(a, n)] / seconds[(b, n)]) for n in sizes]
@@ -350,7 +454,38 @@ def explain(c: Comparison) -> str:
                    f"only its mispredictions.")
     if len(c.configs) > 1 and (not out or len(gpus) > 1 or len(cpus) > 1):  # designs of one kind: their ranking
         out.append(_ranking(c, at))
+    energy = _energy_sentence(c, at)
+    if energy:
+        out = [energy, *out] if c.metric == "energy" else [*out, energy]
     return " ".join(out) or "one design only: nothing to compare"
+
+
+def _nj(joules: float) -> str:
+    return f"{joules * 1e9:,.3g} nJ"
+
+
+def _energy_sentence(c: Comparison, at: dict) -> str:
+    """Who uses the least energy to solution at each size, where that changes, and the average power
+    that makes it so; empty with fewer than two designs with a power model."""
+    names = c.energy_configs
+    if len(names) < 2:
+        return ""
+    winners = [c.best(n, "energy") for n in c.sizes]
+    spans = []
+    for n, w in zip(c.sizes, winners, strict=True):
+        if spans and spans[-1][0] == w:
+            spans[-1][2] = n
+        else:
+            spans.append([w, n, n])
+    if len(spans) == 1:
+        where = [f"{spans[0][0]} uses the least energy at every size"]
+    else:
+        where = [f"{w} uses the least energy at {c.size_name} = {lo:,}" + (f"..{hi:,}" if hi != lo else "")
+                 for w, lo, hi in spans]
+    big = c.sizes[-1]
+    cells = ", ".join(f"{name} {_nj(at[(name, big)].energy_per_element_j)} per element at "
+                      f"{at[(name, big)].average_power_w:,.0f} W" for name in names)
+    return f"On energy: {'; '.join(where)} ({cells} at {c.size_name} = {big:,})."
 
 
 def _ranking(c: Comparison, at: dict) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 
 from gpusim.config.occupancy import occupancy
 from gpusim.config.schema import Config
+from gpusim.stats.power import kernel_power
 from gpusim.stats.simulate import simulate
 from gpusim.workloads import load_workload
 from gpusim.workloads.loader import Workload
@@ -28,6 +29,8 @@ class KernelRun:
     warp_instructions: int
     blocks_per_wave: int
     dram_bytes: int = 0  # read and written
+    energy_j: float | None = None  # at chip.clock_mhz, as the cycles (the power cap not applied); None: no power:
+    static_w: float = 0.0  # of which this many watts scale with time (leakage, background, constant)
 
     @property
     def waves(self) -> float:
@@ -62,8 +65,10 @@ def kernel_run(workload: Workload | str, cfg: Config, **params: Any) -> KernelRu
     if key not in _RUNS:
         result = simulate(wl, cfg, **params)
         k = result.kernel
+        power = kernel_power(cfg, result.timing, result.run.result.stats, cap=False)
         _RUNS[key] = KernelRun(result.cycles, k["blocks"], k["warp_instructions"], blocks_per_wave(wl, cfg, **params),
-                               int(k["dram_bytes_read"] + k["dram_bytes_written"]))
+                               int(k["dram_bytes_read"] + k["dram_bytes_written"]),
+                               None if power is None else power.energy_j, 0.0 if power is None else power.static_w)
     return _RUNS[key]
 
 

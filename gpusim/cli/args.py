@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 __all__ = ["MAX_COUNT", "VOCABULARY", "Output", "Parser", "add_config", "add_config_set", "add_csv", "add_json",
-           "add_output", "add_params", "add_quiet", "add_renamed", "integer", "integers", "number", "output_problem"]
+           "add_metric", "add_output", "add_params", "add_quiet", "add_renamed", "integer", "integers", "number",
+           "output_problem"]
 
 MAX_COUNT = 2**63 - 1  # the largest count or seed any flag takes: a signed 64-bit integer
 IMAGE_SUFFIXES = (".png", ".svg")  # gpusim.plot.io.FORMATS, without importing matplotlib
@@ -202,6 +203,7 @@ VOCABULARY = {
     "--csv": "write CSV to FILE ('-': stdout)",
     "--quiet": "no progress bars",
     "--seed": "seed of the input generator",
+    "--metric": "what 'best' means: time (the default) or energy; compile's --objective takes the same words",
 }
 RENAMED = {"--configs": "--config", "--config-override": "--config-set", "--param": "--set",
            "--scheduler": "--warp-scheduler (the Dask scheduler's address is --dask-scheduler)"}
@@ -238,6 +240,17 @@ def add_json(p: argparse.ArgumentParser, help: str | None = None) -> argparse.Ac
 
 def add_csv(p: argparse.ArgumentParser, help: str | None = None) -> argparse.Action:
     return add_output(p, "--csv", metavar="FILE", help=help or "write the table as CSV to FILE ('-': stdout)")
+
+
+# gpusim.stats.ranking.METRICS, spelled here so that `--help` imports no stats (tests/cli/test_startup.py checks
+# that the two agree)
+METRICS = ("time", "energy")
+
+
+def add_metric(p: argparse.ArgumentParser, help: str, flag: str = "--metric") -> argparse.Action:
+    """`--metric time|energy`: what "best" means (gpusim compare, gpusim sweep): least time or least energy;
+    `gpusim compile --objective` takes the same two words (what the tuner minimises)."""
+    return p.add_argument(flag, choices=METRICS, default="time", help=help)
 
 
 def add_quiet(p: argparse.ArgumentParser) -> argparse.Action:

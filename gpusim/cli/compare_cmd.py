@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from gpusim.cli.args import add_config, add_json, add_output, add_quiet, add_renamed, integer, number
+from gpusim.cli.args import add_config, add_json, add_metric, add_output, add_quiet, add_renamed, integer, number
 from gpusim.cli.commands import COMMANDS
 from gpusim.cli.common import emit_json
 
@@ -35,6 +35,8 @@ def register(subparsers) -> None:
                    help="count copying the inputs to the GPU and the outputs back over PCIe")
     p.add_argument("--max-simulated", type=number(1, MAX_SIMULATED), default=2**18, metavar="N",
                    help="largest size simulated in full; larger ones are extrapolated (default 262144)")
+    add_metric(p, help="what 'best' means: least time (default) or least energy to solution (designs with a power "
+                       "model: the table's 'least energy' column, the explanation leads with energy)")
     add_output(p, "--plot", kind="image", metavar="FILE", help="write the crossover and latency charts (.png or .svg)")
     add_json(p, help="write the comparison as JSON to FILE ('-' or no FILE: stdout)")
     add_quiet(p)
@@ -84,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     fixed = dict(args.sets)
     result = compare(args.workload, configs, sizes, include_transfers=args.include_transfers,
-                     max_simulated=int(args.max_simulated), size=args.size_param, params=fixed)
+                     max_simulated=int(args.max_simulated), size=args.size_param, params=fixed,
+                     metric=args.metric)
     emit_json(result.to_dict(), args.json)
     if args.plot:
         from gpusim.plot.compare import compare_figure

@@ -8,7 +8,16 @@ import argparse
 from pathlib import Path
 
 import gpusim
-from gpusim.cli.args import add_config, add_config_set, add_json, add_output, add_params, add_quiet, integer
+from gpusim.cli.args import (
+    add_config,
+    add_config_set,
+    add_json,
+    add_metric,
+    add_output,
+    add_params,
+    add_quiet,
+    integer,
+)
 from gpusim.cli.commands import COMMANDS
 from gpusim.cli.common import add_executor_args, emit_json, make_executor, parse_sets
 
@@ -45,6 +54,9 @@ def register(subparsers) -> None:
     p.add_argument("--cost", choices=MODELS, default="analytical",
                    help="cost model for the estimates, fusion decisions and tuning (default analytical)")
     p.add_argument("--tune", action="store_true", help="search each kernel's template parameters")
+    add_metric(p, flag="--objective",
+               help="with --tune: what the tuner minimises, each candidate's cycles (time, the default) or its energy "
+                    "over them (energy: the config's power model on the kernel's counted work; a100, h200)")
     p.add_argument("--search", choices=STRATEGIES, default="local",
                    help="search strategy: local (random + local refinement, default), grid (every point) or anneal "
                         "(simulated annealing with restarts)")
@@ -127,8 +139,9 @@ def run(args: argparse.Namespace) -> int:
         return _onnx_suite(args)
     if args.model is None:
         raise CompilerError("give a MODEL, or --onnx-suite")
-    if (args.search_cost or args.search != "local" or args.tie_break or args.refit is not None) and not args.tune:
-        raise CompilerError("--search, --search-cost, --tie-break and --refit need --tune")
+    if (args.search_cost or args.search != "local" or args.tie_break or args.refit is not None
+            or args.objective != "time") and not args.tune:
+        raise CompilerError("--search, --search-cost, --tie-break, --refit and --objective need --tune")
     if args.dtype is not None and args.model not in BUILTIN:
         raise CompilerError(f"--dtype applies to the built-in models ({', '.join(BUILTIN)})")
     _check_issue26_flags(args)
@@ -156,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
         tie_break = (None if args.tie_break is None else _cost_model(args.tie_break, args, sampling))
         tuner = Tuner(cfg, search, strategy=args.search, budget=args.budget, top_k=args.top_k,
                       measure=None if search is cost else cost, cache_dir=args.cache_dir, executor=executor,
-                      tie_break=tie_break)
+                      tie_break=tie_break, objective=args.objective)
     report = compile_graph(graph, cfg, cost=cost, tuner=tuner)
     if args.json != "-":
         print(report)

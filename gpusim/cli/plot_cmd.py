@@ -23,8 +23,8 @@ def register(subparsers) -> None:
     add_output(p, "--output", "-o", kind="image", required=True, metavar="FILE",
                help="the image to write: .png or .svg")
     p.add_argument("--metric", "-m", default=None,
-                   help="sweep charts: the column to draw (default: what ranks the points, cycles at one clock, "
-                        "kernel_seconds where the clocks differ; e.g. achieved_gflops)")
+                   help="sweep charts: the column to draw (default or 'time': what ranks the points, cycles at one "
+                        "clock, kernel_seconds where the clocks differ; 'energy': energy_j; e.g. achieved_gflops)")
     p.add_argument("--intensity", default="hierarchical", metavar="hierarchical|dram|moved",
                    help="roofline: each kernel at flops over its L1, L2 and DRAM bytes (default), over DRAM "
                         "bytes alone, or over the workload's bytes_moved")

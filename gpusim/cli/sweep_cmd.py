@@ -12,6 +12,7 @@ from gpusim.cli.args import (
     add_config_set,
     add_csv,
     add_json,
+    add_metric,
     add_output,
     add_params,
     add_quiet,
@@ -34,7 +35,8 @@ def register(subparsers) -> None:
         "sweep", help=COMMANDS["sweep"],
         description="Simulate WORKLOAD at every combination of the values given (--block, --grid, --set, "
                     "--config, --config-set, --warp-scheduler), in parallel, verifying each against numpy; "
-                    "print one line per point and the best point (fewest cycles) of each problem size with the "
+                    "print one line per point and the best point (fewest cycles, or least energy with --metric "
+                    "energy) of each problem size with the "
                     "evidence and the points tied with it, and write the table (one row per point, every metric) "
                     "as CSV or JSON. Points simulated before are read from the cache. Exit status 1 when a point "
                     "failed (its row says why). See docs/sweep.md.")
@@ -55,6 +57,8 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=integer(0), default=0, help="seed of the input generator (default 0)")
     p.add_argument("--tie", type=number(0, 100), default=TIE_PCT, metavar="PCT",
                    help=f"points within PCT percent of the best point's cycles are ties (default {TIE_PCT:g})")
+    add_metric(p, help="what 'best' means: fewest cycles / least time (default), or least energy (energy_j: configs "
+                       "with a power model; the others are left out of the ranking)")
     p.add_argument("--no-verify", dest="verify", action="store_false",
                    help="keep points whose values differ from the numpy reference as ok (verified False)")
     add_executor_args(p, "the points")
@@ -92,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
                            warp_schedulers=policies, seed=args.seed, verify=args.verify, executor=executor,
                            cache=None if args.no_cache else ResultCache(args.cache_dir),
                            progress=not args.quiet and sys.stderr.isatty(), tie_pct=args.tie,
-                           zipped=[[n.strip() for n in z.split(",")] for z in args.zip or []])
+                           zipped=[[n.strip() for n in z.split(",")] for z in args.zip or []], metric=args.metric)
         except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: gpusim.cli.main prints the note and exits
             if not args.no_cache:
                 exc.add_note("the points that finished are cached: run the same command again to resume")

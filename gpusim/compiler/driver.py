@@ -21,6 +21,7 @@ from typing import Any
 from gpusim.compiler import models
 from gpusim.compiler.cost.analytical import terms
 from gpusim.compiler.cost.base import CostModel, Estimate
+from gpusim.compiler.cost.energy import kernel_energy
 from gpusim.compiler.cost.fusion import cost_based_fusion
 from gpusim.compiler.errors import CompilerError
 from gpusim.compiler.ir import Graph
@@ -109,6 +110,8 @@ class CompileReport:
     optimised: Lowered
     baseline: Lowered
     tuned: Mapping[str, TuneResult] = field(default_factory=dict)
+    objective: str = "time"  # what the tuner minimised
+    energy_j: tuple[float, float] | None = None  # with objective energy: (optimised, baseline) joules
 
     @property
     def speedup(self) -> float:
@@ -136,7 +139,9 @@ class CompileReport:
                 "kernels": kernels(self.optimised), "total": total(self.optimised),
                 "tuning_results": {n: r.to_dict() for n, r in self.tuned.items()},
                 "baseline": {"kernels": kernels(self.baseline), "total": total(self.baseline)},
-                "speedup": self.speedup, "kernel_speedup": self.kernel_speedup}
+                "speedup": self.speedup, "kernel_speedup": self.kernel_speedup, "objective": self.objective,
+                **({"energy_j": {"optimised": self.energy_j[0], "baseline": self.energy_j[1]}}
+                   if self.energy_j else {})}
 
     def __str__(self) -> str:
         # the JSON's names: kernel_cycles is the execution alone, its seconds include the launch
@@ -159,7 +164,16 @@ class CompileReport:
             str(self.pipeline), "", *table, "", *why, "",
             _total("optimised", self.optimised),
             _total("unoptimised (as given, unfused, default parameters)", self.baseline),
-            f"speed-up            {self.speedup:.2f}x (kernel cycles alone: {self.kernel_speedup:.2f}x)"])
+            f"speed-up            {self.speedup:.2f}x (kernel cycles alone: {self.kernel_speedup:.2f}x)",
+            *self._energy_lines()])
+
+    def _energy_lines(self) -> list[str]:
+        if self.energy_j is None:
+            return []
+        opt, base = self.energy_j
+        return [f"energy              optimised {opt * 1e6:,.1f} uJ, unoptimised {base * 1e6:,.1f} uJ: "
+                f"{base / opt:.2f}x less ({self.config}'s power model over the {self.cost} model's cycles; "
+                f"tuned for --objective energy)"]
 
 
 def _dims(d: tuple[int, int, int]) -> str:
@@ -186,8 +200,16 @@ def compile_graph(graph: Graph, cfg: Config, *, cost: CostModel, tuner: Tuner | 
     tuned = tuner.tune(optimised) if tuner is not None else {}
     kernels = lower(optimised, {n: r.params for n, r in tuned.items()}, cfg)
     tuning = None
+    objective = tuner.objective if tuner is not None else "time"
     if tuner is not None:
         tuning = f"tuned ({tuner.strategy} search, {tuner.cost.name} model"
-        tuning += f", top {tuner.top_k} measured by {tuner.measure.name})" if tuner.measure else ")"
-    return CompileReport(graph.name, cfg.name, cost.name, tuning, pipeline, estimate(optimised, kernels, cost, cfg),
-                         estimate(graph, lower(graph, cfg=cfg), cost, cfg), tuned)
+        tuning += f", top {tuner.top_k} measured by {tuner.measure.name}" if tuner.measure else ""
+        tuning += ", minimising energy)" if objective == "energy" else ")"
+    opt, base = estimate(optimised, kernels, cost, cfg), estimate(graph, lower(graph, cfg=cfg), cost, cfg)
+    energy = (lowered_energy(opt, cfg), lowered_energy(base, cfg)) if objective == "energy" else None
+    return CompileReport(graph.name, cfg.name, cost.name, tuning, pipeline, opt, base, tuned, objective, energy)
+
+
+def lowered_energy(lowered: Lowered, cfg: Config) -> float:
+    """Joules of every kernel of `lowered` over its estimated cycles (cost/energy.py)."""
+    return sum(kernel_energy(k, cfg, e) for k, e in zip(lowered.kernels, lowered.estimates, strict=True))

@@ -39,6 +39,7 @@ import numpy as np
 
 from gpusim.compiler.cost.base import CostModel
 from gpusim.compiler.cost.calibrated import DEFAULT_PATH, Calibration, features
+from gpusim.compiler.cost.energy import kernel_energy
 from gpusim.compiler.errors import CompilerError
 from gpusim.compiler.evaluate import evaluate
 from gpusim.compiler.ir import Graph, Node
@@ -52,6 +53,7 @@ from gpusim.sweep.cache import code_version, default_dir
 from gpusim.sweep.executors import DaskExecutor, LocalExecutor
 
 STRATEGIES = ("grid", "local", "anneal")
+OBJECTIVES = ("time", "energy")  # what the tuner minimises: a model's cycles, or the energy over them
 TIE = 0.01  # analytical costs within 1 % of the best are ties
 Params = dict[str, Any]
 
@@ -62,7 +64,9 @@ class TuneResult:
     `cost`), how many candidates were scored, the `top` candidates by `cost` (params, cycles) and, with
     a measure model, the same candidates' `measured` cycles; `rejected`: better candidates whose values
     differed from the reference evaluator's; `tied`: with a tie-break model, the candidates tied with the
-    best by `cost` (params, tie-break cycles); `cached` when read from the cache."""
+    best by `cost` (params, tie-break cycles); `cached` when read from the cache. With `objective`
+    "energy" every score (`cycles`, `top`, `measured`, `tied`) is the energy in joules over the model's
+    cycles (cost/energy.py) instead of the cycles."""
 
     node: str
     template: str
@@ -74,6 +78,7 @@ class TuneResult:
     rejected: tuple[Params, ...] = ()
     tied: tuple[tuple[Params, float], ...] = ()
     cached: bool = False
+    objective: str = "time"
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -102,13 +107,21 @@ class Tuner:
     afresh every time and stores nothing. `jobs` (a LocalExecutor of that many processes) or `executor`
     is where a parallel model (`SimulatedCost`) scores the candidates; default: the model's own.
     `validate=False` skips the check of the winner against the reference evaluator; `tie_break`: the
-    model breaking `cost`'s ties (module docstring)."""
+    model breaking `cost`'s ties (module docstring). `objective`: what is minimised, a model's cycles
+    ("time") or the energy over them ("energy": the config's power model on the kernel's counted work,
+    cost/energy.py)."""
 
     def __init__(self, cfg: Config, cost: CostModel, *, strategy: str = "local", budget: int = 48,
                  measure: CostModel | None = None, top_k: int = 4, seed: int = 0,
                  cache_dir: str | os.PathLike | None = None, cache: bool = True, jobs: int | None = None,
                  executor: LocalExecutor | DaskExecutor | None = None, validate: bool = True,
-                 tie_break: CostModel | None = None):
+                 tie_break: CostModel | None = None, objective: str = "time"):
+        if objective not in OBJECTIVES:
+            raise CompilerError(f"unknown objective {objective!r}; the objectives are {', '.join(OBJECTIVES)}")
+        if objective == "energy" and cfg.power is None:
+            raise CompilerError(f"--objective energy: {cfg.name} has no power model (a power: section; a100 and "
+                                f"h200 have one)")
+        self.objective = objective
         if strategy not in STRATEGIES:
             raise CompilerError(f"unknown search strategy {strategy!r}; the strategies are {', '.join(STRATEGIES)}")
         if budget < 1 or top_k < 1:
@@ -135,7 +148,7 @@ class Tuner:
             return TuneResult(node.name, template.name, entry["params"], entry["cycles"], entry["evaluated"],
                               tuple((p, c) for p, c in entry["top"]), tuple(entry["measured"]),
                               tuple(entry.get("rejected", ())), tuple((p, c) for p, c in entry.get("tied", ())),
-                              cached=True)
+                              cached=True, objective=self.objective)
         region = region_of(graph, node)
         space = template.space(region, self.cfg)
         scores = _Scores(lambda points: self._scores(self.cost, graph, node, points))
@@ -170,7 +183,7 @@ class Tuner:
                                 f"what the reference evaluator does ({len(rejected)} checked)")
         best, cycles = order[0]
         result = TuneResult(node.name, template.name, best, cycles, scores.count, top, measured, tuple(rejected),
-                            tied)
+                            tied, objective=self.objective)
         if self.store is not None:
             self.store.put(key, result.to_dict())
         return result
@@ -190,7 +203,8 @@ class Tuner:
         return refitted
 
     def _scores(self, model: CostModel, graph: Graph, node: Node, points: list[Params]) -> list[float]:
-        """The cycles of each point by `model`; inf for parameters that do not fit the node or the config."""
+        """The cycles of each point by `model` (its energy in joules over them with objective "energy");
+        inf for parameters that do not fit the node or the config."""
         kernels = {}
         for i, p in enumerate(points):
             try:
@@ -200,6 +214,9 @@ class Tuner:
         estimates = dict(zip(kernels, model.costs(list(kernels.values()), self.cfg, **self.options), strict=True))
         if model.name == "simulated":
             self.simulations += [(kernels[i], e.kernel_cycles) for i, e in estimates.items() if e is not None]
+        if self.objective == "energy":
+            return [math.inf if estimates.get(i) is None else kernel_energy(kernels[i], self.cfg, estimates[i])
+                    for i in range(len(points))]
         return [math.inf if estimates.get(i) is None else estimates[i].cycles for i in range(len(points))]
 
     def _key(self, graph: Graph, node: Node) -> str:
@@ -207,7 +224,7 @@ class Tuner:
                        "cost": self.cost.key, "measure": self.measure.key if self.measure else None,
                        "strategy": self.strategy, "budget": self.budget, "top_k": self.top_k, "seed": self.seed,
                        "validate": self.validate, "tie_break": self.tie_break.key if self.tie_break else None,
-                       "code": code_version()})
+                       "objective": self.objective, "code": code_version()})
 
 
 def _matches_reference(graph: Graph, node: Node, params: Params, cfg: Config, seed: int) -> bool:

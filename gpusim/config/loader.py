@@ -549,6 +549,7 @@ def _check_consistency(cfg: Config, where: Where) -> None:
     _check_caches(cfg, fail)
     _check_system(cfg, fail)
     _check_power(cfg, fail)
+    _check_cpu_power(cfg, fail)
 
 
 def _check_sm(cfg: Config, fail) -> None:
@@ -686,3 +687,15 @@ def _check_power(cfg: Config, fail) -> None:
         fail("power.dvfs_clocks_mhz", "clock points must be strictly ascending")
     if list(volts) != sorted(volts):
         fail("power.dvfs_voltages_mv", "voltages must not descend as the clock rises")
+
+
+def _check_cpu_power(cfg: Config, fail) -> None:
+    """The optional cpu_power section belongs to a CPU (a cpu: section), whose idle package fits its TDP."""
+    pw = cfg.cpu_power
+    if pw is None:
+        return
+    if cfg.cpu is None:
+        fail("cpu_power", "a CPU's power needs a cpu: section (a GPU's goes in power:)")
+    if pw.uncore_static_w + pw.core_static_w * cfg.chip.sm_count > pw.tdp_w:
+        fail("cpu_power.tdp_w", f"{pw.tdp_w:g} W is below the package's static power with every core busy "
+                                f"(uncore_static_w + core_static_w x {cfg.chip.sm_count} cores)")

@@ -529,6 +529,36 @@ class PowerSpec:
                                   "not scaled with the core voltage", "pJ/bit", (0, 1000))
     dram_activate_nj: float = spec("one row activation and its precharge (a row miss or conflict)", "nJ",
                                    (0, 1000))
+    pcie_pj_per_bit: float = spec("one bit copied between host and device over PCIe (both ends' PHYs and "
+                                  "controllers); counted on the copies of a program or `compare "
+                                  "--include-transfers`", "pJ/bit", (0, 1000))
+
+
+@dataclass(frozen=True, slots=True)
+class CpuPowerSpec:
+    """A CPU package's power (the `cpu:` section's design): dynamic energy per instruction, vector FP
+    operation, cache access and DRAM bit (the CPU model's counts x these), static power per core with work,
+    for the uncore (I/O die, fabric, LLC, memory controllers) and for the DIMMs. Optional: a CPU config
+    without it reports no energy. Read by `gpusim/cpu/energy.py` (docs/power.md, "The CPU")."""
+
+    tdp_w: float = spec("package power limit (TDP) at the base clock chip.clock_mhz; a run over it is "
+                        "reported as such (the base clock is the one the vendor guarantees within it)", "W",
+                        (1, 100000))
+    uncore_static_w: float = spec("package power with every core asleep: I/O die, fabric, LLC and memory "
+                                  "controllers", "W", (0, 100000))
+    core_static_w: float = spec("leakage and clock tree of one core that has work (a core with none sleeps)",
+                                "W", (0, 10000))
+    dram_static_w: float = spec("the DIMMs' background power (refresh, stand-by)", "W", (0, 100000))
+    instruction_pj: float = spec("one instruction (a SIMD group's operation) through fetch, decode, rename, "
+                                 "schedule, register file and retire", "pJ", (0, 1e6))
+    vector_fp_op_pj: float = spec("one vector FP operation on an FMA pipe (all simd_lanes lanes; an fp64 "
+                                  "vector counts twice, a transcendental cpu.sfu_cycles times)", "pJ", (0, 1e6))
+    l1_access_pj: float = spec("one vector load or store, or one gathered element, at the L1", "pJ", (0, 1e6))
+    l2_line_pj: float = spec("one line moved between the L1 and the L2 (an L1 miss)", "pJ", (0, 1e6))
+    llc_line_pj: float = spec("one line moved between the L2 and the LLC over the fabric (an L2 miss)", "pJ",
+                              (0, 1e6))
+    dram_pj_per_bit: float = spec("DRAM read or write energy per bit (array, I/O and PHY, both ends)",
+                                  "pJ/bit", (0, 1000))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -591,6 +621,8 @@ class Config:
                                default=None)
     power: PowerSpec | None = spec("the power model's energies and powers (optional section: without it no "
                                    "energy is reported)", default=None)
+    cpu_power: CpuPowerSpec | None = spec("a CPU's package and DRAM energies (optional section, with cpu:)",
+                                          default=None)
 
     def opcode_timing(self, opcode: str, unit: str) -> tuple[int, int]:
         """(latency_cycles, lanes_per_subpartition) of `opcode` running on unit class `unit`: the
@@ -618,6 +650,8 @@ class Config:
             data.pop("cpu")  # a GPU: no CPU section, the hash it had before the section existed
         if data["power"] is None:
             data.pop("power")  # no power model: the hash it had before the section existed
+        if data["cpu_power"] is None:
+            data.pop("cpu_power")  # likewise for a CPU
         text = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -673,7 +707,7 @@ SECTIONS: dict[str, type] = {
     "chip": ChipSpec, "sm": SMSpec, "l1": L1Spec, "shared_memory": SharedMemorySpec, "l2": L2Spec,
     "dram": DramSpec, "scheduler": SchedulerSpec, "launch": LaunchSpec, "pcie": PcieSpec,
     "nvlink": NvlinkSpec, "host": HostSpec, "system": SystemSpec, "interconnect": InterconnectSpec,
-    "cpu": CpuSpec, "power": PowerSpec,
+    "cpu": CpuSpec, "power": PowerSpec, "cpu_power": CpuPowerSpec,
 }
 
 

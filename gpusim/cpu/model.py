@@ -15,7 +15,8 @@ import numpy as np
 
 from gpusim.config.schema import Config
 from gpusim.cpu import branch, caches, core
-from gpusim.cpu.kernel import analyse
+from gpusim.cpu.energy import CpuActivity, CpuEnergy, cpu_energy
+from gpusim.cpu.kernel import FP, FP64, SFU, analyse
 from gpusim.cpu.mapping import Trace, run_traced
 from gpusim.errors import ConfigError
 from gpusim.workloads import load_workload
@@ -46,6 +47,15 @@ class CpuResult:
     prefetched: int
     breakdown: dict[str, float]  # base, branch, memory, chain cycles summed over threads
     verified: bool
+    energy: CpuEnergy | None = None  # the package's and DIMMs' energy (a config with cpu_power:), else None
+
+    @property
+    def energy_j(self) -> float | None:
+        return None if self.energy is None else self.energy.energy_j
+
+    @property
+    def average_power_w(self) -> float | None:
+        return None if self.energy is None else self.energy.average_power_w
 
     @property
     def bound(self) -> str:
@@ -114,9 +124,19 @@ def _time(cfg: Config, name: str, params: dict, trace: Trace, blocks: int) -> Cp
     dram_s = dbytes / dram_bandwidth(cpu)
     core_s = cycles / clock
     counts = np.bincount(level, minlength=4) if level.size else np.zeros(4, dtype=np.int64)
+    energy = None
+    if cfg.cpu_power is not None:
+        c = trace.counts.sum(axis=0)
+        act = CpuActivity(instructions=float(trace.instructions.sum()),
+                          vector_fp_ops=float(c[FP] + c[FP64] + c[SFU] * cpu.sfu_cycles),
+                          l1_accesses=float(trace.vector_mem.sum() + trace.gather_lanes.sum()),
+                          l2_lines=float(counts[1:].sum()), llc_lines=float(counts[2:].sum()), dram_bytes=dbytes,
+                          cores=int(min(cpu.cores, active)))
+        energy = cpu_energy(cfg.cpu_power, act, max(core_s, dram_s))
     return CpuResult(cfg.name, name, dict(params), cycles, max(core_s, dram_s), core_s, dram_s, dbytes, reads, written,
                      footprint,
                      int(trace.instructions.sum()), blocks, int(active), int(missed.sum()),
                      dict(zip(("l1", "l2", "llc", "dram"), (int(x) for x in counts), strict=True)),
                      int(prefetched.sum()),
-                     {k: float(np.sum(parts[k])) for k in ("base", "branch", "memory", "chain", "fills")}, True)
+                     {k: float(np.sum(parts[k])) for k in ("base", "branch", "memory", "chain", "fills")}, True,
+                     energy)

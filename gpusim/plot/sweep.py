@@ -20,7 +20,7 @@ from gpusim.errors import GpusimError
 from gpusim.plot.common import add_note, configs_of, grouped_bars, new_figure
 from gpusim.plot.io import OVERRIDE, SweepTable
 from gpusim.stats.metrics import unit_of
-from gpusim.stats.ranking import ranked_by
+from gpusim.stats.ranking import ENERGY, ranked_by
 
 AXIS_NAMES = {"block": "block size (threads)", "grid": "grid size (blocks)"}
 
@@ -28,9 +28,10 @@ AXIS_NAMES = {"block": "block size (threads)", "grid": "grid size (blocks)"}
 def sweep_figure(table: SweepTable, metric: str | None = None) -> Figure:
     """Lines over a numeric column (one per combination of the other varied columns), bars over names
     (configs, warp schedulers), or, for two numeric columns and nothing else varied, a heatmap (x: the
-    first, y: the second). `metric` None: what ranks the points (cycles, or kernel_seconds where the
-    clocks differ)."""
-    metric = metric or ranked_by(table.ok_rows)
+    first, y: the second). `metric` None or "time": what ranks the points by time (cycles, or
+    kernel_seconds where the clocks differ); "energy": energy_j; else a column's name."""
+    # the vocabulary's words (--metric time|energy): what ranks the points by time, or their energy
+    metric = {"time": None, "energy": ENERGY}.get(metric, metric) or ranked_by(table.ok_rows)
     table.require(metric)
     rows = [r for r in table.ok_rows if r.get(metric) is not None]
     if not rows:

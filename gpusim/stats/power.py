@@ -186,6 +186,12 @@ class KernelPower:
         """Whether the power cap lowered the clock."""
         return self.clock_mhz < self.nominal_clock_mhz
 
+    @property
+    def static_w(self) -> float:
+        """Watts of the parts that scale with time, not with events (leakage, background, constant)."""
+        fixed = sum(v for k, v in self.breakdown_j.items() if PARTS[k][1] in ("v1", "fixed"))
+        return fixed / self.seconds if self.seconds else 0.0
+
     def metrics(self) -> dict[str, Any]:
         """The kernel metrics (gpusim.stats.metrics.POWER_METRICS, in its order)."""
         return {
@@ -219,6 +225,11 @@ def kernel_power(cfg: Any, timing: Any, stats: Any = None, *, cap: bool = True) 
     if cfg is None or getattr(cfg, "power", None) is None:
         return None
     return power_of(cfg.power, activity(timing, cfg, stats), timing.clock_mhz, cap=cap)
+
+
+def transfer_energy(power: Any, nbytes: float) -> float:
+    """Joules of copying `nbytes` between host and device over PCIe (power.pcie_pj_per_bit)."""
+    return nbytes * 8 * power.pcie_pj_per_bit * PJ
 
 
 def idle_power(power: Any, sm_count: int, clock_mhz: float | None = None) -> float:

@@ -19,6 +19,7 @@ from typing import Any
 from gpusim import __version__
 from gpusim.config import Config, load_config
 from gpusim.errors import ConfigError, GpusimError
+from gpusim.stats.ranking import METRICS
 from gpusim.stats.simulate import SCHEDULERS
 from gpusim.sweep.cache import CacheWarning, ResultCache, code_version
 from gpusim.sweep.executors import DaskExecutor, LocalExecutor
@@ -35,7 +36,7 @@ def sweep(workload: str | os.PathLike | Workload, configs: str | os.PathLike | S
           verify: bool = True, executor: LocalExecutor | DaskExecutor | None = None,
           cache: ResultCache | None = None, progress: bool = False,
           on_point: Callable[[dict[str, Any]], None] | None = None, tie_pct: float = TIE_PCT,
-          zipped: Sequence[Sequence[str]] = ()) -> SweepResult:
+          zipped: Sequence[Sequence[str]] = (), metric: str = "time") -> SweepResult:
     """Simulate every combination of `configs` (built-in names or YAML paths), `overrides` (config field
     -> values; a full dotted field or a unique tail such as `sm_count`), `warp_schedulers` (default: each
     config's own) and `grid` (workload parameter -> values), with the fixed workload `params`. `zipped`
@@ -49,7 +50,10 @@ def sweep(workload: str | os.PathLike | Workload, configs: str | os.PathLike | S
     the message; the others go on. `progress` draws a bar on stderr; `on_point(row)` is called as each
     point finishes. Unknown configs, parameters or override names raise before anything runs. Points are
     compared only with points of the same problem size (`Workload.problem`); those within `tie_pct` percent
-    of the best are reported as ties."""
+    of the best are reported as ties. `metric` is what "best" means: least time ("time": fewest cycles at
+    one clock) or least energy ("energy": the power model's energy_j, configs with a power: section)."""
+    if metric not in METRICS:
+        raise GpusimError(f"metric {metric!r}: expected one of {', '.join(METRICS)}")
     wl = workload if isinstance(workload, Workload) else load_workload(workload)
     configs = [os.fspath(c) for c in ([configs] if isinstance(configs, str | os.PathLike) else configs)]
     if not configs:
@@ -110,7 +114,7 @@ def sweep(workload: str | os.PathLike | Workload, configs: str | os.PathLike | S
     return SweepResult.build(wl.name, wl.defaults, list(fields), rows,
                              {"gpusim_version": __version__, "code_version": code_version(), "seed": seed,
                               "verify": verify, **({"zipped": groups} if groups else {})},
-                             problem=wl.problem, tie_pct=tie_pct)
+                             problem=wl.problem, tie_pct=tie_pct, metric=metric)
 
 
 def _resolve_overrides(overrides: Mapping[str, Sequence[Any]]) -> dict[str, list[Any]]:

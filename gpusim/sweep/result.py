@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpusim.stats.peaks import kernel_warnings
-from gpusim.stats.ranking import ranked_by
+from gpusim.stats.ranking import ENERGY, ranked_by
 from gpusim.sweep.points import Point
 
 HEAD = ("point", "workload", "config", "config_hash", "config_file", "label")  # then the parameters, overrides
@@ -57,11 +57,12 @@ class SweepResult:
     provenance: dict[str, Any]
     problem: list[str] = field(default_factory=list)
     tie_pct: float = TIE_PCT
+    metric: str = "time"  # what "best" means: least time, or least energy (energy_j)
 
     @classmethod
     def build(cls, workload: str, defaults: dict[str, int | float], overrides: list[str],
               rows: list[dict[str, Any]], provenance: dict[str, Any], problem: tuple[str, ...] | list[str] = (),
-              tie_pct: float = TIE_PCT) -> SweepResult:
+              tie_pct: float = TIE_PCT, metric: str = "time") -> SweepResult:
         """Order the rows, fix the columns (every row gets each, None where it has no value) and find the
         axes (and which of them are problem sizes)."""
         front = [*HEAD, *defaults, *(OVERRIDE + k for k in overrides), *RUN]
@@ -73,7 +74,7 @@ class SweepResult:
         candidates = ["config", *defaults, *(OVERRIDE + k for k in overrides), "warp_scheduler"]
         axes = [c for c in candidates if len({repr(r[c]) for r in rows}) > 1]
         return cls(workload, dict(defaults), columns, rows, axes, dict(provenance),
-                   [a for a in problem if a in axes], float(tie_pct))
+                   [a for a in problem if a in axes], float(tie_pct), metric)
 
     # -- choosing --
     def sizes(self) -> list[dict[str, Any]]:
@@ -87,15 +88,17 @@ class SweepResult:
 
     def ok_rows(self, label: str | None = None, size: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """The points that ran (and verified, unless the sweep ran without verification), of one label
-        and one problem size if given."""
+        and one problem size if given; ranked by energy, only those with an energy (a power model)."""
         return [r for r in self.rows if r["status"] == "ok" and label in (None, r["label"])
-                and all(r[a] == v for a, v in (size or {}).items())]
+                and all(r[a] == v for a, v in (size or {}).items())
+                and (self.metric != "energy" or r.get(ENERGY) is not None)]
 
     def ranked_by(self, label: str | None = None, size: dict[str, Any] | None = None) -> str:
         """What the points (of one label and size, if given) are ranked by: "cycles" where they all ran at
         one clock, else "kernel_seconds" (a design with a faster clock may take more cycles and less
-        time). The one definition of "best" that `best`, `worst`, `ties`, the JSON and the charts use."""
-        return ranked_by(self.ok_rows(label, size))
+        time), or "energy_j" where the sweep ranks by energy (`metric`). The one definition of "best" that
+        `best`, `worst`, `ties`, the JSON and the charts use."""
+        return ranked_by(self.ok_rows(label, size), self.metric)
 
     def best(self, label: str | None = None, size: dict[str, Any] | None = None) -> dict[str, Any] | None:
         """The fastest row (`ranked_by`: fewest cycles at one clock, else least time; the first such
@@ -162,7 +165,8 @@ class SweepResult:
                 by_size.append({"size": size, "best": b["point"], "ties": [r["point"] for r in self.ties(size=size)]})
         best = by_size[0]["best"] if len(by_size) == 1 else None
         return {"kind": "sweep", "workload": self.workload, **self.provenance, "columns": self.columns,
-                "problem": self.problem, "tie_pct": self.tie_pct, "ranked_by": self.ranked_by(), "best": best,
+                "problem": self.problem, "tie_pct": self.tie_pct, "metric": self.metric, "ranked_by": self.ranked_by(),
+                "best": best,
                 "best_by_size": by_size, "points": self.rows}
 
     def to_json(self) -> str:
@@ -177,17 +181,21 @@ class SweepResult:
         """One line per point: its axes, status, cycles, kernel time, achieved occupancy, verdict and top
         stall (or the error)."""
         axes = self.axes or ["label"]
-        header = ["#", *(a.rpartition(".")[2] for a in axes), "status", "cycles", "time us", "achieved occ.",
-                  "verdict", "top stall"]
-        right = [True, *(isinstance(self.rows[0][a], int | float) for a in axes), False, True, True, True, False,
-                 False]
+        energy = self.metric == "energy"  # the energy and average power beside the time
+        header = ["#", *(a.rpartition(".")[2] for a in axes), "status", "cycles", "time us",
+                  *(("energy uJ", "W") if energy else ()), "achieved occ.", "verdict", "top stall"]
+        right = [True, *(isinstance(self.rows[0][a], int | float) for a in axes), False, True, True,
+                 *((True, True) if energy else ()), True, False, False]
         lines: list[tuple[list[str], str | None]] = []  # the cells, and the error of a failed point
         for r in self.rows:
             cells = [str(r["point"]), *(str(r[a]) for a in axes), r["status"]]
             if r["status"] == "ok":
                 stall, share = _top_stall(r)
-                cells += [f"{r['cycles']:,}", f"{r['kernel_seconds'] * 1e6:.3f}", f"{r['achieved_occupancy']:.1%}",
-                          r["verdict"], f"{stall} {share:.1f}%"]
+                cells += [f"{r['cycles']:,}", f"{r['kernel_seconds'] * 1e6:.3f}"]
+                if energy:
+                    cells += ([f"{r['energy_j'] * 1e6:.3f}", f"{r['average_power_w']:.1f}"]
+                              if r.get("energy_j") is not None else ["-", "-"])
+                cells += [f"{r['achieved_occupancy']:.1%}", r["verdict"], f"{stall} {share:.1f}%"]
             lines.append((cells, None if r["status"] == "ok" else r["error"].splitlines()[0]))
         every = [header, *(cells for cells, _ in lines)]
         widths = [max(len(cells[i]) for cells in every if i < len(cells)) for i in range(len(header))]
@@ -225,6 +233,11 @@ class SweepResult:
             which = f"the fewest of the {ran} points that ran" if ran > 1 else "the only point that ran"
             lines = [(f"best{at}", f"{self.describe(best, launch)}: {best['cycles']:,} cycles "
                                    f"({best['kernel_seconds'] * 1e6:.3f} us), {which}")]
+        elif by == ENERGY:
+            which = f"the least of the {ran} points with an energy" if ran > 1 else "the only point with an energy"
+            lines = [(f"best{at}", f"{self.describe(best, launch)}: {_amount(best, by)} ({_per_watt(best)}; "
+                                   f"{best['kernel_seconds'] * 1e6:.3f} us), {which}"),
+                     ("ranked by", "energy (--metric energy): the power model's energy_j")]
         else:
             which = f"the fastest of the {ran} points that ran" if ran > 1 else "the only point that ran"
             clocks = sorted({r["clock_mhz"] for r in self.ok_rows(size=size)})
@@ -270,14 +283,28 @@ class SweepResult:
 
 
 def _amount(row: dict[str, Any], by: str, unit: bool = True) -> str:
-    """A point's cycles, or its time where points are ranked by time."""
+    """A point's cycles, its time where points are ranked by time, its energy where by energy."""
     if by == "cycles":
         return f"{row['cycles']:,}" + (" cycles" if unit else "")
+    if by == ENERGY:
+        return f"{row[ENERGY] * 1e6:.3f} uJ"
     return f"{row['kernel_seconds'] * 1e6:.3f} us"
+
+
+def _per_watt(row: dict[str, Any]) -> str:
+    """A point's average power and, where it has flops, its performance per watt."""
+    text = f"{row['average_power_w']:.1f} W"
+    return text + (f", {row['gflops_per_watt']:.2f} GFLOP/s per W" if row.get("gflops_per_watt") else "")
 
 
 def _beats(best: dict[str, Any], other: dict[str, Any], what: str, tie_pct: float = TIE_PCT,
            by: str = "cycles") -> str:
+    if by == ENERGY:
+        mine, theirs = best[by] * 1e6, other[by] * 1e6
+        saved = theirs - mine
+        if saved <= mine * tie_pct / 100:
+            return f"ties with {what} ({theirs:.3f} uJ, within {tie_pct:g}%)"
+        return f"{saved:.3f} uJ less ({100 * saved / theirs:.1f}%) than {what} ({theirs:.3f} uJ)"
     if by != "cycles":
         mine, theirs = best[by] * 1e6, other[by] * 1e6
         saved = theirs - mine

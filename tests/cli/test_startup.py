@@ -149,12 +149,14 @@ def test_lazy_public_names_are_the_modules_own():
 def test_spelled_defaults_agree_with_their_source():
     """The two defaults the CLI spells (so that --help imports neither the executor nor the sweep) are
     the ones the code uses."""
-    from gpusim.cli import run_cmd, sweep_cmd
+    from gpusim.cli import args, run_cmd, sweep_cmd
     from gpusim.functional.warps import DEFAULT_MAX_STEPS_PER_WARP
+    from gpusim.stats.ranking import METRICS
     from gpusim.sweep.result import TIE_PCT
 
     assert run_cmd.MAX_STEPS_SHOWN == f"{DEFAULT_MAX_STEPS_PER_WARP:,}"
     assert sweep_cmd.TIE_PCT == TIE_PCT
+    assert args.METRICS == METRICS
 
 
 def test_list_describes_each_workload_as_loading_it_does():

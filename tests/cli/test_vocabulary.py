@@ -6,7 +6,7 @@ import argparse
 import pytest
 
 from gpusim.cli import main as cli_main
-from gpusim.cli.args import RENAMED, VOCABULARY
+from gpusim.cli.args import METRICS, RENAMED, VOCABULARY
 
 # Commands that can run longer than a couple of seconds: each takes --quiet (its progress bars off).
 LONG_RUNNING = {"run", "sweep", "compare", "program", "compile", "validate", "bench"}
@@ -60,6 +60,9 @@ def test_command_speaks_the_vocabulary(name):
         assert "--quiet" in flags, f"gpusim {name} can run long: it needs --quiet"
     if "--warp-scheduler" in flags:
         assert flags["--warp-scheduler"].dest == "warp_scheduler"
+    for flag in ("--metric", "--objective"):  # what "best" means, or what a tuner minimises: the same two words
+        if flag in flags and name != "plot":  # (plot's names any column too: tests/sweep/test_metric_energy.py)
+            assert tuple(flags[flag].choices) == METRICS and flags[flag].default == "time", f"gpusim {name}: {flag}"
 
 
 @pytest.mark.parametrize(("argv", "new"), [
@@ -86,3 +89,4 @@ def test_the_vocabulary_is_documented():
         assert f"`{flag}" in doc
     for old in RENAMED:
         assert f"`{old}`" in doc
+

@@ -98,7 +98,7 @@ def test_compile_an_onnx_model(tmp_path, capsys):
     (["mlp2", "--set", "seq=4"], "model mlp2: unknown size(s) seq; its sizes are batch=32, d_in=64"),
     (["mlp2", "--set", "batch=0"], "model mlp2: sizes are positive integers: batch=0"),
     (["missing.onnx"], "missing.onnx: no such file"),
-    (["mlp2", "--search", "grid"], "--search, --search-cost, --tie-break and --refit need --tune"),
+    (["mlp2", "--search", "grid"], "--search, --search-cost, --tie-break, --refit and --objective need --tune"),
     (["x.py", "--dtype", "f16"], "--dtype applies to the built-in models (mlp2, attention, transformer, recommender)"),
     (["mlp2", "--shape", "x"], "--shape 'x': expected INPUT=D0,D1,... (integers)"),
     (["mlp2", "--config", "nosuch"], "nosuch"),

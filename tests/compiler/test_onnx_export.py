@@ -90,7 +90,7 @@ def test_compile_saves_onnx_and_reports_per_kernel(tmp_path, capsys):
 
 def test_tuning_flags_need_tune(capsys):
     assert main(["compile", "mlp2", "--refit"]) != 0
-    assert "gpusim compile: error: --search, --search-cost, --tie-break and --refit need --tune" in \
+    assert "gpusim compile: error: --search, --search-cost, --tie-break, --refit and --objective need --tune" in \
         capsys.readouterr().err
 
 

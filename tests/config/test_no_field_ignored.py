@@ -129,7 +129,8 @@ def cpu(workload: str, **params):
         from gpusim.cpu import simulate_cpu
 
         r = simulate_cpu(workload, cfg, **params)
-        return repr((r.cycles, r.seconds, r.dram_bytes, r.levels, r.prefetched, r.mispredictions, r.breakdown))
+        return repr((r.cycles, r.seconds, r.dram_bytes, r.levels, r.prefetched, r.mispredictions, r.breakdown,
+                     r.energy))
     probe.__name__ = f"cpu({workload})"
     return probe
 
@@ -146,6 +147,15 @@ CPU_REUSE = cpu("matmul_naive", n=64)
 CPU_L1_CHAIN = cpu("pointer_chase", footprint=4096, stride=64, steps=500)
 CPU_CHASE = cpu("chase", n=300)
 PROGRAM = program(COPIES)
+
+
+def COMPARE_ENERGY(cfg):  # noqa: N802 - a probe, named as the others
+    """`gpusim compare vecadd --include-transfers` at n = 1000: energy to solution, copies included."""
+    from gpusim.analysis.compare import compare
+
+    return repr(compare("vecadd", [cfg], [1000], include_transfers=True).points[0].energy_j)
+
+
 PEER = program(PEERS)
 # a copy of 512 KiB through gtx980's L2 cut to 16 KiB: its stores reach DRAM among its loads (row
 # conflicts, turnarounds, write batches)
@@ -326,6 +336,17 @@ FIELDS: dict[str, tuple] = {
     "power.l2_sector_pj": ({"power.l2_sector_pj": 1000}, [SAXPY]),
     "power.dram_pj_per_bit": ({"power.dram_pj_per_bit": 100}, [SAXPY]),
     "power.dram_activate_nj": ({"power.dram_activate_nj": 100}, [SAXPY]),
+    "power.pcie_pj_per_bit": ({"power.pcie_pj_per_bit": 100}, [COMPARE_ENERGY]),
+    "cpu_power.tdp_w": ({"cpu_power.tdp_w": 200}, [CPU_STREAM], "cpu_8core"),
+    "cpu_power.uncore_static_w": ({"cpu_power.uncore_static_w": 50}, [CPU_STREAM], "cpu_8core"),
+    "cpu_power.core_static_w": ({"cpu_power.core_static_w": 5}, [CPU_STREAM], "cpu_8core"),
+    "cpu_power.dram_static_w": ({"cpu_power.dram_static_w": 10}, [CPU_STREAM], "cpu_8core"),
+    "cpu_power.instruction_pj": ({"cpu_power.instruction_pj": 1000}, [CPU_STREAM], "cpu_8core"),
+    "cpu_power.vector_fp_op_pj": ({"cpu_power.vector_fp_op_pj": 1000}, [CPU_FMA], "cpu_8core"),
+    "cpu_power.l1_access_pj": ({"cpu_power.l1_access_pj": 1000}, [CPU_STREAM], "cpu_8core"),
+    "cpu_power.l2_line_pj": ({"cpu_power.l2_line_pj": 1000}, [CPU_STREAM], "cpu_8core"),
+    "cpu_power.llc_line_pj": ({"cpu_power.llc_line_pj": 1000}, [CPU_STREAM], "cpu_8core"),
+    "cpu_power.dram_pj_per_bit": ({"cpu_power.dram_pj_per_bit": 100}, [CPU_STREAM], "cpu_8core"),
     "units.<class>.latency_cycles": ({"units.fp32.latency_cycles": 100}, [SAXPY]),
     "units.<class>.lanes_per_subpartition": ({"units.fp32.lanes_per_subpartition": 1}, [SAXPY]),
     # the tensor core's rate per precision: each variant of the tensor-core GEMM

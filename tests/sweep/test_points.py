@@ -20,7 +20,8 @@ def test_full_fields_and_unique_tails_resolve():
 def test_every_field_path_names_a_real_field_of_a_loaded_config():
     gpu, cpu = gpusim.load_config("a100").to_dict(), gpusim.load_config("cpu_8core").to_dict()
     for path in field_paths():
-        node = cpu if path.startswith("cpu.") else gpu  # the optional cpu: section is a CPU config's
+        # the optional cpu: and cpu_power: sections are a CPU config's
+        node = cpu if path.startswith(("cpu.", "cpu_power.")) else gpu
         for part in path.split("."):
             if part == "tensor" and part not in node:  # an optional unit class a100 may lack
                 break
