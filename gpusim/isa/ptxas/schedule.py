@@ -80,6 +80,11 @@ def _space_of(ins: Instruction) -> str:
     return ANY
 
 
+def _may_alias(a: str, b: str) -> bool:
+    """Whether accesses to spaces `a` and `b` (as `_space_of` names them) may touch the same memory."""
+    return a == ANY or b == ANY or a == b
+
+
 class Pressure:
     """Live 32-bit register slots while a region is scheduled: each value (a register's write in the region,
     or its value on entry) is live from its write until its last reader in the region has issued, or to
@@ -166,10 +171,10 @@ def schedule_region(region: list[Instruction], latency: Latencies, pressure: Pre
         if _is_ordering(ins):
             # after every ordering operation of the spaces it may touch, and every memory operation since
             for key, i in last_order.items():
-                if k == ANY or key in (ANY, k):
+                if _may_alias(k, key):
                     edge(i, 0)
             for key, since in mem_since.items():
-                if k == ANY or key in (ANY, k):
+                if _may_alias(k, key):
                     for i in since:
                         edge(i, 0)
             if k == ANY:
@@ -178,7 +183,7 @@ def schedule_region(region: list[Instruction], latency: Latencies, pressure: Pre
                 last_order[k], mem_since[k] = j, []
         elif _is_mem(ins):
             for key, i in last_order.items():
-                if k == ANY or key in (ANY, k):
+                if _may_alias(k, key):
                     edge(i, 0)
             mem_since.setdefault(k, []).append(j)
         for r in ins.regs_written():
