@@ -284,17 +284,21 @@ class Workload:
                            flops=self.flops(p), seed=seed, exec_seconds=exec_seconds)
 
     def prepare(self, params: Mapping[str, Any] | None = None, *, seed: int = 0, cfg: Any = None,
-                inputs: Mapping[str, Any] | None = None) -> PreparedLaunch:
+                inputs: Mapping[str, Any] | None = None, zeros: bool = False) -> PreparedLaunch:
         """The launch of `params` with its inputs in a fresh global memory, ready for an executor, and
         without computing the numpy reference (for runs that are not verified, such as sampled
         simulation, where the reference of a large size would cost more than the sample). With a `cfg`,
         arrays larger than its `chip.global_memory_bytes` are refused (LaunchError). `inputs`: those of
-        `self.inputs(params, seed)` when the caller has them already (they are copied, not kept)."""
+        `self.inputs(params, seed)` when the caller has them already (they are copied, not kept).
+        `zeros`: those inputs are all zeros, which take no host memory until written (fresh pages: their
+        zero bytes are not copied into the simulated memory either), so the host's memory is not checked
+        against their size: a sample on zeros touches only the pages its blocks write."""
         p = self.params(params)
         launch = self.launch(p)
-        self._check_host_memory(p, HOST_COPIES_PREPARED)
+        if not zeros:
+            self._check_host_memory(p, HOST_COPIES_PREPARED)
         inputs = self.inputs(p, seed) if inputs is None else inputs
-        self._check_memory(self._bind(inputs)[1], cfg, HOST_COPIES_PREPARED - 1)
+        self._check_memory(self._bind(inputs)[1], cfg, 0 if zeros else HOST_COPIES_PREPARED - 1)
         args, buffers, mem = self._load(inputs)
         return PreparedLaunch(workload=self.name, params=p, launch=launch, program=self.program_for(cfg), args=args,
                               memory=mem, bytes_moved=self.bytes_moved(p, inputs), flops=self.flops(p),

@@ -152,3 +152,20 @@ def test_kernels_whose_branches_or_addresses_read_their_data_are_value_dependent
     # the shared bin a byte adds into (its address) and the flush's skip of an empty bin (a branch)
     assert [hist.instructions[pc].opcode for pc in value_dependent(hist)] == ["red", "bra"]
     assert value_dependent(load_workload("pointer_chase").program)  # the chain's next address
+
+
+def test_a_sample_on_zeros_needs_no_host_memory_for_the_whole_inputs(monkeypatch):
+    # saxpy at 2^25 has 256 MiB of buffers (384 MiB moved): with 96 MiB of host memory "available" a
+    # full run is refused before anything is allocated, while its sample runs on zeros (fresh pages,
+    # never copied), which take memory only where its blocks write: 2^30 runs in ~0.4 GB this way
+    from gpusim.errors import LaunchError
+    from gpusim.functional import memory
+
+    monkeypatch.setattr(memory, "host_available_bytes", lambda: 96 << 20)
+    wl = load_workload("saxpy")
+    with pytest.raises(LaunchError, match=r"needs about 0\.75 GiB of host memory .*96\.0 MiB is available"):
+        wl.prepare({"n": 1 << 25}, cfg=load_config("a100"))
+    r = simulate_sampled("saxpy", "a100", sample="on", overrides=SMALL_L2, max_sample_warp_instructions=1 << 20,
+                         n=1 << 25)
+    assert r.sampled and r.verification["message"].endswith(
+        "so neither do its cycles)")

@@ -169,7 +169,8 @@ def _profile(job: _Job) -> KernelProfile:
     # which has none, is not)
     verifiable = hasattr(wl, "inputs") and hasattr(wl, "reference")
     inputs, zero = _inputs(job) if verifiable else (None, False)
-    job.pl = pl = wl.prepare(p, seed=job.seed, cfg=job.cfg, **({} if inputs is None else {"inputs": inputs}))
+    job.pl = pl = wl.prepare(p, seed=job.seed, cfg=job.cfg,
+                             **({} if inputs is None else {"inputs": inputs, "zeros": zero}))
     if not zero:  # (zeros need not be brought back between runs: the timing does not depend on them)
         pl.snapshot()
     outputs = {k: v for k, v in (inputs or {}).items() if isinstance(v, np.ndarray)}  # the buffers, as prepared
