@@ -3,12 +3,14 @@ data-dependent addresses, and sampled against full simulation on small multi-wav
 wave is 32 blocks of 256 threads and the cases stay fast)."""
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from gpusim.analysis.sampling import hardware_roofs, level_caps, make_plan, simulate_sampled
 from gpusim.analysis.sampling import simulate as sampling_simulate
+from gpusim.analysis.sampling.estimate import later_ratio
 from gpusim.analysis.sampling.model import (
     CONFIDENCE_FLOOR,
     DRIFT_SE_FACTOR,
@@ -117,6 +119,35 @@ def test_loop_model_counts_later_waves_at_half_the_first_ones_intercept():
     assert est.cycles == round(700 + 0.5 * 1_000_000 + alpha / 2 * 8.5)
     assert est.bounds["waves"] == pytest.approx(alpha / 2 * 8.5)
     assert est.bounds["instruction count"] == pytest.approx(0.5 * 1_000_000 * 0.01)
+
+
+def test_loop_model_on_the_first_wave_moves_the_later_waves_by_half_what_a_second_wave_saves():
+    # the first wave (100 of 1,000 blocks) at levels 2/4/8/16, T = 700 + 0.5 Y: the first wave whole takes
+    # 700 + 0.5 x 100,000 = 50,700 cycles, the 9 later waves (with their half intercepts) 453,150 more
+    runs = [Observation(100, c, round(700 + 0.5 * 10_000 * c), 10_000 * c) for c in (2, 4, 8, 16)]
+    fit = dict(grid=G, blocks_per_wave=B, runs=runs, full_warp_instructions=1_000_000)
+    plain = extrapolate(**fit)
+    assert plain.cycles == 700 + 0.5 * 1_000_000 + 700 / 2 * 9
+    later = plain.cycles - (700 + 0.5 * 100_000)
+    assert later == 453_150
+    # a second wave that took 0.8 of the first: the later waves between 1 and 0.8 of the extrapolation
+    est = extrapolate(**fit, later_ratio=0.8)
+    assert est.cycles == round(plain.cycles - 0.1 * later)
+    assert est.bounds["later waves"] == pytest.approx(0.1 * later)
+    assert {k: v for k, v in est.bounds.items() if k != "later waves"} == plain.bounds
+    # a later wave as long as the first: nothing moves
+    assert extrapolate(**fit, later_ratio=1.0).cycles == plain.cycles
+
+
+def test_later_ratio_is_a_later_waves_time_over_the_first_ones():
+    def run(blocks, ends):
+        tl = [(b, 0, 0, e) for b, e in enumerate(ends)]
+        return SimpleNamespace(blocks=blocks, cycles=max(ends), timing=SimpleNamespace(timeline=tl))
+
+    # blocks 0-99 retire by 1,000, blocks 100-199 by 1,800: a second wave of 800 cycles
+    assert later_ratio(run(200, [1_000.0] * 100 + [1_800.0] * 100), 100) == pytest.approx(0.8)
+    # half a wave more in 400 cycles: 800 a wave
+    assert later_ratio(run(150, [1_000.0] * 100 + [1_400.0] * 50), 100) == pytest.approx(0.8)
 
 
 def test_extrapolate_refuses_runs_it_cannot_use():
@@ -288,7 +319,11 @@ def test_plan_for_few_waves_whose_span_affords_only_the_first_iterations_runs_on
     # the highest levels with s >= 4 within the budget (or else the cheapest under max_cost), its partial
     # last wave left to the model (not matched)
     assert (plan.kind, plan.blocks, plan.levels, plan.remainder_matched) == ("loops", 100, (2, 4, 8, 16), False)
-    plan, _ = make_plan(450, 100, 1_010.0, 10.0, 20.0, 100, budget=100 * (40 + 75 * 6))
+    # ... and with it a run of the first two waves at the lowest level, for how a later wave runs against the
+    # first (200 * 30)
+    assert plan.in_step_blocks == 200 and plan.cost == 100 * 340 + 200 * 30
+    assert plan.keys()[-1] == (200, 2, False) and plan.describe().endswith("and 200 at 2")
+    plan, _ = make_plan(450, 100, 1_010.0, 10.0, 20.0, 100, budget=100 * (40 + 75 * 6) + 200 * 40)
     assert (plan.kind, plan.blocks, plan.levels) == ("loops", 100, (3, 6, 12, 24))  # the highest within budget
     # no deep plan affordable at all: the per-wave plan stands
     plan, _ = make_plan(450, 100, 1_010.0, 10.0, 20.0, 100, budget=1.0)

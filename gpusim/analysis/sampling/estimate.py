@@ -41,6 +41,14 @@ def needs_fill(prof: KernelProfile, cfg) -> bool:
     return cfg.l2.write_policy == "write_back" and writeback_share(prof, cfg.l2.size_bytes) >= WARM_MIN_WRITEBACKS
 
 
+def later_ratio(run: SampleRun, blocks_per_wave: int) -> float:
+    """A later wave's time over the first wave's in a run of more than one wave: the time after the first
+    wave's last block retired, per wave of the blocks after it, over that first wave's time."""
+    first = first_wave_end(run.timing.timeline, blocks_per_wave)
+    waves = (run.blocks - blocks_per_wave) / blocks_per_wave
+    return (run.cycles - first) / waves / first
+
+
 def _observe(plan: Plan, runs: list[SampleRun], B: int, steady_from=None):
     """The runs as Observations, and for the per-wave model their retirement gaps, from the block where
     each run's steady state starts (`steady_from(blocks)`, past the L2's fill; the first wave else)."""
@@ -57,14 +65,15 @@ def _observe(plan: Plan, runs: list[SampleRun], B: int, steady_from=None):
 
 
 def estimate_cycles(plan: Plan, cold: list[SampleRun], warm: list[SampleRun], prof: KernelProfile, cfg,
-                    roofs: dict[str, float], steady_from=None) -> Estimate:
+                    roofs: dict[str, float], steady_from=None, in_step: SampleRun | None = None) -> Estimate:
     """The kernel's cycles from the plan's runs: the per-wave or the loop model on the cold runs, joined
     with the warm runs' fit over the L2's fill (`model.two_phase`) when the plan has them, an "L2
     write-backs" term when the kernel's data overflows the L2 and the sample neither fills it nor ran
     warm, a "block mix" term where the profiled blocks' basic-block vectors differ (the sample's first
     blocks then stand for work they do not do: the distance, as a share of the cycles), and held to the
     hardware floor (`roofs`). `steady_from(blocks)`: where a run's steady state
-    starts (its gaps before are not the per-wave time's)."""
+    starts (its gaps before are not the per-wave time's). `in_step`: the loop plan's run of its first two
+    waves at the lowest level (`Plan.in_step_blocks`), for how a later wave runs against the first."""
     G, B = prof.grid, prof.blocks_per_wave
     obs, deltas, used = _observe(plan, cold, B, steady_from)
     extra: dict[str, float] = {}
@@ -96,7 +105,8 @@ def estimate_cycles(plan: Plan, cold: list[SampleRun], warm: list[SampleRun], pr
                                  dram_bytes_per_cycle=cfg.dram_bytes_per_cycle())
             if wb:
                 extra["L2 write-backs"] = wb
-        est = extrapolate(runs=obs, wave_deltas=deltas, extra_bounds=extra, **fit)
+        est = extrapolate(runs=obs, wave_deltas=deltas, extra_bounds=extra,
+                          later_ratio=None if in_step is None else later_ratio(in_step, B), **fit)
     if prof.bbv_distance > BBV_DIFFERENT:  # the first blocks do other work than the grid's later ones
         bounds = {**est.bounds, "block mix": prof.bbv_distance * est.cycles}
         est = replace(est, bounds=bounds, confidence=max(CONFIDENCE_FLOOR, sum(bounds.values()) / est.cycles))
@@ -144,5 +154,6 @@ def combine(parts: list[tuple[Any, float, float]], cycles: int):
     return replace(first, cycles=int(cycles), sms=sms, timeline=[], l2=l2, dram=dram, warp_states=states)
 
 
-__all__ = ["WARM_MIN_WRITEBACKS", "combine", "estimate_cycles", "needs_fill", "writeback_share", "TIME_LIKE"]
+__all__ = ["WARM_MIN_WRITEBACKS", "combine", "estimate_cycles", "later_ratio", "needs_fill", "writeback_share",
+           "TIME_LIKE"]
 

@@ -47,6 +47,9 @@ class Plan:
     cost: float  # estimated warp instructions simulated
     warm: bool = False
     warm_blocks: int = 0  # the first blocks of the runs from a warm L2
+    # a loop plan on the first wave of a larger grid: a run of this many first blocks (two waves) at its lowest
+    # level, for how the later waves run against the first (`model._loops`' "later waves")
+    in_step_blocks: int = 0
 
     def runs(self) -> list[tuple[int, int | None]]:
         return [(self.blocks, c) for c in self.levels]
@@ -54,12 +57,14 @@ class Plan:
     def keys(self) -> list[tuple[int, int | None, bool]]:
         """Each run as (blocks, level, from a warm L2)."""
         return ([(self.blocks, c, False) for c in self.levels]
-                + ([(self.warm_blocks, c, True) for c in self.levels] if self.warm else []))
+                + ([(self.warm_blocks, c, True) for c in self.levels] if self.warm else [])
+                + ([(self.in_step_blocks, self.levels[0], False)] if self.in_step_blocks else []))
 
     def describe(self) -> str:
         levels = "loops whole" if self.levels == (None,) else "loops cut at " + "/".join(map(str, self.levels))
         warm = f", and {self.warm_blocks:,} from a warm L2" if self.warm else ""
-        return f"{self.blocks:,} blocks, {levels}{warm}"
+        step = f", and {self.in_step_blocks:,} at {self.levels[0]}" if self.in_step_blocks else ""
+        return f"{self.blocks:,} blocks, {levels}{warm}{step}"
 
 
 @dataclass(frozen=True)
@@ -183,7 +188,7 @@ def make_plan(grid: int, blocks_per_wave: int, w_full: float, w0: float, w1: flo
     late = [pl for pl in plans if pl.levels[1] >= min_step]
     # a grid of more than a wave: its first wave alone where the whole grid costs too much (the later
     # waves extrapolated from it)
-    first = [Plan("loops", B, pl.levels, r == 0, shape.cost(B, pl.levels)) for pl in late] if grid > B else []
+    first = [_first_wave(shape, pl.levels) for pl in late] if grid > B else []
     for choice in ([pl for pl in late if pl.cost <= budget][:1],
                    [pl for pl in first if pl.cost <= budget][:1],
                    sorted((pl for pl in late if pl.cost <= max_cost), key=lambda pl: pl.cost)[:1],
@@ -212,9 +217,8 @@ def _wave_plan(shape: Shape, spans, triples, budget: float, max_cost: float, onl
         # iteration is its prologue's (the first copies' latency, a pipeline filling), not the steady
         # loop's (gemm_mma at n = 4096: an estimate below the tensor roof). With few waves, the first
         # wave's loops run to the steady state instead (the loop model), the later waves extrapolated.
-        r = grid % B
-        deep = [Plan("loops", B, levels, r == 0, shape.cost(B, levels))
-                for levels in _level_sets(shape, only_step, LOOP_LEVELS) if levels[1] >= MIN_CAP_STEP]
+        deep = [_first_wave(shape, levels) for levels in _level_sets(shape, only_step, LOOP_LEVELS)
+                if levels[1] >= MIN_CAP_STEP]
         steady = ([pl for pl in deep if pl.cost <= budget][:1]
                   or sorted((pl for pl in deep if pl.cost <= max_cost), key=lambda pl: pl.cost)[:1])
         if steady:
@@ -243,6 +247,21 @@ def _through_fill(shape: Shape, plan: Plan, max_cost: float) -> Plan:
     if shape.cost(plan.blocks, plan.levels, wb) > max_cost:
         return plan  # cold alone: the write-backs it misses are bounded ("L2 write-backs")
     return replace(plan, warm=True, warm_blocks=wb, cost=shape.cost(plan.blocks, plan.levels, wb))
+
+
+def _loop_cost(shape: Shape, blocks: int, levels: tuple[int, ...], in_step_blocks: int = 0) -> float:
+    """Warp instructions of a loop plan's runs, with its run of `in_step_blocks` at the lowest level."""
+    return shape.cost(blocks, levels) + (shape.cost(in_step_blocks, levels[:1]) if in_step_blocks else 0.0)
+
+
+def _first_wave(shape: Shape, levels: tuple[int, ...]) -> Plan:
+    """The loop model on the first wave of a grid of more than one (its partial last wave, if any, left to
+    the model), with a run of the first two waves (or the grid) at the lowest level: in the kernel, the
+    later waves start as the first retires, not in step, and may run faster (matmul_tiled at n = 1024 on
+    h200: 186,397 cycles for the first wave, 151,238 and 152,170 for the next two)."""
+    B, grid = shape.blocks_per_wave, shape.grid
+    two = min(2 * B, grid)
+    return Plan("loops", B, levels, grid % B == 0, _loop_cost(shape, B, levels, two), in_step_blocks=two)
 
 
 def _matched(shape: Shape, g: int) -> bool:
@@ -328,7 +347,7 @@ def _deeper(plan: Plan, shape: Shape) -> Plan | None:
         if nxt >= shape.longest_loop:
             return None
         levels = (*plan.levels, nxt)
-        return replace(plan, levels=levels, cost=shape.cost(plan.blocks, levels))
+        return replace(plan, levels=levels, cost=_loop_cost(shape, plan.blocks, levels, plan.in_step_blocks))
     levels = tuple(sorted({max(1, 2 * c) if c else 1 for c in plan.levels}))
     if max(levels) >= shape.longest_loop:
         levels = (None,)

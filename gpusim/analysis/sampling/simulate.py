@@ -326,7 +326,8 @@ def _converge(job: _Job, runner: Runner, plan: Plan, shape: Shape, prof: KernelP
     steps = [f"{plan.describe()} (first plan)"]
     while True:
         cold, warm = runner.runs(plan)
-        est = estimate_cycles(plan, cold, warm, prof, job.cfg, roofs, runner.steady_from)
+        in_step = runner.run(plan.kind, plan.in_step_blocks, plan.levels[0]) if plan.in_step_blocks else None
+        est = estimate_cycles(plan, cold, warm, prof, job.cfg, roofs, runner.steady_from, in_step)
         if est.confidence <= job.bound:
             steps.append(f"bound {est.confidence:.2%} <= {job.bound:.0%}: met")
             return plan, est, steps
