@@ -187,16 +187,27 @@ def measure(config: str, m: dict[str, Any], overrides: dict[str, Any] | None = N
 
 
 def plan(config: str, m: dict[str, Any], overrides: dict[str, Any] | None = None, *,
-         ptxas_model: bool = True) -> tuple[list[Run], Callable[[list[int]], float]]:
+         ptxas_model: bool = True, configs: dict | None = None) -> tuple[list[Run], Callable[[list[int]], float]]:
     """The simulations `measure` runs for one `measure:` entry, and the figure as a function of their kernel
     cycles (in the same order). The runs are independent: `validate` gives each to its executor alone, so a
-    figure whose runs are long (a chase over a whole L2) is spread over the workers too."""
+    figure whose runs are long (a chase over a whole L2) is spread over the workers too. `configs`: the
+    configs loaded so far by override (a dict the caller keeps, so that a suite loads each once)."""
     overrides = dict(overrides or {})
-    cfg = load_config(config, overrides=overrides or None)
-    bench = m["bench"]
+    configs = {} if configs is None else configs
 
     def variant(**more) -> Config:  # a one-SM machine for per-SM throughputs, L1 bypassed for the L2's
-        return load_config(config, overrides={**overrides, **more})
+        both = {**overrides, **more}
+        try:
+            key = (str(config), tuple(sorted(both.items())))
+            hash(key)
+        except TypeError:  # (an override given as a list: loaded each time)
+            return load_config(config, overrides=both or None)
+        if key not in configs:
+            configs[key] = load_config(config, overrides=both or None)
+        return configs[key]
+
+    cfg = variant()
+    bench = m["bench"]
 
     def runs(workload: str, on: Config, sizes: tuple[dict, ...], **fixed) -> list[Run]:
         opts = {k: fixed.pop(k) for k in ("warm_l2", "max_steps") if k in fixed}
@@ -294,7 +305,8 @@ def validate(config: str, *, figures: list[str] | None = None, overrides: dict[s
     if not refs:
         raise ValidationDataError(f"no reference figures for config {cfg.name!r} in published.yaml "
                                   f"(configs with some: {', '.join(configs_with_references())})")
-    plans = [plan(config, fig["measure"], overrides, ptxas_model="measured" in entry)
+    configs: dict = {}
+    plans = [plan(config, fig["measure"], overrides, ptxas_model="measured" in entry, configs=configs)
              for fig, _, _, entry in refs]
     runs = [run for p in plans for run in p[0]]
     rows, got = [], []

@@ -50,7 +50,7 @@ def _listed(decorator):
 # Numba (inline="always", which the issue path's small functions had until 2026-12-06, re-typed and
 # re-lowered each copy of them in every caller: `run_sm` alone took 6 of a first run's 7.8 minutes of
 # compile). LLVM inlines what is small when it optimizes a caller's module; the calls that remain cost the
-# engine about 5-10 % of its time on reduce_sum (docs/bench.md, 2026-12-06).
+# engine 6-12 % of its time on reduce_sum (docs/bench.md, 2026-12-06).
 njit = _listed(numba.njit(cache=True, nogil=True, error_model="numpy"))
 
 # The cycle the model never reaches: "no event" for a unit or warp. Cycles are 64-bit integers, so no
