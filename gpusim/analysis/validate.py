@@ -10,8 +10,9 @@ import json
 import math
 import re
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from functools import cache, partial
+from functools import cache
 from typing import Any
 
 import yaml
@@ -152,12 +153,26 @@ def references(config: str, figures: list[str] | None = None) -> list[tuple[dict
 # microbenchmarks
 
 
-def _cycles_of(workload: str, cfg: Config, warm_l2: float | None = None, max_steps: int | None = None,
-               ptxas_model: bool = True, **params) -> int:
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One simulation of a figure: a microbenchmark at one size (a task of `validate` on an executor)."""
+
+    workload: str
+    cfg: Config
+    params: dict[str, Any]
+    warm_l2: float | None = None
+    max_steps: int | None = None
+    ptxas_model: bool = True
+
+
+def _cycles_of(run: Run) -> tuple[int, float]:
+    """The kernel cycles of `run`, and the wall seconds its simulation took."""
     import gpusim
 
-    return gpusim.simulate(workload, cfg, params=params, warm_l2=warm_l2, max_steps_per_warp=max_steps,
-                           ptxas_model=ptxas_model).kernel["cycles"]
+    t0 = time.perf_counter()
+    cycles = gpusim.simulate(run.workload, run.cfg, params=run.params, warm_l2=run.warm_l2,
+                             max_steps_per_warp=run.max_steps, ptxas_model=run.ptxas_model).kernel["cycles"]
+    return cycles, time.perf_counter() - t0
 
 
 def measure(config: str, m: dict[str, Any], overrides: dict[str, Any] | None = None, *,
@@ -167,36 +182,59 @@ def measure(config: str, m: dict[str, Any], overrides: dict[str, Any] | None = N
     a rate of native instructions (the Programming Guide's table), measured on the instructions as written;
     a figure measured on a GPU ran what ptxas made of its CUDA benchmark, and is simulated through the
     ptxas model."""
+    runs, figure = plan(config, m, overrides, ptxas_model=ptxas_model)
+    return figure([_cycles_of(r)[0] for r in runs])
+
+
+def plan(config: str, m: dict[str, Any], overrides: dict[str, Any] | None = None, *,
+         ptxas_model: bool = True, configs: dict | None = None) -> tuple[list[Run], Callable[[list[int]], float]]:
+    """The simulations `measure` runs for one `measure:` entry, and the figure as a function of their kernel
+    cycles (in the same order). The runs are independent: `validate` gives each to its executor alone, so a
+    figure whose runs are long (a chase over a whole L2) is spread over the workers too. `configs`: the
+    configs loaded so far by override (a dict the caller keeps, so that a suite loads each once)."""
     overrides = dict(overrides or {})
-    _cycles = partial(_cycles_of, ptxas_model=ptxas_model)
-    cfg = load_config(config, overrides=overrides or None)
-    bench = m["bench"]
+    configs = {} if configs is None else configs
 
     def variant(**more) -> Config:  # a one-SM machine for per-SM throughputs, L1 bypassed for the L2's
-        return load_config(config, overrides={**overrides, **more})
+        both = {**overrides, **more}
+        try:
+            key = (str(config), tuple(sorted(both.items())))
+            hash(key)
+        except TypeError:  # (an override given as a list: loaded each time)
+            return load_config(config, overrides=both or None)
+        if key not in configs:
+            configs[key] = load_config(config, overrides=both or None)
+        return configs[key]
+
+    cfg = variant()
+    bench = m["bench"]
+
+    def runs(workload: str, on: Config, sizes: tuple[dict, ...], **fixed) -> list[Run]:
+        opts = {k: fixed.pop(k) for k in ("warm_l2", "max_steps") if k in fixed}
+        return [Run(workload, on, {**fixed, **size}, ptxas_model=ptxas_model, **opts) for size in sizes]
 
     if bench == "chase":
         k, fp, stride = int(m["steps"]), int(m["footprint"]), int(m["stride"])
-        big = m.get("max_steps")  # a chase walking a whole footprint outlasts the runaway guard's default
-        c1 = _cycles("latency_chase", cfg, footprint=fp, stride=stride, steps=k, max_steps=big)
-        c2 = _cycles("latency_chase", cfg, footprint=fp, stride=stride, steps=2 * k, max_steps=big)
-        return (c2 - c1) / k - cfg.units["int"].latency_cycles
+        big = m.get("max_steps")  # (none: the runaway guard's default, on evidence; a whole footprint's chase runs)
+        int_latency = cfg.units["int"].latency_cycles
+        return (runs("latency_chase", cfg, ({"steps": k}, {"steps": 2 * k}), footprint=fp, stride=stride,
+                     max_steps=big),
+                lambda c: (c[1] - c[0]) / k - int_latency)
     if bench in ("op_latency", "op_throughput"):
         op = OPS.index(m["op"])
         if bench == "op_latency":
-            c1, c2 = (_cycles("op_chain", cfg, op=op, ilp=1, iters=i) for i in (4, 8))
-            return (c2 - c1) / (4 * 32)
+            return runs("op_chain", cfg, ({"iters": 4}, {"iters": 8}), op=op, ilp=1), lambda c: (c[1] - c[0]) / (4 * 32)
         one = variant(**{"chip.sm_count": 1})
-        c1, c2 = (_cycles("op_chain", one, op=op, ilp=8, iters=i, threads=1024) for i in (4, 8))
-        return 4 * 32 * 1024 / (c2 - c1)
+        return (runs("op_chain", one, ({"iters": 4}, {"iters": 8}), op=op, ilp=8, threads=1024),
+                lambda c: 4 * 32 * 1024 / (c[1] - c[0]))
     if bench == "shared_latency":
-        c1, c2 = (_cycles("shared_chase", cfg, stride=int(m["stride"]), iters=i) for i in (4, 8))
-        return (c2 - c1) / (4 * 32)
+        return (runs("shared_chase", cfg, ({"iters": 4}, {"iters": 8}), stride=int(m["stride"])),
+                lambda c: (c[1] - c[0]) / (4 * 32))
     if bench == "shared_throughput":
         one = variant(**{"chip.sm_count": 1})
-        c1, c2 = (_cycles("shared_chase", one, stride=int(m["stride"]), iters=i, threads=1024, blocks=2)
-                  for i in (4, 8))
-        return (c2 - c1) / (4 * 32 * 64)
+        return (runs("shared_chase", one, ({"iters": 4}, {"iters": 8}), stride=int(m["stride"]), threads=1024,
+                     blocks=2),
+                lambda c: (c[1] - c[0]) / (4 * 32 * 64))
     sms = cfg.chip.sm_count
     if bench == "stream_copy":
         # A long copy's steady state: the L2 full of the copy's earlier lines, the written half dirty, so
@@ -205,26 +243,31 @@ def measure(config: str, m: dict[str, Any], overrides: dict[str, Any] | None = N
         grid = int(m.get("blocks_per_sm", 8)) * sms
         n1 = grid * block * int(m.get("iters", 8))
         width = 16 if wl.endswith("_v4") else 4
-        c1, c2 = (_cycles(wl, cfg, warm_l2=0.5, n=n, grid=grid, block=block) for n in (n1, 2 * n1))
-        return 2 * width * n1 / ((c2 - c1) / (cfg.chip.clock_mhz * 1e6)) / 1e9
+        clock_hz = cfg.chip.clock_mhz * 1e6
+        return (runs(wl, cfg, ({"n": n1}, {"n": 2 * n1}), warm_l2=0.5, grid=grid, block=block),
+                lambda c: 2 * width * n1 / ((c[1] - c[0]) / clock_hz) / 1e9)
     if bench == "l2_bandwidth":
         nocache = variant(**{"l1.caches_global_loads": False})
         words, grid = int(m["words"]), 8 * sms
-        c1, c2 = (_cycles("l2_read", nocache, words=words, passes=p, grid=grid) for p in (1, 2))
-        per_cycle = 4 * words / (c2 - c1)
-        return per_cycle * cfg.chip.clock_mhz / 1000 if m.get("per_second") else per_cycle  # B/clk or GB/s
+        clock_mhz = cfg.chip.clock_mhz
+
+        def l2_bandwidth(c: list[int]) -> float:
+            per_cycle = 4 * words / (c[1] - c[0])
+            return per_cycle * clock_mhz / 1000 if m.get("per_second") else per_cycle  # B/clk or GB/s
+
+        return runs("l2_read", nocache, ({"passes": 1}, {"passes": 2}), words=words, grid=grid), l2_bandwidth
     if bench == "atomics":
         n = 4 * sms * 256
         spread = int(m["spread"]) or n
         k = int(m.get("iters", 2))  # enough that the slices' queues reach their steady state
-        c1, c2 = (_cycles("atomic_add", cfg, n=n, spread=spread, pitch=int(m["pitch"]), iters=i) for i in (k, 2 * k))
-        return k * n / (c2 - c1)
+        return (runs("atomic_add", cfg, ({"iters": k}, {"iters": 2 * k}), n=n, spread=spread, pitch=int(m["pitch"])),
+                lambda c: k * n / (c[1] - c[0]))
     if bench == "divergence":
-        c1, c2 = (_cycles("diverge_paths", cfg, paths=int(m["paths"]), iters=i) for i in (2, 4))
-        return (c2 - c1) / 2
+        return (runs("diverge_paths", cfg, ({"iters": 2}, {"iters": 4}), paths=int(m["paths"])),
+                lambda c: (c[1] - c[0]) / 2)
     if bench == "launch":
-        cycles = _cycles("op_chain", cfg, iters=0, threads=32)
-        return cfg.launch.kernel_launch_overhead_ns / 1000 + cycles / cfg.chip.clock_mhz
+        overhead_us, clock_mhz = cfg.launch.kernel_launch_overhead_ns / 1000, cfg.chip.clock_mhz
+        return runs("op_chain", cfg, ({"iters": 0},), threads=32), lambda c: overhead_us + c[0] / clock_mhz
     raise ValidationDataError(f"unknown bench {bench!r} (known: {', '.join(published()['benches'])})")
 
 
@@ -262,19 +305,25 @@ def validate(config: str, *, figures: list[str] | None = None, overrides: dict[s
     if not refs:
         raise ValidationDataError(f"no reference figures for config {cfg.name!r} in published.yaml "
                                   f"(configs with some: {', '.join(configs_with_references())})")
-    rows = []
-    for row in in_order(partial(_figure_row, config, cfg, overrides), refs, executor):
-        rows.append(row)
-        if progress:
-            progress(row)
+    configs: dict = {}
+    plans = [plan(config, fig["measure"], overrides, ptxas_model="measured" in entry, configs=configs)
+             for fig, _, _, entry in refs]
+    runs = [run for p in plans for run in p[0]]
+    rows, got = [], []
+    for cycles in in_order(_cycles_of, runs, executor):  # (each run alone: a long figure's runs on two workers)
+        got.append(cycles)
+        while len(rows) < len(refs) and len(got) == len(plans[len(rows)][0]):
+            i = len(rows)
+            rows.append(_figure_row(cfg, refs[i], plans[i][1]([c for c, _ in got]), sum(t for _, t in got)))
+            got = []
+            if progress:
+                progress(rows[-1])
     return Validation(cfg.name, rows)
 
 
-def _figure_row(config: str, cfg: Config, overrides: dict[str, Any] | None, ref_entry: tuple) -> Row:
-    """One figure simulated and compared with its reference (a task of `validate`)."""
+def _figure_row(cfg: Config, ref_entry: tuple, sim: float, seconds: float) -> Row:
+    """One figure's simulated value `sim` compared with its reference."""
     fig, ref, source, entry = ref_entry
-    t0 = time.perf_counter()
-    sim = measure(config, fig["measure"], overrides, ptxas_model="measured" in entry)
     err = (sim / ref - 1) * 100 if ref else math.inf
     tol = float(entry.get("tolerance_pct", fig.get("tolerance_pct", DEFAULT_TOLERANCE_PCT)))
     gap = entry.get("known_gap")
@@ -283,7 +332,7 @@ def _figure_row(config: str, cfg: Config, overrides: dict[str, Any] | None, ref_
     if over:  # a bandwidth the config cannot deliver fails whatever its reference says
         status, source = "FAIL", f"{over}; {source}"
     return Row(fig["id"], fig["kind"], fig["units"], round(sim, 4), round(ref, 4), round(err, 2), tol, status,
-               source, gap, round(time.perf_counter() - t0, 3))
+               source, gap, round(seconds, 3))
 
 
 def configs_with_references() -> list[str]:

@@ -31,8 +31,7 @@ def _engine_cache_dir() -> str:
 if not os.environ.get("NUMBA_CACHE_DIR"):  # (a folder the user chose is used as it is)
     numba.config.CACHE_DIR = _engine_cache_dir()
 
-# every function compiled through `njit`: what a first run compiles, one at a time (`njit_inline`'s are
-# compiled inside their callers)
+# every function compiled through `njit`: what a first run compiles, one at a time
 ENGINE_FUNCTIONS: list = []
 
 
@@ -47,10 +46,12 @@ def _listed(decorator):
 
 # error_model="numpy": integer division and modulo by zero are not checked (no exception path in every
 # `line % nsets`); every divisor in the model is a configured size, validated non-zero on load.
+# Every function is compiled once, on its own, small ones included: none is inlined into its callers by
+# Numba (inline="always", which the issue path's small functions had until 2026-12-06, re-typed and
+# re-lowered each copy of them in every caller: `run_sm` alone took 6 of a first run's 7.8 minutes of
+# compile). LLVM inlines what is small when it optimizes a caller's module; the calls that remain cost the
+# engine 6-12 % of its time on reduce_sum (docs/bench.md, 2026-12-06).
 njit = _listed(numba.njit(cache=True, nogil=True, error_model="numpy"))
-# Small functions on the issue path: inlined into their callers by Numba itself, so that reading a
-# unit's arrays costs no reference counting at every call.
-njit_inline = numba.njit(cache=True, nogil=True, inline="always", error_model="numpy")
 
 # The cycle the model never reaches: "no event" for a unit or warp. Cycles are 64-bit integers, so no
 # kernel is cut short by the representation (2^62 cycles is about a century at 1.4 GHz).

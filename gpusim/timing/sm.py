@@ -50,7 +50,7 @@ from gpusim.timing.decode import (
     SHFL,
     S,
 )
-from gpusim.timing.jit import NEVER, njit, njit_inline, struct_type
+from gpusim.timing.jit import NEVER, njit, struct_type
 from gpusim.timing.policies import scheduler
 from gpusim.timing.stream import advance, check_hunger
 from gpusim.timing.warp import HELD, OFF, cp_commit, cp_wait, deps_ready, write_regs
@@ -146,7 +146,7 @@ struct_type(Machine)
 
 # -- blocks ---------------------------------------------------------------------------------------
 
-@njit_inline
+@njit
 def deliver(M, s, start, block, h0, nw):
     """The GigaThread engine places `block` (its warps' streams from handle h0) on SM `s`; its warps
     may issue from cycle `start`."""
@@ -162,7 +162,7 @@ def deliver(M, s, start, block, h0, nw):
     S_.attention[s] = True
 
 
-@njit_inline
+@njit
 def launch(M, s, t, block, h0, nw):
     S_, W, P, st = M.sms, M.W, M.P, M.streams
     b = s * S_.blocks
@@ -215,7 +215,7 @@ def launch(M, s, t, block, h0, nw):
         block_done(M, s, b, t)
 
 
-@njit_inline
+@njit
 def block_done(M, s, b, end):
     """Block slot `b`'s last warp has retired (drained by `end`): free it and place the next block here."""
     S_, q = M.sms, M.gte
@@ -236,7 +236,7 @@ def block_done(M, s, b, end):
 
 # -- warps ----------------------------------------------------------------------------------------
 
-@njit_inline
+@njit
 def retire(M, w, t):
     S_, W, P = M.sms, M.W, M.P
     g = W.sp[w]
@@ -262,7 +262,7 @@ def retire(M, w, t):
         S_.error[1] = S_.blk_id[b]
 
 
-@njit_inline
+@njit
 def next_instr(M, w, t, floor, floor_reason):
     """Point `w` at its next instruction and account the cycles it must wait for it (no earlier than
     `floor`, in `floor_reason` unless a register holds it longer); with none left it retires. A wait
@@ -294,7 +294,7 @@ def next_instr(M, w, t, floor, floor_reason):
     _sp.wait_until(M.P, W, w, at)
 
 
-@njit_inline
+@njit
 def issue(M, w, t):
     """Issue `w`'s next instruction at cycle `t` (its sub-partition's scheduler picked it)."""
     W, P, code = M.W, M.P, M.code
@@ -315,7 +315,7 @@ def issue(M, w, t):
         _issue_other(M, w, t, pc, g, kind)
 
 
-@njit_inline
+@njit
 def _issue_other(M, w, t, pc, g, kind):
     """A global or shared-memory access, a shuffle or a barrier (`issue` has taken its unit)."""
     W, P, code, st, S_ = M.W, M.P, M.code, M.streams, M.sms
@@ -362,7 +362,7 @@ def _issue_other(M, w, t, pc, g, kind):
     next_instr(M, w, t, t + code.stall[pc], WAIT_STATE)
 
 
-@njit_inline
+@njit
 def global_access(M, w, t):
     """The L1/L2/DRAM part of a global load, store or atomic `w` issued at cycle `t`."""
     W, P, code, st = M.W, M.P, M.code, M.streams
@@ -398,7 +398,7 @@ def global_access(M, w, t):
     next_instr(M, w, t, t + code.stall[pc], WAIT_STATE)
 
 
-@njit_inline
+@njit
 def _arrive(M, w, t):
     S_, W = M.sms, M.W
     b = W.blk[w]
@@ -422,7 +422,7 @@ def _arrive(M, w, t):
 
 # -- the loop -------------------------------------------------------------------------------------
 
-@njit_inline
+@njit
 def _step(M, g, t):
     """One cycle of sub-partition `g`: issue up to `issue_width` instructions."""
     P = M.P
@@ -440,7 +440,7 @@ def _step(M, g, t):
     _sp.end_cycle(P, g, t)
 
 
-@njit_inline
+@njit
 def _launch_pending(M, s, t):
     """Launch the blocks placed here whose start has come (a block placed by a retirement during these
     launches is considered too), keep the others."""
@@ -466,7 +466,7 @@ def _launch_pending(M, s, t):
     S_.next_start[s] = nxt
 
 
-@njit_inline
+@njit
 def needs_feeder(M):
     """Whether the engine must stop for the feeder: a warp is hungry, or too few blocks are staged."""
     q = M.gte

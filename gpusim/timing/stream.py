@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpusim.timing.jit import njit_inline, struct_type
+from gpusim.timing.jit import njit, struct_type
 
 
 class Streams(NamedTuple):
@@ -39,7 +39,7 @@ class Streams(NamedTuple):
 struct_type(Streams)
 
 
-@njit_inline
+@njit
 def check_hunger(st, h):
     """List handle `h` as hungry if it holds fewer than two instructions and more will come."""
     if st.end[h] - st.pos[h] < 2 and not st.done[h] and not st.hungry_flag[h]:
@@ -48,7 +48,7 @@ def check_hunger(st, h):
         st.nhungry[0] += 1
 
 
-@njit_inline
+@njit
 def advance(st, h):
     """Handle `h`'s next instruction becomes its current one."""
     st.pos[h] += 1

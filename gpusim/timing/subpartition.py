@@ -24,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from gpusim.config.vocab import PORTS, SCHEDULER_POLICIES, STATE, WARP_STATES
-from gpusim.timing.jit import NEVER, njit_inline, struct_type
+from gpusim.timing.jit import NEVER, njit, struct_type
 from gpusim.timing.warp import QUEUED, WAITING
 
 NPORTS = len(PORTS)
@@ -84,7 +84,7 @@ def make_subpartitions(cfg, n: int, max_warps: int, pcs: int = 0, log_sms: tuple
                          log_sms[0] * nsp, log_sms[1] * nsp if log_entries else log_sms[0] * nsp)
 
 
-@njit_inline
+@njit
 def log(P, g, w, pc, state, t0, t1):
     """Warp slot `w` of sub-partition `g` spent cycles t0 .. t1 - 1 in `state` at instruction `pc`
     (kept only for the logged sub-partitions, while the log has room)."""
@@ -100,7 +100,7 @@ def log(P, g, w, pc, state, t0, t1):
             P.log[i, 5] = state
 
 
-@njit_inline
+@njit
 def wait_until(P, W, w, at):
     """Warp `w` waits until cycle `at`, then joins its sub-partition's ready lists."""
     g = W.sp[w]
@@ -111,7 +111,7 @@ def wait_until(P, W, w, at):
         P.next_time[g] = at
 
 
-@njit_inline
+@njit
 def _push_wake(P, g, at, w):
     keys, ws = P.wake_at, P.wake_w
     i = P.nwake[g]
@@ -127,13 +127,13 @@ def _push_wake(P, g, at, w):
     ws[g, i] = w
 
 
-@njit_inline
+@njit
 def earliest_wake(P, g):
     """The earliest wake cycle of sub-partition `g`'s waiting warps (NEVER: none waits)."""
     return P.wake_at[g, 0] if P.nwake[g] > 0 else NEVER
 
 
-@njit_inline
+@njit
 def _pop_wake(P, g):
     """Remove the earliest waiting warp from the heap and return it."""
     keys, ws = P.wake_at, P.wake_w
@@ -159,7 +159,7 @@ def _pop_wake(P, g):
     return top
 
 
-@njit_inline
+@njit
 def add(P, W, g, w, t):
     if P.nw[g] == 0:
         P.busy_since[g] = t
@@ -169,7 +169,7 @@ def add(P, W, g, w, t):
     wait_until(P, W, w, W.ready[w])
 
 
-@njit_inline
+@njit
 def remove(P, W, g, w, t):
     n = P.nw[g]
     warps = P.warps
@@ -186,7 +186,7 @@ def remove(P, W, g, w, t):
         P.active_cycles[g] += t - P.busy_since[g]
 
 
-@njit_inline
+@njit
 def begin_cycle(P, W, g, t):
     """Move the warps whose wait is over into the ready lists and open this cycle's ports. Returns
     whether any port is open; if none, `next_time` is set."""
@@ -223,7 +223,7 @@ def begin_cycle(P, W, g, t):
     return True
 
 
-@njit_inline
+@njit
 def take(P, W, code, g, w, t):
     """The scheduler picked `w`: it leaves the ready lists, and its wait since it was ready is split
     between not_selected (its unit free, another warp chosen) and its unit's throttle state. With
@@ -246,7 +246,7 @@ def take(P, W, code, g, w, t):
     P.busy[g, p] += code.interval[pc]
 
 
-@njit_inline
+@njit
 def log_pick(P, W, code, g, w, t):
     """The log of a pick (logged sub-partitions only): `w` selected at cycle `t`, and each other ready
     warp of `g` not selected (its unit free this cycle, another warp chosen) or in its unit's throttle
@@ -261,7 +261,7 @@ def log_pick(P, W, code, g, w, t):
             log(P, g, x, pc, NOT_SELECTED if P.open[g, W.port[x]] else code.throttle_reason[pc], t, t + 1)
 
 
-@njit_inline
+@njit
 def still_open(P, g, t):
     """After an issue: which ports stay open this cycle (another warp may issue on them)."""
     any_open = False
@@ -275,7 +275,7 @@ def still_open(P, g, t):
     return any_open
 
 
-@njit_inline
+@njit
 def end_cycle(P, g, t):
     """The next cycle anything can change here: a waiting warp becoming ready, or a busy unit with
     ready warps freeing (t + 1 if a unit with ready warps is still free)."""
@@ -292,7 +292,7 @@ def end_cycle(P, g, t):
     P.next_time[g] = nxt
 
 
-@njit_inline
+@njit
 def account(P, g, w, pc, state, t0, t1):
     """Warp `w` of sub-partition `g` spent cycles t0 .. t1 - 1 in warp state `state`, waiting on
     instruction `pc` (charged to it with per_pc)."""
@@ -303,13 +303,13 @@ def account(P, g, w, pc, state, t0, t1):
         P.pc_states[pc, state] += cycles
 
 
-@njit_inline
+@njit
 def dispatch(P, g, port, until):
     """An instruction issues to unit `port` of sub-partition `g`: the unit takes the next one at `until`."""
     P.free[g, port] = until
 
 
-@njit_inline
+@njit
 def occupy(P, g, port, until):
     """Unit `port` of sub-partition `g` accepts no instruction before cycle `until`."""
     if until > P.free[g, port]:

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpusim.timing.jit import njit_inline, struct_type
+from gpusim.timing.jit import njit, struct_type
 
 # Where a warp is, as its sub-partition sees it.
 OFF, WAITING, QUEUED, HELD = 0, 1, 2, 3  # not resident; waits for `wake`; ready, in the ready lists; at a
@@ -53,7 +53,7 @@ def make_warps(slots: int, nregs: int) -> Warps:
                  z(), np.zeros((slots, CP_GROUPS), np.int64), z())
 
 
-@njit_inline
+@njit
 def cp_commit(W, w):
     """cp.async.commit_group: the open group of copies becomes the newest committed one."""
     n = W.cp_n[w]
@@ -69,7 +69,7 @@ def cp_commit(W, w):
     W.cp_open[w] = 0
 
 
-@njit_inline
+@njit
 def cp_wait(W, w, keep):
     """cp.async.wait_group `keep` (-1: wait_all, which commits first): the cycle the copies of all but
     the `keep` newest committed groups are in shared memory (0: already); those groups are forgotten."""
@@ -90,7 +90,7 @@ def cp_wait(W, w, keep):
     return at
 
 
-@njit_inline
+@njit
 def write_regs(W, code, w, pc, at, reason):
     """Record that the registers `pc` writes land at cycle `at` (a register with a later pending write keeps it: a
     SASS dependency barrier set by several instructions is released by the last; a PTX instruction waits for
@@ -103,7 +103,7 @@ def write_regs(W, code, w, pc, at, reason):
             why[w, r] = reason
 
 
-@njit_inline
+@njit
 def deps_ready(W, code, w, pc, floor, floor_reason):
     """The cycle `pc` may issue for warp `w` (no earlier than `floor`), and the state it waits in
     until then: its sources' pending writes (RAW) and its destinations' (WAW)."""

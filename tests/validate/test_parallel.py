@@ -45,6 +45,26 @@ class _Shuffled:
             yield i, fn(tasks[i])
 
 
+class _Kept(_Shuffled):
+    """A shuffled executor that keeps the tasks it was given."""
+
+    def run(self, fn, tasks):
+        self.tasks = list(tasks)
+        yield from super().run(fn, tasks)
+
+
+def test_each_simulation_of_a_figure_is_a_task_of_its_own():
+    """A figure's two sizes are two tasks (the 40 MiB chase's on two workers); the rows as serially, each row's
+    seconds the sum of its simulations'."""
+    figures = ["l1_hit_latency", "launch_overhead"]
+    kept = _Kept()
+    pooled = validate("h200", figures=figures, executor=kept)
+    assert [(t.workload, t.params.get("steps", t.params.get("iters"))) for t in kept.tasks] == [
+        ("latency_chase", 256), ("latency_chase", 512), ("op_chain", 0)]
+    assert _timeless(pooled.rows) == _timeless(validate("h200", figures=figures).rows)
+    assert all(r.seconds > 0 for r in pooled.rows)
+
+
 def _reciprocal(x):
     return 1 / x
 

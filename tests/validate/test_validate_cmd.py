@@ -79,6 +79,10 @@ def test_lookup_selects_list_items_by_fields():
         lookup(data, "a[k=1].v")
 
 
+def _no_simulation(run):
+    return 0, 0.0  # (a worker's task: a module's function, picklable)
+
+
 def test_a_bandwidth_above_the_configs_peak_fails_whatever_its_reference(monkeypatch, capsys):
     """The h200's L2 moves at most 80 slices x 64 B = 5120 B a clock, its DRAM 4800 GB/s. A figure above its
     peak is a timing-model bug and fails even within tolerance of its reference: 3600 B/clk is +2 % of the
@@ -93,7 +97,8 @@ def test_a_bandwidth_above_the_configs_peak_fails_whatever_its_reference(monkeyp
     assert v.peak(gbps, cfg) == 4800
     assert v.above_peak(gbps, 4800.0, cfg) is None
     assert "above the config's peak 4800" in v.above_peak(gbps, 4900.0, cfg)
-    monkeypatch.setattr(v, "measure", lambda config, m, overrides=None, **_: 3600.0)
+    monkeypatch.setattr(v, "plan", lambda config, m, overrides=None, **_: ([None], lambda cycles: 3600.0))
+    monkeypatch.setattr(v, "_cycles_of", _no_simulation)
     monkeypatch.setattr(v, "peak", lambda fig, cfg: 3000.0)  # a config whose L2 cannot reach the reference
     assert main(["validate", "--config", "h200", "--figure", "l2_read_bandwidth"]) == 1
     out = capsys.readouterr().out

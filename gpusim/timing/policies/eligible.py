@@ -1,16 +1,16 @@
 """What every warp-scheduler policy asks of a sub-partition: whether a warp may issue this cycle
 (ready, and its unit free: `open` ports), and which eligible warp is oldest."""
 
-from gpusim.timing.jit import njit_inline
+from gpusim.timing.jit import njit
 from gpusim.timing.warp import QUEUED
 
 
-@njit_inline
+@njit
 def eligible(P, W, g, w):
     return W.where[w] == QUEUED and P.open[g, W.port[w]]
 
 
-@njit_inline
+@njit
 def oldest(P, W, g):
     """The oldest eligible warp (-1: none). A sub-partition lists its warps in launch order (warps join
     at the end and keep their order), so the first eligible one is the oldest; only two_level, which

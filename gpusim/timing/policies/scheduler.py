@@ -5,7 +5,7 @@
 it issued an instruction with SASS's yield bit (a hint to turn to another warp)."""
 
 from gpusim.config.vocab import SCHEDULER_POLICIES
-from gpusim.timing.jit import njit_inline
+from gpusim.timing.jit import njit
 from gpusim.timing.policies import scheduler_gto as gto
 from gpusim.timing.policies import scheduler_lrr as lrr
 from gpusim.timing.policies import scheduler_oldest_first as oldest_first
@@ -14,7 +14,7 @@ from gpusim.timing.policies import scheduler_two_level as two_level
 LRR, GTO, TWO_LEVEL, OLDEST_FIRST = (SCHEDULER_POLICIES.index(n) for n in ("lrr", "gto", "two_level", "oldest_first"))
 
 
-@njit_inline
+@njit
 def pick(P, W, g, t):
     policy = P.policy
     if policy == GTO:
@@ -26,7 +26,7 @@ def pick(P, W, g, t):
     return oldest_first.pick(P, W, g, t)
 
 
-@njit_inline
+@njit
 def on_long_latency(P, g, w):
     policy = P.policy
     if policy == TWO_LEVEL:
@@ -39,7 +39,7 @@ def on_long_latency(P, g, w):
         oldest_first.on_long_latency(P, g, w)
 
 
-@njit_inline
+@njit
 def on_yield(P, g, w):
     if P.policy == GTO:
         gto.on_yield(P, g, w)

@@ -1,11 +1,11 @@
 """Greedy then oldest (Rogers et al., "Cache-conscious wavefront scheduling", MICRO 2012): keep
 issuing from the warp issued last while it is eligible; otherwise the oldest eligible warp."""
 
-from gpusim.timing.jit import njit_inline
+from gpusim.timing.jit import njit
 from gpusim.timing.policies.eligible import eligible, oldest
 
 
-@njit_inline
+@njit
 def pick(P, W, g, t):
     last = P.last[g]
     if last >= 0 and eligible(P, W, g, last):
@@ -15,12 +15,12 @@ def pick(P, W, g, t):
     return w
 
 
-@njit_inline
+@njit
 def on_long_latency(P, g, w):
     pass
 
 
-@njit_inline
+@njit
 def on_yield(P, g, w):
     """SASS's yield bit: the warp stops being the greedy one (the oldest eligible warp goes next)."""
     if P.last[g] == w:

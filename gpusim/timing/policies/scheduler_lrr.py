@@ -1,11 +1,11 @@
 """Loose round robin: the first eligible warp after the one issued last, in age order (wrapping
 round to the oldest)."""
 
-from gpusim.timing.jit import njit_inline
+from gpusim.timing.jit import njit
 from gpusim.timing.policies.eligible import eligible, oldest
 
 
-@njit_inline
+@njit
 def pick(P, W, g, t):
     w = -1
     last = P.last[g]
@@ -22,6 +22,6 @@ def pick(P, W, g, t):
     return w
 
 
-@njit_inline
+@njit
 def on_long_latency(P, g, w):
     pass

@@ -4,11 +4,11 @@ priority list may issue, round robin among them in age order; a warp that issues
 (global memory) instruction or waits at a barrier drops to the end of the list, and the next warp
 moves into the active set."""
 
-from gpusim.timing.jit import njit_inline
+from gpusim.timing.jit import njit
 from gpusim.timing.policies.eligible import eligible
 
 
-@njit_inline
+@njit
 def pick(P, W, g, t):
     first = -1  # the oldest eligible warp of the active set
     after = -1  # the oldest of those younger than the warp issued last
@@ -31,7 +31,7 @@ def pick(P, W, g, t):
     return w
 
 
-@njit_inline
+@njit
 def on_long_latency(P, g, w):
     n = P.nw[g]
     k = 0
