@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 import gpusim
+from gpusim.cli.common import parse_sets
 from gpusim.config import load_config
 
 HERE = Path(__file__).resolve().parent
@@ -39,11 +40,7 @@ def main() -> None:
                     help="a config override (repeatable), as gpusim's --config-set")
     ap.add_argument("--sasm", action="store_true", help="also the .sasm chain (diverge_paths)")
     args = ap.parse_args()
-    over = {}
-    for kv in args.set:
-        k, v = kv.split("=", 1)
-        over[k] = json.loads(v) if v[:1].isdigit() or v[:1] in "-[{" else v
-    cfg = load_config("h200", overrides=over)
+    cfg = load_config("h200", overrides=parse_sets(args.set))
     rows = json.loads(MEASURED.read_text())["divergence"]
     ports = {"sass": lambda paths, threads: lambda iters: gpusim.launch(
         HERE / "k_diverge.cu", 1, threads, [np.int32(paths), np.int32(iters), np.zeros(4, np.float32)],
