@@ -75,19 +75,42 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{command}: error: {problem}", file=sys.stderr)
                 return 2
             return int(args.func(args) or 0)
-        except GpusimError as exc:
-            print(f"{command}: error: {_described(exc)}", file=sys.stderr)
-            return 2
-        except BrokenPipeError:
-            return 0
-        except OSError as exc:  # the file system changed under a checked path (full disk, lost permission)
-            print(f"{command}: error: {exc}", file=sys.stderr)
-            return 2
         except KeyboardInterrupt as exc:
-            terminated = isinstance(exc, Terminated)
-            notes = "".join(f"; {note}" for note in getattr(exc, "__notes__", ()))
-            print(f"{command}: {'terminated' if terminated else 'interrupted'}{notes}", file=sys.stderr)
-            return 143 if terminated else 130
+            return _stopped(command, exc)
+        except Exception as exc:
+            stop = signal_behind(exc)
+            if stop is not None:
+                return _stopped(command, stop)
+            if isinstance(exc, GpusimError):
+                print(f"{command}: error: {_described(exc)}", file=sys.stderr)
+                return 2
+            if isinstance(exc, BrokenPipeError):
+                return 0
+            if isinstance(exc, OSError):  # the file system changed under a checked path (full disk, lost permission)
+                print(f"{command}: error: {exc}", file=sys.stderr)
+                return 2
+            raise
+
+
+def signal_behind(exc: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C or SIGTERM that caused `exc`, if one did. A signal's exception that lands inside code
+    called back from C (Numba loading a cached function, which unpickles) comes out wrapped: Numba raises
+    `SystemError: ... returned a result with an exception set` from it. The signal is still what stopped
+    the command, so it is found along the chain of causes."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _stopped(command: str, exc: KeyboardInterrupt) -> int:
+    terminated = isinstance(exc, Terminated)
+    notes = "".join(f"; {note}" for note in getattr(exc, "__notes__", ()))
+    print(f"{command}: {'terminated' if terminated else 'interrupted'}{notes}", file=sys.stderr)
+    return 143 if terminated else 130
 
 
 def _described(exc: GpusimError) -> str:

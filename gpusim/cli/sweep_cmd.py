@@ -97,9 +97,12 @@ def run(args: argparse.Namespace) -> int:
                            cache=None if args.no_cache else ResultCache(args.cache_dir),
                            progress=not args.quiet and sys.stderr.isatty(), tie_pct=args.tie,
                            zipped=[[n.strip() for n in z.split(",")] for z in args.zip or []], metric=args.metric)
-        except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: gpusim.cli.main prints the note and exits
-            if not args.no_cache:
-                exc.add_note("the points that finished are cached: run the same command again to resume")
+        except BaseException as exc:  # Ctrl-C or SIGTERM (maybe wrapped): gpusim.cli.main prints the note and exits
+            from gpusim.cli.main import signal_behind
+
+            stop = signal_behind(exc)
+            if stop is not None and not args.no_cache:
+                stop.add_note("the points that finished are cached: run the same command again to resume")
             raise
         finally:
             _report(caught)

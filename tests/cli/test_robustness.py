@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import gpusim
-from gpusim.cli.main import main
+from gpusim.cli.main import Terminated, main
 
 ROOT = os.geteuid() == 0  # root writes read-only files and folders: those cases cannot fail for root
 
@@ -280,6 +280,31 @@ def test_a_signal_while_the_subcommands_load_names_the_command_typed(monkeypatch
     assert capsys.readouterr().err == "gpusim run: interrupted\n"
     assert cli_main.main(["--version"]) == 130
     assert capsys.readouterr().err == "gpusim: interrupted\n"
+
+
+@pytest.mark.parametrize(("stop", "status", "word"), [(KeyboardInterrupt, 130, "interrupted"),
+                                                      (Terminated, 143, "terminated")],
+                         ids=["INT", "TERM"])
+def test_a_signal_wrapped_by_code_called_from_c_still_stops_the_command(stop, status, word, monkeypatch, capsys):
+    """A signal that lands while Numba loads a cached function comes out as Numba's `SystemError: ...
+    returned a result with an exception set`, caused by the signal's exception (seen in CI on SIGTERM):
+    the command still stops as the signal asks, with its status and one line, no traceback."""
+    from gpusim.cli import main as cli_main
+
+    def wrapped(*_):
+        try:
+            raise stop()
+        except KeyboardInterrupt as exc:
+            try:
+                raise SystemError("<function _numba_unpickle> returned a result with an exception set") from exc
+            except SystemError as inner:
+                raise SystemError("CPUDispatcher(<function _line_arrays>) returned a result with an exception "
+                                  "set") from inner
+
+    monkeypatch.setattr(cli_main, "build_parser", wrapped)
+    assert cli_main.main(["run", "saxpy"]) == status
+    assert capsys.readouterr().err == f"gpusim run: {word}\n"
+    assert cli_main.signal_behind(ValueError("no signal behind it")) is None
 
 
 def test_a_signal_that_lands_in_a_finalizer_still_stops_the_command():
