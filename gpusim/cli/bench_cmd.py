@@ -62,8 +62,9 @@ SASS_QUICK = [
     ("reduce_sum_cu", {"n": 1 << 15}),
     ("transpose_shared_cu", {"rows": 256, "cols": 256}),
 ]
-# Target of the timing model: the suite's median simulated warp-instructions per wall second.
-TARGET_WARP_IPS = 2_000_000
+# Target of the timing model: the suite's median simulated warp-instructions per wall second, the whole path
+# on one core (issue 36; issue 18's was 2,000,000).
+TARGET_WARP_IPS = 4_000_000
 
 # `--functional`: the functional executor alone. vecadd at 2^24 is its target (>= 20 M thread-instr/s).
 FUNCTIONAL_SUITE = [
