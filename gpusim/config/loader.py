@@ -85,6 +85,10 @@ def load_config(name_or_path: str | os.PathLike,
     if path is None:
         raise ConfigError(f"no built-in config or file named {str(name_or_path)!r} "
                           f"(built-ins: {', '.join(builtin_configs()) or 'none'})")
+    try:
+        stamp = (str(path), os.stat(path).st_mtime_ns)
+    except OSError:
+        stamp = None
     data, where = _load_tree(path, chain=())
     for key, value in overrides.items():
         _apply_override(data, where, key, value)
@@ -99,7 +103,14 @@ def load_config(name_or_path: str | os.PathLike,
             raise
         raise ConfigError(f"moves {exc.field} with it: {exc.reason}", file=OVERRIDE_FILE,
                           field=moved[exc.field][1]) from None
+    if not overrides and stamp is not None:
+        _AS_FILED[stamp] = cfg
     return cfg
+
+
+# (path, mtime_ns) -> the Config loaded from that version of the file without overrides (Configs are
+# frozen): `config_overrides` compares with it instead of loading the file again
+_AS_FILED: dict[tuple[str, int], Config] = {}
 
 
 def _get(data: dict, path: str) -> Any:
@@ -138,7 +149,8 @@ def config_overrides(cfg: Any) -> dict[str, Any]:
 @functools.lru_cache(maxsize=16)
 def _file_config(path: str, mtime_ns: int) -> dict[str, Any]:
     """A config file as loaded without overrides (to_dict), once per version of the file."""
-    return load_config(path).to_dict()
+    cfg = _AS_FILED.get((path, mtime_ns))
+    return (cfg if cfg is not None else load_config(path)).to_dict()
 
 
 def _config_name(path: Path) -> str:
