@@ -23,7 +23,7 @@ from gpusim.functional.memory import GlobalMemory, host_available_bytes
 from gpusim.functional.runaway import StateWatch, trapped_pcs
 from gpusim.functional.simt_stack import SimtStack
 from gpusim.functional.stats import ExecStats
-from gpusim.functional.stream import BatchRecorder, BlockStream, StreamChunk
+from gpusim.functional.stream import BatchRecorder, BlockStream, StepChunk, StreamChunk
 from gpusim.isa.program import SPECIAL_REGISTERS, Instruction, Operand, Program
 from gpusim.isa.types import TYPES
 
@@ -47,6 +47,7 @@ DEFAULT_BATCH_LANES = 1 << 16
 # limit in seconds.
 PROBE_AT_STEPS = 1 << 10
 DEFAULT_CHUNK = 1 << 15  # warp instructions per chunk when the timing model pulls streams
+FULL = slice(None)  # the lanes of a step that every lane of every warp of the batch executes
 
 
 def _param_bytes(program: Program, params: dict) -> bytes:
@@ -189,6 +190,19 @@ class BatchSource:
     def advance(self) -> StreamChunk | None:
         if self.finished:
             return None
+        self._run_chunk()
+        b = self._b
+        return b.rec.flush(b.W, b.state == DONE, grouped=False)
+
+    def advance_steps(self) -> StepChunk | None:
+        """`advance`, the chunk in issue order (a StepChunk: what the timing model's feeder reads)."""
+        if self.finished:
+            return None
+        self._run_chunk()
+        b = self._b
+        return b.rec.flush_steps(b.W, b.state == DONE)
+
+    def _run_chunk(self) -> None:
         with np.errstate(all="ignore"):
             try:
                 G, steps = next(self._steps)
@@ -196,8 +210,6 @@ class BatchSource:
                     self._b.ex.probe_runaway(self._b, G, steps)
             except StopIteration:
                 self.finished = True
-        b = self._b
-        return b.rec.flush(b.W, b.state == DONE, grouped=False)  # (the timing model's feeder reads it)
 
 
 class WarpScheduler:
@@ -340,7 +352,7 @@ class WarpScheduler:
                 self.fault(b, prog.instructions[-1], int(G[0]) * b.ws, "ran past the kernel's last instruction")
             ins = prog.instructions[p]
             if b.full and G.size == b.W:
-                lanes = slice(None)
+                lanes = FULL
                 nlanes = b.full_lanes
                 mask = st.active
                 if b.rec is not None:
@@ -359,7 +371,7 @@ class WarpScheduler:
             if per_block is not None:
                 per_block += np.bincount(G // wpb, minlength=per_block.size)
             if b.rec is not None:
-                b.rec.step(p, G, mask)
+                b.rec.step(p, G, mask, lanes is FULL)
             ops[p](G, lanes)
             steps += 1
             if steps > self.max_steps:
