@@ -50,6 +50,7 @@ class Feeder:
         self.top = 0  # pool entries used
         self.atop = 0  # access plans used
         self.ltop = 0  # lines used
+        self.grown = 0  # compactions that needed fresh arrays (the others kept the pool's)
 
     # -- handles ----------------------------------------------------------------------------------
     def _new_batch(self, src) -> Batch:
@@ -136,20 +137,30 @@ class Feeder:
             st.done[b.h0:b.h0 + b.W] |= finished
 
     def _compact(self, need: int, nrows: int, nlines: int) -> None:
-        """Move every live window (and the plans and lines it refers to) to fresh arrays, grown so that
-        the live data and the next chunk fill at most half of them."""
+        """Move every live window (and the plans and lines it refers to) down to the start of its array, in
+        place (the engine's view of the pool stays as it is); where the live data and the next chunk would
+        then fill more than half of an array, copied to fresh arrays, twice what they need."""
         st = self.st
-        live = int(np.maximum(st.end - st.pos, 0).sum())
-        cap = max(1 << 16, 4 * (live + need))  # (2x: a compaction every 1-2 chunks on reduce_sum)
-        acap = max(1 << 12, 2 * (self.atop + nrows))  # (upper bounds: the live plans are fewer)
+        kind = self.code.kind
+        self.top, self.atop, self.ltop = _compact_in_place(st.pos, st.end, st.pc, st.acc, st.flag, st.a_lo, st.a_hi,
+                                                           st.lines, st.masks, st.ops, kind, self.atop)
+        if (2 * (self.top + need) <= st.pc.size and 2 * (self.atop + nrows) <= st.a_lo.size
+                and 2 * (self.ltop + nlines) <= st.lines.size):
+            return
+        self.grown += 1
+        cap = max(1 << 16, 2 * (self.top + need))
+        acap = max(1 << 12, 2 * (self.atop + nrows))
         lcap = max(1 << 14, 2 * (self.ltop + nlines))
-        pc, acc, flag = np.zeros(cap, np.int32), np.full(cap, -1, np.int64), np.zeros(cap, np.bool_)
-        a_lo, a_hi = np.zeros(acap, np.int64), np.zeros(acap, np.int64)
-        lines, masks, ops = np.zeros(lcap, np.int64), np.zeros(lcap, np.int64), np.zeros(lcap, np.int64)
-        self.top, self.atop, self.ltop = _compact_into(
-            st.pos, st.end, st.pc, st.acc, st.flag, st.a_lo, st.a_hi, st.lines, st.masks, st.ops, self.code.kind,
-            pc, acc, flag, a_lo, a_hi, lines, masks, ops)
-        self.st = st._replace(pc=pc, acc=acc, flag=flag, a_lo=a_lo, a_hi=a_hi, lines=lines, masks=masks, ops=ops)
+        moved = {}
+        for name, size, used, fill in (("pc", cap, self.top, 0), ("acc", cap, self.top, -1), ("flag", cap, self.top, 0),
+                                       ("a_lo", acap, self.atop, 0), ("a_hi", acap, self.atop, 0),
+                                       ("lines", lcap, self.ltop, 0), ("masks", lcap, self.ltop, 0),
+                                       ("ops", lcap, self.ltop, 0)):
+            old = getattr(st, name)
+            new = np.full(size, fill, old.dtype)
+            new[:used] = old[:used]
+            moved[name] = new
+        self.st = st._replace(**moved)
 
     # -- what the engine asks for ------------------------------------------------------------------
     def refill(self, gte, refill_below: int):
@@ -307,42 +318,56 @@ def _append_plans(acc, a_lo, a_hi, lines, masks, ops, kinds, pc, entries, shared
 
 
 @njit
-def _compact_into(pos, end, pc, acc, flag, a_lo, a_hi, lines, masks, ops, kinds, npc, nacc, nflag, na_lo, na_hi,
-                  nlines, nmasks, nops):
-    top = 0
-    atop = 0
-    ltop = 0
+def _compact_in_place(pos, end, pc, acc, flag, a_lo, a_hi, lines, masks, ops, kinds, atop):
+    """Every live window (pos[h]:end[h]) moved to the start of the pool, and the access plans it refers to
+    (with their lines) to the start of theirs, within the same arrays: the plans still referred to are
+    renumbered in their order and the windows moved in pool order, so everything moves down (or stays),
+    never over what is still to move (plans are appended, and renumbered here, with their lines in the same
+    order). Returns the new tops."""
+    keep = np.full(atop, -1, np.int64)
+    shared = np.zeros(atop, np.bool_)
     for h in range(pos.size):
+        for i in range(pos[h], end[h]):
+            a = acc[i]
+            if a >= 0:
+                keep[a] = 0
+                shared[a] = kinds[pc[i]] == SHARED
+    natop = 0
+    ltop = 0
+    for a in range(atop):
+        if keep[a] < 0:
+            continue
+        keep[a] = natop
+        if shared[a]:
+            a_lo[natop] = a_lo[a]
+            a_hi[natop] = a_hi[a]
+        else:
+            lo, hi = a_lo[a], a_hi[a]
+            a_lo[natop] = ltop
+            for k in range(lo, hi):
+                lines[ltop] = lines[k]
+                masks[ltop] = masks[k]
+                ops[ltop] = ops[k]
+                ltop += 1
+            a_hi[natop] = ltop
+        natop += 1
+    top = 0
+    for h in np.argsort(pos, kind="mergesort"):
         n = end[h] - pos[h]
         if n <= 0:
             pos[h] = top
             end[h] = top
             continue
+        src = pos[h]
         for i in range(n):
-            src = pos[h] + i
-            npc[top + i] = pc[src]
-            nflag[top + i] = flag[src]
-            a = acc[src]
-            if a < 0:
-                nacc[top + i] = -1
-                continue
-            nacc[top + i] = atop
-            if kinds[pc[src]] == SHARED:
-                na_lo[atop] = a_lo[a]
-                na_hi[atop] = a_hi[a]
-            else:
-                na_lo[atop] = ltop
-                for k in range(a_lo[a], a_hi[a]):
-                    nlines[ltop] = lines[k]
-                    nmasks[ltop] = masks[k]
-                    nops[ltop] = ops[k]
-                    ltop += 1
-                na_hi[atop] = ltop
-            atop += 1
+            pc[top + i] = pc[src + i]
+            flag[top + i] = flag[src + i]
+            a = acc[src + i]
+            acc[top + i] = keep[a] if a >= 0 else -1
         pos[h] = top
         end[h] = top + n
         top += n
-    return top, atop, ltop
+    return top, natop, ltop
 
 
 class _StreamSource:

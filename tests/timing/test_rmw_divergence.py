@@ -290,3 +290,40 @@ def test_a_near_victim_is_dropped_at_home_and_kept_far_by_spill(policy):
         assert again >= cfg.dram.latency_cycles and int(l2.misses.sum()) == 4 * 4
     else:  # found in the other partition
         assert again == far and int(l2.misses.sum()) == 3 * 4 and int(l2.far.sum()) == 4
+
+
+def test_compaction_in_place_keeps_every_live_window_with_its_plans():
+    """Windows out of pool order, a dead plan between live ones, a shared and two global plans: after
+    _compact_in_place each window holds the same pcs and flags, and each access the same lines or
+    wavefronts, packed at the start of the same arrays."""
+    from gpusim.timing.decode import GLOBAL_LD, SHARED
+    from gpusim.timing.feeder import _compact_in_place
+
+    kinds = np.array([0, GLOBAL_LD, SHARED], np.int64)  # pc 0 alu, 1 global load, 2 shared
+    pc = np.array([9, 9, 1, 0, 2, 9, 1, 1, 0, 9], np.int32)  # (9: issued, dead)
+    flag = np.array([0, 0, 1, 0, 1, 0, 0, 1, 0, 0], np.bool_)
+    acc = np.array([-1, -1, 1, -1, 3, -1, 0, 2, -1, -1], np.int64)
+    # plan 0: lines 0:2, plan 1: lines 2:3, plan 2 (dead: its instruction was issued), plan 3 shared (4 waves, ideal 1)
+    a_lo, a_hi = np.array([0, 2, 3, 4], np.int64), np.array([2, 3, 4, 1], np.int64)
+    acc[7] = -1  # plan 2 is referred to by nothing live
+    lines, masks, ops = (np.array([10, 11, 12, 13], np.int64), np.array([1, 2, 4, 8], np.int64),
+                         np.array([1, 1, 1, 1], np.int64))
+    pos, end = np.array([6, 2, 0], np.int64), np.array([9, 5, 0], np.int64)  # handle 0 lies after handle 1
+
+    def windows():
+        out = []
+        for h in range(pos.size):
+            w = []
+            for i in range(pos[h], end[h]):
+                a = acc[i]
+                plan = None if a < 0 else ((int(a_lo[a]), int(a_hi[a])) if kinds[pc[i]] == SHARED else
+                                           [(int(lines[k]), int(masks[k])) for k in range(a_lo[a], a_hi[a])])
+                w.append((int(pc[i]), bool(flag[i]), plan))
+            out.append(w)
+        return out
+
+    before = windows()
+    top, atop, ltop = _compact_in_place(pos, end, pc, acc, flag, a_lo, a_hi, lines, masks, ops, kinds, 4)
+    assert windows() == before
+    assert (top, atop, ltop) == (6, 3, 3)  # 6 live instructions; plans 0, 1, 3 live; lines of 0 and 1
+    assert pos.tolist() == [3, 0, 0] and end.tolist() == [6, 3, 0]  # handle 1 (lower in the pool) first
