@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -89,18 +90,14 @@ class _Batch:
     def __init__(self, ex: WarpScheduler, first_block: int, nblocks: int):
         self.ex, prog, launch = ex, ex.program, ex.launch
         self.first_block, self.nblocks = first_block, nblocks
-        T = launch.threads_per_block
         WS = self.ws = ex.warp_size
         self.lane_ids = np.arange(WS)
-        self.wpb = -(-T // WS)
+        self.wpb = launch.warps_per_block(WS)
         W = self.W = nblocks * self.wpb
         L = W * WS
-        lane = np.arange(L, dtype=np.int64)
-        warp = lane // WS
-        self.lane_block = warp // self.wpb  # block index within the batch
-        tlin = (warp % self.wpb) * WS + (lane % WS)
-        self.exists = (tlin < T).reshape(W, WS)
-        self.full_lanes = int(self.exists.sum())
+        shape = ex.batch_shape(nblocks)
+        self.lane_block, self.exists, self.lane_smem = shape.lane_block, shape.exists, shape.lane_smem
+        self.full_lanes = shape.full_lanes
         self.all_exist = self.full_lanes == L
         self.live = self.exists.copy()
         self.stack = SimtStack(W, self.exists)
@@ -109,36 +106,25 @@ class _Batch:
         self.full = self.all_exist  # every warp runs all its lanes
         # registers, then special registers, as one list of lane arrays
         self.R: list[np.ndarray] = [np.zeros(L, dtype=TYPES[r.type].dtype) for r in prog.registers]
-        bx, by, _ = launch.block
         gx, gy, _ = launch.grid
         if ex.block_ids is None:
             gid = first_block + self.lane_block
         else:
             gid = ex.block_ids[first_block: first_block + nblocks][self.lane_block]
-        specials = {
-            "%tid.x": tlin % bx, "%tid.y": (tlin // bx) % by, "%tid.z": tlin // (bx * by),
-            "%ctaid.x": gid % gx, "%ctaid.y": (gid // gx) % gy, "%ctaid.z": gid // (gx * gy),
-            "%laneid": lane % WS, "%warpid": warp % self.wpb,
-        }
         for name in SPECIAL_REGISTERS:
-            if name in ex.used_specials:
-                if name in specials:
-                    arr = specials[name].astype(np.uint32)
-                elif name.startswith("%ntid"):
-                    arr = np.full(L, launch.block["xyz".index(name[-1])], dtype=np.uint32)
-                elif name.startswith("%nctaid"):
-                    arr = np.full(L, launch.grid["xyz".index(name[-1])], dtype=np.uint32)
-                elif name == "%nwarpid":
-                    arr = np.full(L, self.wpb, dtype=np.uint32)
-                else:  # WARP_SZ
-                    arr = np.full(L, WS, dtype=np.uint32)
-                self.R.append(arr)
-            else:
+            if name not in ex.used_specials:
                 self.R.append(None)
+            elif name == "%ctaid.x":
+                self.R.append((gid % gx).astype(np.uint32))
+            elif name == "%ctaid.y":
+                self.R.append(((gid // gx) % gy).astype(np.uint32))
+            elif name == "%ctaid.z":
+                self.R.append((gid // (gx * gy)).astype(np.uint32))
+            else:  # the same in every batch of as many blocks (read-only, shared)
+                self.R.append(shape.specials[name])
         self.smem_size = ex.shared_window
-        self.smem_stride = -(-max(self.smem_size, 8) // 8) * 8
+        self.smem_stride = shape.smem_stride
         self.smem = np.zeros(nblocks * self.smem_stride, dtype=np.uint8)
-        self.lane_smem = self.lane_block * self.smem_stride  # each lane's block's offset in `smem`
         # cp.async: copies issued and not yet waited for, as (warp, group, shared byte indices, bytes) per
         # lane; a warp's copies join its group number `cp_groups[w]` (the groups it has committed so far)
         self.cp_pending: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
@@ -154,7 +140,7 @@ class _Batch:
         w = slice(k * self.wpb, (k + 1) * self.wpb)
         lanes = slice(k * self.wpb * self.ws, (k + 1) * self.wpb * self.ws)
         for mine, here in zip(one.R, self.R, strict=True):
-            if here is not None:
+            if here is not None and mine.flags.writeable:  # (a shared special: the same in both already)
                 mine[:] = here[lanes]
         one.live[:], one.state[:], one.bar_pc[:] = self.live[w], self.state[w], self.bar_pc[w]
         s, t = one.stack, self.stack
@@ -175,6 +161,21 @@ class _Batch:
         bx, by, _ = launch.block
         gx, gy, _ = launch.grid
         return (gid % gx, (gid // gx) % gy, gid // (gx * gy)), (t % bx, (t // bx) % by, t // (bx * by))
+
+
+@dataclass(frozen=True)
+class BatchShape:
+    """What every batch of `nblocks` blocks of a launch has alike (WarpScheduler.batch_shape), computed once
+    and shared, read-only: each lane's block within the batch, which lanes exist, each lane's block's offset
+    in the batch's shared memory, and the special registers that depend on the thread's place in its block
+    only (as uint32 lane arrays, by name)."""
+
+    lane_block: np.ndarray
+    exists: np.ndarray  # [W, warp_size] bool
+    full_lanes: int
+    smem_stride: int
+    lane_smem: np.ndarray
+    specials: dict[str, np.ndarray]
 
 
 class BatchSource:
@@ -282,7 +283,39 @@ class WarpScheduler:
         lanes_per_block = launch.warps_per_block(self.warp_size) * self.warp_size
         self.blocks_per_batch = max(1, (batch_lanes or DEFAULT_BATCH_LANES) // lanes_per_block)
         self.nregs = len(program.registers)
+        self._shapes: dict[int, BatchShape] = {}  # batch_shape(nblocks), made once
         self.probe_after = PROBE_AT_STEPS  # a batch past this many steps is probed (probe_runaway)
+
+    def batch_shape(self, nblocks: int) -> BatchShape:
+        """The BatchShape of a batch of `nblocks` blocks (made the first time, then shared)."""
+        shape = self._shapes.get(nblocks)
+        if shape is not None:
+            return shape
+        launch, WS = self.launch, self.warp_size
+        T = launch.threads_per_block
+        wpb = launch.warps_per_block(WS)
+        W = nblocks * wpb
+        L = W * WS
+        lane = np.arange(L, dtype=np.int64)
+        warp = lane // WS
+        lane_block = warp // wpb  # block index within the batch
+        tlin = (warp % wpb) * WS + (lane % WS)
+        bx, by, _ = launch.block
+        by_thread = {
+            "%tid.x": lambda: tlin % bx, "%tid.y": lambda: (tlin // bx) % by, "%tid.z": lambda: tlin // (bx * by),
+            "%laneid": lambda: lane % WS, "%warpid": lambda: warp % wpb,
+            "%nwarpid": lambda: np.full(L, wpb), "WARP_SZ": lambda: np.full(L, WS),
+            **{f"%ntid.{c}": (lambda i=i: np.full(L, launch.block[i])) for i, c in enumerate("xyz")},
+            **{f"%nctaid.{c}": (lambda i=i: np.full(L, launch.grid[i])) for i, c in enumerate("xyz")},
+        }
+        specials = {name: make().astype(np.uint32) for name, make in by_thread.items() if name in self.used_specials}
+        stride = -(-max(self.shared_window, 8) // 8) * 8
+        shape = BatchShape(lane_block, (tlin < T).reshape(W, WS), int((tlin < T).sum()), stride, lane_block * stride,
+                           specials)
+        for a in (shape.lane_block, shape.exists, shape.lane_smem, *specials.values()):
+            a.flags.writeable = False
+        self._shapes[nblocks] = shape
+        return shape
 
     # ---- driver -----------------------------------------------------------------------------
     def run(self) -> ExecStats:
