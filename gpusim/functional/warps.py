@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
 import numpy as np
 
 from gpusim.errors import DeadlockError, KernelFault, LaunchError
+from gpusim.functional.batch_shape import BatchShape, batch_shape
 from gpusim.functional.launch import Launch, require_units
 from gpusim.functional.memory import GlobalMemory, host_available_bytes
 from gpusim.functional.runaway import StateWatch, trapped_pcs
@@ -163,21 +163,6 @@ class _Batch:
         return (gid % gx, (gid // gx) % gy, gid // (gx * gy)), (t % bx, (t // bx) % by, t // (bx * by))
 
 
-@dataclass(frozen=True)
-class BatchShape:
-    """What every batch of `nblocks` blocks of a launch has alike (WarpScheduler.batch_shape), computed once
-    and shared, read-only: each lane's block within the batch, which lanes exist, each lane's block's offset
-    in the batch's shared memory, and the special registers that depend on the thread's place in its block
-    only (as uint32 lane arrays, by name)."""
-
-    lane_block: np.ndarray
-    exists: np.ndarray  # [W, warp_size] bool
-    full_lanes: int
-    smem_stride: int
-    lane_smem: np.ndarray
-    specials: dict[str, np.ndarray]
-
-
 class BatchSource:
     """A batch of blocks that executes when asked: `advance()` runs it a chunk further and returns
     the instructions its warps issued meanwhile (a StreamChunk), or None once it has finished."""
@@ -289,32 +274,9 @@ class WarpScheduler:
     def batch_shape(self, nblocks: int) -> BatchShape:
         """The BatchShape of a batch of `nblocks` blocks (made the first time, then shared)."""
         shape = self._shapes.get(nblocks)
-        if shape is not None:
-            return shape
-        launch, WS = self.launch, self.warp_size
-        T = launch.threads_per_block
-        wpb = launch.warps_per_block(WS)
-        W = nblocks * wpb
-        L = W * WS
-        lane = np.arange(L, dtype=np.int64)
-        warp = lane // WS
-        lane_block = warp // wpb  # block index within the batch
-        tlin = (warp % wpb) * WS + (lane % WS)
-        bx, by, _ = launch.block
-        by_thread = {
-            "%tid.x": lambda: tlin % bx, "%tid.y": lambda: (tlin // bx) % by, "%tid.z": lambda: tlin // (bx * by),
-            "%laneid": lambda: lane % WS, "%warpid": lambda: warp % wpb,
-            "%nwarpid": lambda: np.full(L, wpb), "WARP_SZ": lambda: np.full(L, WS),
-            **{f"%ntid.{c}": (lambda i=i: np.full(L, launch.block[i])) for i, c in enumerate("xyz")},
-            **{f"%nctaid.{c}": (lambda i=i: np.full(L, launch.grid[i])) for i, c in enumerate("xyz")},
-        }
-        specials = {name: make().astype(np.uint32) for name, make in by_thread.items() if name in self.used_specials}
-        stride = -(-max(self.shared_window, 8) // 8) * 8
-        shape = BatchShape(lane_block, (tlin < T).reshape(W, WS), int((tlin < T).sum()), stride, lane_block * stride,
-                           specials)
-        for a in (shape.lane_block, shape.exists, shape.lane_smem, *specials.values()):
-            a.flags.writeable = False
-        self._shapes[nblocks] = shape
+        if shape is None:
+            shape = self._shapes[nblocks] = batch_shape(self.launch, self.warp_size, nblocks, self.used_specials,
+                                                        self.shared_window)
         return shape
 
     # ---- driver -----------------------------------------------------------------------------
