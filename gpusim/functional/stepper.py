@@ -48,8 +48,8 @@ class _Tracer(BatchRecorder):
         self.b = b
         self.trace: list[Step] = []
 
-    def step(self, pc: int, G: np.ndarray, active: np.ndarray) -> None:
-        super().step(pc, G, active)
+    def step(self, pc: int, G: np.ndarray, active: np.ndarray, full: bool = False) -> None:
+        super().step(pc, G, active, full)
         act = active if active.shape[0] == G.size else active[G]
         ws = [int(w) for w in G]
         self.trace.append(Step(len(self.trace), pc, ws, {w: tuple(bool(x) for x in act[i]) for i, w in enumerate(ws)},

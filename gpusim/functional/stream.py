@@ -86,6 +86,21 @@ class StreamChunk:
     finished: np.ndarray  # (W,) bool
 
 
+@dataclass(frozen=True, slots=True)
+class StepChunk:
+    """What the warps of a batch issued since the last chunk, in issue order: entry i is warp `G[i]`
+    (within the batch) issuing `pcs[i]` with active mask `masks[i]`; a warp's entries are in its stream's
+    order. `rows[j]` (warp_size per-lane byte addresses, -1: lane not accessing) is the memory access of
+    entry `entries[j]` (rows and entries None: no access). `finished[w]`: warp w is done."""
+
+    G: np.ndarray  # (N,) int64
+    pcs: np.ndarray  # (N,) int32
+    masks: np.ndarray  # (N,) uint64
+    rows: np.ndarray | None  # (M, warp_size) int64
+    entries: np.ndarray | None  # (M,) int64
+    finished: np.ndarray  # (W,) bool
+
+
 class BatchRecorder:
     """Collects, step by step, which warps of a batch issued which pc with which masks."""
 
@@ -94,10 +109,18 @@ class BatchRecorder:
         self.steps: list[tuple[int, np.ndarray, np.ndarray, np.ndarray | None]] = []
         self.positions: np.ndarray | None = None  # executing lanes within [len(G), warp_size]; None: all
         self.counts = np.zeros(num_warps, dtype=np.int64)  # instructions already flushed, per warp
+        self.full_masks: np.ndarray | None = None  # every lane of every warp active, packed
 
-    def step(self, pc: int, G: np.ndarray, active: np.ndarray) -> None:
-        # (the active lanes are packed into masks once per flush, not once per step)
-        self.steps.append((pc, G.copy(), active.copy(), None))
+    def step(self, pc: int, G: np.ndarray, active: np.ndarray, full: bool = False) -> None:
+        """Warps G issue `pc` with `active` lanes ([len(G), warp_size] bool); `full`: every lane of every
+        warp of the batch (G all of them), whose masks are the same each time (kept once, never written)."""
+        if full:
+            if self.full_masks is None or self.full_masks.size != G.size:
+                self.full_masks = pack_masks(np.ones((G.size, self.warp_size), dtype=bool))
+            masks = self.full_masks
+        else:  # (packed at once: an eighth of the bytes to keep, and no copy of `active`)
+            masks = pack_masks(active)
+        self.steps.append((pc, G.copy(), masks, None))
 
     def memory(self, addr: np.ndarray) -> None:
         pc, G, masks, _ = self.steps[-1]
@@ -120,7 +143,7 @@ class BatchRecorder:
         sizes = np.fromiter((g.size for _, g, _, _ in steps), dtype=np.int64, count=len(steps))
         G = np.concatenate([g for _, g, _, _ in steps])
         pcs = np.repeat(np.fromiter((pc for pc, _, _, _ in steps), dtype=np.int32, count=len(steps)), sizes)
-        masks = pack_masks(np.concatenate([m for _, _, m, _ in steps]))
+        masks = np.concatenate([m for _, _, m, _ in steps])
         order = np.argsort(G, kind="stable")  # by warp, each warp's steps in issue order
         per_warp = np.bincount(G, minlength=W)
         off = np.zeros(W + 1, dtype=np.int64)
@@ -145,6 +168,27 @@ class BatchRecorder:
             np.cumsum(np.bincount(mw, minlength=W), out=row_off[1:])
             accesses = BatchAccesses(rows, pcs[flat], mw.astype(np.int32), pos[flat], row_off)
         return StreamChunk(pcs[order], masks[order], off, accesses, finished.copy())
+
+    def flush_steps(self, W: int, finished: np.ndarray) -> StepChunk:
+        """The steps recorded since the last flush as they were issued (no grouping: the timing model's
+        feeder appends them to its warps' windows in compiled code)."""
+        steps, self.steps = self.steps, []
+        if not steps:
+            return StepChunk(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.uint64), None, None,
+                             finished.copy())
+        sizes = np.fromiter((g.size for _, g, _, _ in steps), dtype=np.int64, count=len(steps))
+        G = np.concatenate([g for _, g, _, _ in steps])
+        pcs = np.repeat(np.fromiter((pc for pc, _, _, _ in steps), dtype=np.int32, count=len(steps)), sizes)
+        masks = np.concatenate([m for _, _, m, _ in steps])
+        self.counts += np.bincount(G, minlength=W)
+        mem_steps = [k for k, st in enumerate(steps) if st[3] is not None]
+        rows = entries = None
+        if mem_steps:
+            starts = np.zeros(len(steps) + 1, dtype=np.int64)
+            np.cumsum(sizes, out=starts[1:])
+            entries = np.concatenate([np.arange(starts[k], starts[k + 1]) for k in mem_steps])
+            rows = steps[mem_steps[0]][3] if len(mem_steps) == 1 else np.concatenate([steps[k][3] for k in mem_steps])
+        return StepChunk(G, pcs, masks, rows, entries, finished.copy())
 
     def blocks(self, program, first_block: int, nblocks: int, wpb: int):
         """The whole batch's streams (recorded to its end), block by block."""

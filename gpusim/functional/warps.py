@@ -18,12 +18,13 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from gpusim.errors import DeadlockError, KernelFault, LaunchError
+from gpusim.functional.batch_shape import BatchShape, batch_shape
 from gpusim.functional.launch import Launch, require_units
 from gpusim.functional.memory import GlobalMemory, host_available_bytes
 from gpusim.functional.runaway import StateWatch, trapped_pcs
 from gpusim.functional.simt_stack import SimtStack
 from gpusim.functional.stats import ExecStats
-from gpusim.functional.stream import BatchRecorder, BlockStream, StreamChunk
+from gpusim.functional.stream import BatchRecorder, BlockStream, StepChunk, StreamChunk
 from gpusim.isa.program import SPECIAL_REGISTERS, Instruction, Operand, Program
 from gpusim.isa.types import TYPES
 
@@ -47,6 +48,7 @@ DEFAULT_BATCH_LANES = 1 << 16
 # limit in seconds.
 PROBE_AT_STEPS = 1 << 10
 DEFAULT_CHUNK = 1 << 15  # warp instructions per chunk when the timing model pulls streams
+FULL = slice(None)  # the lanes of a step that every lane of every warp of the batch executes
 
 
 def _param_bytes(program: Program, params: dict) -> bytes:
@@ -88,18 +90,14 @@ class _Batch:
     def __init__(self, ex: WarpScheduler, first_block: int, nblocks: int):
         self.ex, prog, launch = ex, ex.program, ex.launch
         self.first_block, self.nblocks = first_block, nblocks
-        T = launch.threads_per_block
         WS = self.ws = ex.warp_size
         self.lane_ids = np.arange(WS)
-        self.wpb = -(-T // WS)
+        self.wpb = launch.warps_per_block(WS)
         W = self.W = nblocks * self.wpb
         L = W * WS
-        lane = np.arange(L, dtype=np.int64)
-        warp = lane // WS
-        self.lane_block = warp // self.wpb  # block index within the batch
-        tlin = (warp % self.wpb) * WS + (lane % WS)
-        self.exists = (tlin < T).reshape(W, WS)
-        self.full_lanes = int(self.exists.sum())
+        shape = ex.batch_shape(nblocks)
+        self.lane_block, self.exists, self.lane_smem = shape.lane_block, shape.exists, shape.lane_smem
+        self.full_lanes = shape.full_lanes
         self.all_exist = self.full_lanes == L
         self.live = self.exists.copy()
         self.stack = SimtStack(W, self.exists)
@@ -108,36 +106,25 @@ class _Batch:
         self.full = self.all_exist  # every warp runs all its lanes
         # registers, then special registers, as one list of lane arrays
         self.R: list[np.ndarray] = [np.zeros(L, dtype=TYPES[r.type].dtype) for r in prog.registers]
-        bx, by, _ = launch.block
         gx, gy, _ = launch.grid
         if ex.block_ids is None:
             gid = first_block + self.lane_block
         else:
             gid = ex.block_ids[first_block: first_block + nblocks][self.lane_block]
-        specials = {
-            "%tid.x": tlin % bx, "%tid.y": (tlin // bx) % by, "%tid.z": tlin // (bx * by),
-            "%ctaid.x": gid % gx, "%ctaid.y": (gid // gx) % gy, "%ctaid.z": gid // (gx * gy),
-            "%laneid": lane % WS, "%warpid": warp % self.wpb,
-        }
         for name in SPECIAL_REGISTERS:
-            if name in ex.used_specials:
-                if name in specials:
-                    arr = specials[name].astype(np.uint32)
-                elif name.startswith("%ntid"):
-                    arr = np.full(L, launch.block["xyz".index(name[-1])], dtype=np.uint32)
-                elif name.startswith("%nctaid"):
-                    arr = np.full(L, launch.grid["xyz".index(name[-1])], dtype=np.uint32)
-                elif name == "%nwarpid":
-                    arr = np.full(L, self.wpb, dtype=np.uint32)
-                else:  # WARP_SZ
-                    arr = np.full(L, WS, dtype=np.uint32)
-                self.R.append(arr)
-            else:
+            if name not in ex.used_specials:
                 self.R.append(None)
+            elif name == "%ctaid.x":
+                self.R.append((gid % gx).astype(np.uint32))
+            elif name == "%ctaid.y":
+                self.R.append(((gid // gx) % gy).astype(np.uint32))
+            elif name == "%ctaid.z":
+                self.R.append((gid // (gx * gy)).astype(np.uint32))
+            else:  # the same in every batch of as many blocks (read-only, shared)
+                self.R.append(shape.specials[name])
         self.smem_size = ex.shared_window
-        self.smem_stride = -(-max(self.smem_size, 8) // 8) * 8
+        self.smem_stride = shape.smem_stride
         self.smem = np.zeros(nblocks * self.smem_stride, dtype=np.uint8)
-        self.lane_smem = self.lane_block * self.smem_stride  # each lane's block's offset in `smem`
         # cp.async: copies issued and not yet waited for, as (warp, group, shared byte indices, bytes) per
         # lane; a warp's copies join its group number `cp_groups[w]` (the groups it has committed so far)
         self.cp_pending: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
@@ -153,7 +140,7 @@ class _Batch:
         w = slice(k * self.wpb, (k + 1) * self.wpb)
         lanes = slice(k * self.wpb * self.ws, (k + 1) * self.wpb * self.ws)
         for mine, here in zip(one.R, self.R, strict=True):
-            if here is not None:
+            if here is not None and mine.flags.writeable:  # (a shared special: the same in both already)
                 mine[:] = here[lanes]
         one.live[:], one.state[:], one.bar_pc[:] = self.live[w], self.state[w], self.bar_pc[w]
         s, t = one.stack, self.stack
@@ -189,6 +176,19 @@ class BatchSource:
     def advance(self) -> StreamChunk | None:
         if self.finished:
             return None
+        self._run_chunk()
+        b = self._b
+        return b.rec.flush(b.W, b.state == DONE, grouped=False)
+
+    def advance_steps(self) -> StepChunk | None:
+        """`advance`, the chunk in issue order (a StepChunk: what the timing model's feeder reads)."""
+        if self.finished:
+            return None
+        self._run_chunk()
+        b = self._b
+        return b.rec.flush_steps(b.W, b.state == DONE)
+
+    def _run_chunk(self) -> None:
         with np.errstate(all="ignore"):
             try:
                 G, steps = next(self._steps)
@@ -196,8 +196,6 @@ class BatchSource:
                     self._b.ex.probe_runaway(self._b, G, steps)
             except StopIteration:
                 self.finished = True
-        b = self._b
-        return b.rec.flush(b.W, b.state == DONE, grouped=False)  # (the timing model's feeder reads it)
 
 
 class WarpScheduler:
@@ -270,7 +268,16 @@ class WarpScheduler:
         lanes_per_block = launch.warps_per_block(self.warp_size) * self.warp_size
         self.blocks_per_batch = max(1, (batch_lanes or DEFAULT_BATCH_LANES) // lanes_per_block)
         self.nregs = len(program.registers)
+        self._shapes: dict[int, BatchShape] = {}  # batch_shape(nblocks), made once
         self.probe_after = PROBE_AT_STEPS  # a batch past this many steps is probed (probe_runaway)
+
+    def batch_shape(self, nblocks: int) -> BatchShape:
+        """The BatchShape of a batch of `nblocks` blocks (made the first time, then shared)."""
+        shape = self._shapes.get(nblocks)
+        if shape is None:
+            shape = self._shapes[nblocks] = batch_shape(self.launch, self.warp_size, nblocks, self.used_specials,
+                                                        self.shared_window)
+        return shape
 
     # ---- driver -----------------------------------------------------------------------------
     def run(self) -> ExecStats:
@@ -340,7 +347,7 @@ class WarpScheduler:
                 self.fault(b, prog.instructions[-1], int(G[0]) * b.ws, "ran past the kernel's last instruction")
             ins = prog.instructions[p]
             if b.full and G.size == b.W:
-                lanes = slice(None)
+                lanes = FULL
                 nlanes = b.full_lanes
                 mask = st.active
                 if b.rec is not None:
@@ -359,7 +366,7 @@ class WarpScheduler:
             if per_block is not None:
                 per_block += np.bincount(G // wpb, minlength=per_block.size)
             if b.rec is not None:
-                b.rec.step(p, G, mask)
+                b.rec.step(p, G, mask, lanes is FULL)
             ops[p](G, lanes)
             steps += 1
             if steps > self.max_steps:

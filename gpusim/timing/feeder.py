@@ -33,6 +33,7 @@ class Batch:
         self.last_exit = np.zeros(self.W, dtype=np.bool_)
         self.exhausted = False
         self.retired = 0  # blocks retired
+        self.in_steps = hasattr(source, "advance_steps")  # chunks in issue order (else grouped by warp)
 
 
 class Feeder:
@@ -49,6 +50,7 @@ class Feeder:
         self.top = 0  # pool entries used
         self.atop = 0  # access plans used
         self.ltop = 0  # lines used
+        self.grown = 0  # compactions that needed fresh arrays (the others kept the pool's)
 
     # -- handles ----------------------------------------------------------------------------------
     def _new_batch(self, src) -> Batch:
@@ -89,61 +91,76 @@ class Feeder:
         """Run batch `b` one chunk further; False once it has finished."""
         if b.exhausted:
             return False
-        ch = b.source.advance()
+        src = b.source
+        ch = src.advance_steps() if b.in_steps else src.advance()
         if ch is None:
             b.exhausted = True
             self.st.done[b.h0:b.h0 + b.W] = True
             return False
-        self._append(b, ch)
+        if b.in_steps:
+            rpcs = None if ch.rows is None else ch.pcs[ch.entries]
+            self._append(b, ch.G, ch.pcs, ch.masks, ch.rows, rpcs, ch.entries, ch.finished)
+        else:  # a chunk grouped by warp (a tallied source, a recorded BlockStream): put in issue order
+            counts = np.diff(ch.off)
+            G = np.repeat(np.arange(b.W), counts)
+            acc = ch.accesses
+            rows = rpcs = entries = None
+            if acc is not None and acc.rows.shape[0]:
+                w = acc.warp.astype(np.int64)
+                rows, rpcs, entries = acc.rows, acc.pcs, ch.off[w] + acc.index - b.total[w]
+            self._append(b, G, ch.pcs, ch.masks, rows, rpcs, entries, ch.finished)
         return True
 
-    def _append(self, b: Batch, ch: StreamChunk) -> None:
-        counts = np.diff(ch.off)
-        acc = ch.accesses
-        if acc is not None and acc.rows.shape[0]:
-            plans = self.stage.plan(acc.rows, acc.pcs)
-            rw, ridx, shared = acc.warp.astype(np.int64), acc.index.astype(np.int64), self.stage.kind[acc.pcs] == SHARED
-        else:
-            plans = None
+    def _append(self, b: Batch, G, pcs, masks, rows, rpcs, entries, finished) -> None:
+        """Append a chunk of batch `b`, in issue order (gpusim.functional.stream.StepChunk), to its warps'
+        windows, its memory accesses planned by the address stage."""
+        counts = np.bincount(G, minlength=b.W)
+        plans = self.stage.plan(rows, rpcs) if rows is not None and rows.shape[0] else None
         st = self.st
-        hs = np.arange(b.h0, b.h0 + b.W)
-        moving = counts > 0
-        need = int(counts.sum() + (st.end[hs[moving]] - st.pos[hs[moving]]).sum())
+        moving = b.h0 + np.flatnonzero(counts)
+        need = int(G.size + (st.end[moving] - st.pos[moving]).sum())
         nrows = 0 if plans is None else plans.lo.size
         nlines = 0 if plans is None else plans.lines.size
         if self.top + need > st.pc.size or self.atop + nrows > st.a_lo.size or self.ltop + nlines > st.lines.size:
             self._compact(need, nrows, nlines)
             st = self.st
-        newstart = np.zeros(b.W, dtype=np.int64)
-        flags = _mask_changes(ch.off, ch.pcs, ch.masks.astype(np.uint64), self.code.kind, b.last_mask, b.started,
-                              b.last_exit)
-        self.top = _append_windows(st.pos, st.end, st.pc, st.acc, st.flag, b.h0, ch.off, ch.pcs, flags, newstart,
-                                   self.top)
+        where = np.empty(G.size, dtype=np.int64)
+        self.top = _append_steps(st.pos, st.end, st.pc, st.acc, st.flag, b.h0, G, pcs, masks.astype(np.uint64),
+                                 self.code.kind, b.last_mask, b.started, b.last_exit, counts, where, self.top)
         if plans is not None:
+            shared = self.stage.kind[rpcs] == SHARED
             self.atop, self.ltop = _append_plans(
-                st.acc, st.a_lo, st.a_hi, st.lines, st.masks, st.ops, self.code.kind, st.pc,
-                rw, ridx, shared, plans.lo, plans.hi, plans.lines, plans.masks, plans.ops,
-                newstart, b.total, self.atop, self.ltop)
+                st.acc, st.a_lo, st.a_hi, st.lines, st.masks, st.ops, self.code.kind, st.pc, where[entries], shared,
+                plans.lo, plans.hi, plans.lines, plans.masks, plans.ops, self.atop, self.ltop)
         b.total += counts
-        fin = ch.finished
-        if fin.any():
-            st.done[b.h0:b.h0 + b.W] |= fin
+        if finished.any():
+            st.done[b.h0:b.h0 + b.W] |= finished
 
     def _compact(self, need: int, nrows: int, nlines: int) -> None:
-        """Move every live window (and the plans and lines it refers to) to fresh arrays, grown so that
-        the live data and the next chunk fill at most half of them."""
+        """Move every live window (and the plans and lines it refers to) down to the start of its array, in
+        place (the engine's view of the pool stays as it is); where the live data and the next chunk would
+        then fill more than half of an array, copied to fresh arrays, twice what they need."""
         st = self.st
-        live = int(np.maximum(st.end - st.pos, 0).sum())
-        cap = max(1 << 16, 2 * (live + need))
-        acap = max(1 << 12, 2 * (self.atop + nrows))  # (upper bounds: the live plans are fewer)
+        kind = self.code.kind
+        self.top, self.atop, self.ltop = _compact_in_place(st.pos, st.end, st.pc, st.acc, st.flag, st.a_lo, st.a_hi,
+                                                           st.lines, st.masks, st.ops, kind, self.atop)
+        if (2 * (self.top + need) <= st.pc.size and 2 * (self.atop + nrows) <= st.a_lo.size
+                and 2 * (self.ltop + nlines) <= st.lines.size):
+            return
+        self.grown += 1
+        cap = max(1 << 16, 2 * (self.top + need))
+        acap = max(1 << 12, 2 * (self.atop + nrows))
         lcap = max(1 << 14, 2 * (self.ltop + nlines))
-        pc, acc, flag = np.zeros(cap, np.int32), np.full(cap, -1, np.int64), np.zeros(cap, np.bool_)
-        a_lo, a_hi = np.zeros(acap, np.int64), np.zeros(acap, np.int64)
-        lines, masks, ops = np.zeros(lcap, np.int64), np.zeros(lcap, np.int64), np.zeros(lcap, np.int64)
-        self.top, self.atop, self.ltop = _compact_into(
-            st.pos, st.end, st.pc, st.acc, st.flag, st.a_lo, st.a_hi, st.lines, st.masks, st.ops, self.code.kind,
-            pc, acc, flag, a_lo, a_hi, lines, masks, ops)
-        self.st = st._replace(pc=pc, acc=acc, flag=flag, a_lo=a_lo, a_hi=a_hi, lines=lines, masks=masks, ops=ops)
+        moved = {}
+        for name, size, used, fill in (("pc", cap, self.top, 0), ("acc", cap, self.top, -1), ("flag", cap, self.top, 0),
+                                       ("a_lo", acap, self.atop, 0), ("a_hi", acap, self.atop, 0),
+                                       ("lines", lcap, self.ltop, 0), ("masks", lcap, self.ltop, 0),
+                                       ("ops", lcap, self.ltop, 0)):
+            old = getattr(st, name)
+            new = np.full(size, fill, old.dtype)
+            new[:used] = old[:used]
+            moved[name] = new
+        self.st = st._replace(**moved)
 
     # -- what the engine asks for ------------------------------------------------------------------
     def refill(self, gte, refill_below: int):
@@ -154,22 +171,28 @@ class Feeder:
         n = int(st.nhungry[0])
         if n:
             hs = st.hungry[:n].copy()
-            short = hs[(st.end[hs] - st.pos[hs] < 2) & ~st.done[hs]]  # (the others were fed meanwhile)
-            for h in short.tolist():
-                self._fill(self._batch_of(h), h)
+            self._feed(hs)
             self.st.hungry_flag[hs] = False
             self.st.nhungry[0] = 0
         gte = self._retire_batches(gte)
         return self._stage(gte, refill_below)
 
-    def _fill(self, b: Batch, h: int) -> None:
-        """Pull batch `b` until handle `h` holds two instructions (its next, and the one after it that
-        tells the engine whether it retires on issue) or has no more to come."""
+    def _short(self, hs: np.ndarray) -> np.ndarray:
+        """The handles of `hs` that hold fewer than two instructions and have more to come."""
         st = self.st
-        while st.end[h] - st.pos[h] < 2 and not st.done[h]:
-            if not self._pull(b):
-                break
-            st = self.st  # (a pull may have moved the pool)
+        return hs[(st.end[hs] - st.pos[hs] < 2) & ~st.done[hs]]
+
+    def _feed(self, hs: np.ndarray) -> None:
+        """Give every handle of `hs` two instructions (its next, and the one after it that tells the
+        engine whether it retires on issue) or all it has left: in the order of `hs`, the first one
+        still short has its batch pulled until it is fed (so the batches run in the order the warps
+        asked, one chunk at a time, whatever the number of handles)."""
+        short = self._short(hs)
+        while short.size:
+            h = int(short[0])
+            if not self._pull(self._batch_of(h)):
+                hs = hs[hs != h]  # (its batch has finished: nothing more to come for it)
+            short = self._short(hs)
 
     def _stage(self, gte, want: int):
         cap = gte.capacity
@@ -185,15 +208,17 @@ class Feeder:
                 b = self.current = self._new_batch(src)
                 self.next_local = 0
             k = self.next_local
-            self.next_local += 1
+            m = min(b.nblocks - k, want - int(gte.tail[0] - gte.head[0]))  # blocks staged together
+            self.next_local += m
             h0 = b.h0 + k * b.wpb
-            for h in range(h0, h0 + b.wpb):
-                self._fill(b, h)
-            i = gte.tail[0] % cap
-            gte.staged_id[i] = b.first_block + k
-            gte.staged_h0[i] = h0
+            hs = np.arange(h0, h0 + m * b.wpb)
+            while self._short(hs).size and self._pull(b):
+                pass
+            i = (gte.tail[0] + np.arange(m)) % cap
+            gte.staged_id[i] = b.first_block + k + np.arange(m)
+            gte.staged_h0[i] = h0 + b.wpb * np.arange(m)
             gte.staged_nw[i] = b.wpb
-            gte.tail[0] += 1
+            gte.tail[0] += m
         gte.exhausted[0] = self.exhausted
         if gte.timeline.shape[0] < gte.tail[0] + 1:
             grown = np.zeros((2 * gte.timeline.shape[0] + int(gte.tail[0]), 4), np.int64)
@@ -222,33 +247,17 @@ def _make_streams(handles: int, pool: int, plans: int, lines: int) -> Streams:
 
 
 @njit
-def _mask_changes(off, pcs, masks, kinds, last_mask, started, last_exit):
-    """Per instruction of a chunk: whether its warp's active mask differs from the warp's previous
-    instruction's (across chunks: `last_mask`, `started`, `last_exit`, updated), unless that one was an
-    exit (threads leaving cost nothing)."""
-    out = np.zeros(pcs.size, np.bool_)
-    for w in range(off.size - 1):
-        prev = last_mask[w]
-        have = started[w]
-        gone = last_exit[w]
-        for i in range(off[w], off[w + 1]):
-            m = masks[i]
-            out[i] = have and m != prev and not gone
-            prev = m
-            have = True
-            gone = kinds[pcs[i]] == EXIT
-        last_mask[w] = prev
-        started[w] = have
-        last_exit[w] = gone
-    return out
-
-
-@njit
-def _append_windows(pos, end, pc, acc, flag, h0, off, pcs, flags, newstart, top):
-    """Append each warp's new instructions to its window, moving the window to the pool's top first
-    unless it is already there. `newstart[w]`: where warp w's new instructions went."""
-    for w in range(off.size - 1):
-        c = off[w + 1] - off[w]
+def _append_steps(pos, end, pc, acc, flag, h0, G, pcs, masks, kinds, last_mask, started, last_exit, counts, where,
+                  top):
+    """Append a chunk, in issue order (entry i: warp G[i] issued pcs[i] with masks[i]; `counts[w]` entries of
+    warp w), to its warps' windows: each warp with new instructions, in warp order, has its window moved to
+    the pool's top first unless it is already there, then its entries follow it in its stream's order
+    (`where[i]`: entry i's pool index). An entry is flagged where its warp's active mask differs from the
+    warp's previous instruction's (across chunks: `last_mask`, `started`, `last_exit`, updated), unless that
+    one was an exit (threads leaving cost nothing)."""
+    fill = np.empty(counts.size, np.int64)
+    for w in range(counts.size):
+        c = counts[w]
         if c == 0:
             continue
         h = h0 + w
@@ -260,13 +269,22 @@ def _append_windows(pos, end, pc, acc, flag, h0, off, pcs, flags, newstart, top)
                 flag[top + i] = flag[pos[h] + i]
             pos[h] = top
             end[h] = top + n
-        newstart[w] = end[h]
-        for i in range(c):
-            pc[end[h] + i] = pcs[off[w] + i]
-            acc[end[h] + i] = -1
-            flag[end[h] + i] = flags[off[w] + i]
+        fill[w] = end[h]
         end[h] += c
         top = end[h]
+    for i in range(G.size):
+        w = G[i]
+        k = fill[w]
+        fill[w] = k + 1
+        where[i] = k
+        p = pcs[i]
+        m = masks[i]
+        pc[k] = p
+        acc[k] = -1
+        flag[k] = started[w] and m != last_mask[w] and not last_exit[w]
+        last_mask[w] = m
+        started[w] = True
+        last_exit[w] = kinds[p] == EXIT
     return top
 
 
@@ -276,16 +294,16 @@ def _is_memory(kind):
 
 
 @njit
-def _append_plans(acc, a_lo, a_hi, lines, masks, ops, kinds, pc, rw, ridx, shared, plo, phi, plines, pmasks,
-                  pops, newstart, total, atop, ltop):
-    """Attach each access row's plan to its instruction (global plans' lines copied to the line pool)."""
+def _append_plans(acc, a_lo, a_hi, lines, masks, ops, kinds, pc, entries, shared, plo, phi, plines, pmasks, pops,
+                  atop, ltop):
+    """Attach each access row's plan to its instruction, pool index `entries[j]` (global plans' lines copied
+    to the line pool)."""
     for k in range(plines.size):
         lines[ltop + k] = plines[k]
         masks[ltop + k] = pmasks[k]
         ops[ltop + k] = pops[k]
     for j in range(plo.size):
-        w = rw[j]
-        entry = newstart[w] + ridx[j] - total[w]
+        entry = entries[j]
         if not _is_memory(kinds[pc[entry]]):
             continue  # a kernel-parameter load: served by the constant bank, no plan needed
         if shared[j]:
@@ -300,42 +318,56 @@ def _append_plans(acc, a_lo, a_hi, lines, masks, ops, kinds, pc, rw, ridx, share
 
 
 @njit
-def _compact_into(pos, end, pc, acc, flag, a_lo, a_hi, lines, masks, ops, kinds, npc, nacc, nflag, na_lo, na_hi,
-                  nlines, nmasks, nops):
-    top = 0
-    atop = 0
-    ltop = 0
+def _compact_in_place(pos, end, pc, acc, flag, a_lo, a_hi, lines, masks, ops, kinds, atop):
+    """Every live window (pos[h]:end[h]) moved to the start of the pool, and the access plans it refers to
+    (with their lines) to the start of theirs, within the same arrays: the plans still referred to are
+    renumbered in their order and the windows moved in pool order, so everything moves down (or stays),
+    never over what is still to move (plans are appended, and renumbered here, with their lines in the same
+    order). Returns the new tops."""
+    keep = np.full(atop, -1, np.int64)
+    shared = np.zeros(atop, np.bool_)
     for h in range(pos.size):
+        for i in range(pos[h], end[h]):
+            a = acc[i]
+            if a >= 0:
+                keep[a] = 0
+                shared[a] = kinds[pc[i]] == SHARED
+    natop = 0
+    ltop = 0
+    for a in range(atop):
+        if keep[a] < 0:
+            continue
+        keep[a] = natop
+        if shared[a]:
+            a_lo[natop] = a_lo[a]
+            a_hi[natop] = a_hi[a]
+        else:
+            lo, hi = a_lo[a], a_hi[a]
+            a_lo[natop] = ltop
+            for k in range(lo, hi):
+                lines[ltop] = lines[k]
+                masks[ltop] = masks[k]
+                ops[ltop] = ops[k]
+                ltop += 1
+            a_hi[natop] = ltop
+        natop += 1
+    top = 0
+    for h in np.argsort(pos, kind="mergesort"):
         n = end[h] - pos[h]
         if n <= 0:
             pos[h] = top
             end[h] = top
             continue
+        src = pos[h]
         for i in range(n):
-            src = pos[h] + i
-            npc[top + i] = pc[src]
-            nflag[top + i] = flag[src]
-            a = acc[src]
-            if a < 0:
-                nacc[top + i] = -1
-                continue
-            nacc[top + i] = atop
-            if kinds[pc[src]] == SHARED:
-                na_lo[atop] = a_lo[a]
-                na_hi[atop] = a_hi[a]
-            else:
-                na_lo[atop] = ltop
-                for k in range(a_lo[a], a_hi[a]):
-                    nlines[ltop] = lines[k]
-                    nmasks[ltop] = masks[k]
-                    nops[ltop] = ops[k]
-                    ltop += 1
-                na_hi[atop] = ltop
-            atop += 1
+            pc[top + i] = pc[src + i]
+            flag[top + i] = flag[src + i]
+            a = acc[src + i]
+            acc[top + i] = keep[a] if a >= 0 else -1
         pos[h] = top
         end[h] = top + n
         top += n
-    return top, atop, ltop
+    return top, natop, ltop
 
 
 class _StreamSource:

@@ -63,8 +63,10 @@ class AddressStage:
         s = np.flatnonzero(shared)
         if s.size:
             widths = self.width[pcs[s]]
-            for width in np.unique(widths).tolist():
-                sel = s[widths == width]
+            w0 = int(widths[0])
+            one = bool((widths == w0).all())  # (the usual chunk: one width; np.unique sorts)
+            for width in [w0] if one else np.unique(widths).tolist():
+                sel = s if one else s[widths == width]
                 # (an atomic's lanes on one address are one update: its passes are the bank wavefronts)
                 wave, ideal = self.banks.wavefront_arrays(rows, width, sel)
                 lo[sel], hi[sel] = wave, ideal

@@ -28,11 +28,11 @@ def compare(outputs: dict[str, np.ndarray], expected: dict[str, np.ndarray], *, 
     out: dict[str, dict[str, Any]] = {}
     for name, got in outputs.items():
         exp = expected[name]
-        if got.dtype.kind in "fc":
-            bad = ~np.isclose(got, exp, rtol=rtol, atol=atol, equal_nan=True)
-        else:
-            bad = got != exp
-        bad = np.asarray(bad).reshape(got.shape)
+        bad = np.asarray(got != exp).reshape(got.shape)
+        if got.dtype.kind in "fc" and bad.any():  # np.isclose only where they are not equal (few, or none)
+            at = np.flatnonzero(bad)
+            e = np.broadcast_to(np.asarray(exp), got.shape).reshape(-1)[at]
+            bad.reshape(-1)[at] = ~np.isclose(got.reshape(-1)[at], e, rtol=rtol, atol=atol, equal_nan=True)
         count = int(bad.sum())
         if not count:
             continue
@@ -45,7 +45,7 @@ def compare(outputs: dict[str, np.ndarray], expected: dict[str, np.ndarray], *, 
             "count": count,
             "first_indices": idx,
             "got": got.reshape(-1)[flat].tolist(),
-            "expected": np.asarray(exp).reshape(-1)[flat].tolist(),
+            "expected": np.broadcast_to(np.asarray(exp), got.shape).reshape(-1)[flat].tolist(),
         }
     return out
 

@@ -18,7 +18,7 @@ from gpusim.timing import l2 as _l2
 from gpusim.timing import shared_memory as _smem
 from gpusim.timing.coalescer import Coalescer
 from gpusim.timing.decode import EXIT, code_arrays, decode
-from gpusim.timing.feeder import _mask_changes
+from gpusim.timing.feeder import _append_steps
 from tests.timing.helpers import FLAT_DRAM
 
 RMW, OP = 2.5, 1.5
@@ -138,20 +138,36 @@ def test_a_conflicted_access_replays_its_wavefronts_apart_but_the_pipe_takes_one
 # -- divergence ------------------------------------------------------------------------------------
 
 
+def _flags(G, pcs, masks, kinds, last, started, gone):
+    """A chunk in issue order appended to fresh windows (handles 0..W-1): each entry's flag, in issue order,
+    and each warp's window."""
+    W = last.size
+    pos, end = np.zeros(W, np.int64), np.zeros(W, np.int64)
+    pc, acc, flag = np.zeros(64, np.int32), np.full(64, -1, np.int64), np.zeros(64, np.bool_)
+    G = np.asarray(G, np.int64)
+    where = np.empty(G.size, np.int64)
+    _append_steps(pos, end, pc, acc, flag, 0, G, np.asarray(pcs, np.int32), np.asarray(masks, np.uint64), kinds,
+                  last, started, gone, np.bincount(G, minlength=W), where, 0)
+    return flag[where].tolist(), [pc[pos[w]:end[w]].tolist() for w in range(W)]
+
+
 def test_mask_changes_mark_splits_switches_and_rejoins_but_not_exits():
     # one program: pc 0 alu, 1 bra, 2 alu, 3 exit
     kinds = np.array([0, 0, 0, EXIT], np.int64)
     full, low, high = 0xFFFFFFFF, 0x0000FFFF, 0xFFFF0000
-    pcs = np.array([0, 1, 2, 2, 0, 3, 0], np.int32)
-    masks = np.array([full, full, low, high, full, full, low], np.uint64)  # split, switch, rejoin, exit, after
-    off = np.array([0, 7])
+    pcs = [0, 1, 2, 2, 0, 3, 0]
+    masks = [full, full, low, high, full, full, low]  # split, switch, rejoin, exit, after
     last, started, gone = np.zeros(1, np.uint64), np.zeros(1, np.bool_), np.zeros(1, np.bool_)
-    flags = _mask_changes(off, pcs, masks, kinds, last, started, gone)
-    assert flags.tolist() == [False, False, True, True, True, False, False]
+    flags, windows = _flags([0] * 7, pcs, masks, kinds, last, started, gone)
+    assert flags == [False, False, True, True, True, False, False] and windows == [pcs]
     # the next chunk compares with the warp's last instruction (an alu with mask `low`)
-    more = _mask_changes(np.array([0, 2]), np.array([0, 0], np.int32), np.array([low, full], np.uint64), kinds,
-                         last, started, gone)
-    assert more.tolist() == [False, True]
+    more, _ = _flags([0, 0], [0, 0], [low, full], kinds, last, started, gone)
+    assert more == [False, True]
+    # two warps interleaved in issue order: each compared with its own previous instruction, and each
+    # warp's entries kept in its stream's order
+    z = lambda: (np.zeros(2, np.uint64), np.zeros(2, np.bool_), np.zeros(2, np.bool_))  # noqa: E731
+    flags, windows = _flags([0, 1, 0, 1, 1], [0, 0, 2, 2, 3], [full, low, low, low, high], kinds, *z())
+    assert flags == [False, False, True, False, True] and windows == [[0, 2], [0, 2, 3]]
 
 
 def test_each_change_of_active_threads_costs_divergence_cycles():
@@ -274,3 +290,40 @@ def test_a_near_victim_is_dropped_at_home_and_kept_far_by_spill(policy):
         assert again >= cfg.dram.latency_cycles and int(l2.misses.sum()) == 4 * 4
     else:  # found in the other partition
         assert again == far and int(l2.misses.sum()) == 3 * 4 and int(l2.far.sum()) == 4
+
+
+def test_compaction_in_place_keeps_every_live_window_with_its_plans():
+    """Windows out of pool order, a dead plan between live ones, a shared and two global plans: after
+    _compact_in_place each window holds the same pcs and flags, and each access the same lines or
+    wavefronts, packed at the start of the same arrays."""
+    from gpusim.timing.decode import GLOBAL_LD, SHARED
+    from gpusim.timing.feeder import _compact_in_place
+
+    kinds = np.array([0, GLOBAL_LD, SHARED], np.int64)  # pc 0 alu, 1 global load, 2 shared
+    pc = np.array([9, 9, 1, 0, 2, 9, 1, 1, 0, 9], np.int32)  # (9: issued, dead)
+    flag = np.array([0, 0, 1, 0, 1, 0, 0, 1, 0, 0], np.bool_)
+    acc = np.array([-1, -1, 1, -1, 3, -1, 0, 2, -1, -1], np.int64)
+    # plan 0: lines 0:2, plan 1: lines 2:3, plan 2 (dead: its instruction was issued), plan 3 shared (4 waves, ideal 1)
+    a_lo, a_hi = np.array([0, 2, 3, 4], np.int64), np.array([2, 3, 4, 1], np.int64)
+    acc[7] = -1  # plan 2 is referred to by nothing live
+    lines, masks, ops = (np.array([10, 11, 12, 13], np.int64), np.array([1, 2, 4, 8], np.int64),
+                         np.array([1, 1, 1, 1], np.int64))
+    pos, end = np.array([6, 2, 0], np.int64), np.array([9, 5, 0], np.int64)  # handle 0 lies after handle 1
+
+    def windows():
+        out = []
+        for h in range(pos.size):
+            w = []
+            for i in range(pos[h], end[h]):
+                a = acc[i]
+                plan = None if a < 0 else ((int(a_lo[a]), int(a_hi[a])) if kinds[pc[i]] == SHARED else
+                                           [(int(lines[k]), int(masks[k])) for k in range(a_lo[a], a_hi[a])])
+                w.append((int(pc[i]), bool(flag[i]), plan))
+            out.append(w)
+        return out
+
+    before = windows()
+    top, atop, ltop = _compact_in_place(pos, end, pc, acc, flag, a_lo, a_hi, lines, masks, ops, kinds, 4)
+    assert windows() == before
+    assert (top, atop, ltop) == (6, 3, 3)  # 6 live instructions; plans 0, 1, 3 live; lines of 0 and 1
+    assert pos.tolist() == [3, 0, 0] and end.tolist() == [6, 3, 0]  # handle 1 (lower in the pool) first
