@@ -118,6 +118,42 @@ from numba.experimental import structref as _structref  # noqa: E402
 _TYPES: dict[type, type] = {}
 
 
+def _prefetch(typingctx, a, i, offset):
+    """`prefetch(a, i, offset)`: ask the CPU to bring the cache line at byte `offset` past element `i` of
+    `a` (a one-dimensional field, or row i of a larger array) into its caches, without waiting for it
+    (LLVM's llvm.prefetch: a hint, never a fault, no effect on any value)."""
+    def codegen(context, builder, sig, args):
+        from llvmlite import ir
+
+        aty = sig.args[0]
+        i8p = ir.IntType(8).as_pointer()
+        if isinstance(aty, _types.CPointer):
+            base = builder.bitcast(builder.gep(args[0], [args[1]]), i8p)
+        else:
+            arr = context.make_array(aty)(context, builder, value=args[0])
+            stride = builder.extract_value(arr.strides, 0)
+            base = builder.gep(builder.bitcast(arr.data, i8p), [builder.mul(args[1], stride)])
+        addr = builder.gep(base, [args[2]])
+        fn = builder.module.declare_intrinsic("llvm.prefetch", (), ir.FunctionType(
+            ir.VoidType(), [i8p, ir.IntType(32), ir.IntType(32), ir.IntType(32)]))
+        i32 = ir.IntType(32)
+        builder.call(fn, [addr, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+    if isinstance(a, (_types.CPointer, _types.Array)) and isinstance(i, _types.Integer) and isinstance(
+            offset, _types.Integer):
+        return _types.none(a, _types.intp, _types.intp), codegen
+    return None
+
+
+JIT = not numba.config.DISABLE_JIT  # compiled (a constant inside compiled code)
+
+if not JIT:
+    def prefetch(a, i, offset):
+        """(plain Python: nothing to prefetch)"""
+else:
+    prefetch = _intrinsic(_prefetch)
+
+
 def _preprocess_fields(self, fields):
     return tuple((name, _types.unliteral(typ)) for name, typ in fields)
 
