@@ -147,6 +147,13 @@ def _prefetch(typingctx, a, i, offset):
 
 JIT = not numba.config.DISABLE_JIT  # compiled (a constant inside compiled code)
 
+if JIT:
+    from numba.cpython.unsafe.numbers import trailing_zeros as lowest_bit  # noqa: E402
+else:
+    def lowest_bit(m):
+        """The index of the lowest set bit of `m` (> 0): a bit set's first member."""
+        return (int(m) & -int(m)).bit_length() - 1
+
 if not JIT:
     def prefetch(a, i, offset):
         """(plain Python: nothing to prefetch)"""

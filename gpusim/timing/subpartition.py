@@ -24,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from gpusim.config.vocab import PORTS, SCHEDULER_POLICIES, STATE, WARP_STATES
-from gpusim.timing.jit import NEVER, njit, struct_type
+from gpusim.timing.jit import NEVER, lowest_bit, njit, struct_type
 from gpusim.timing.warp import QUEUED, WAITING
 
 NPORTS = len(PORTS)
@@ -35,7 +35,9 @@ class SubPartitions(NamedTuple):
     warps: np.ndarray  # (sps, max warps): resident warp slots, oldest first (two_level: priority order)
     nw: np.ndarray
     queued: np.ndarray  # (sps, ports): ready warps per unit
-    open: np.ndarray  # (sps, ports) bool: units free this cycle with ready warps
+    open: np.ndarray  # (sps, ports) bool: units free this cycle with ready warps (read only for `ports`)
+    ports: np.ndarray  # per sub-partition: the set of units with ready warps (bit p: queued[g, p] > 0), so
+    #                    that a cycle's work visits those units only
     seen: np.ndarray  # (sps, ports): cycles each unit was free while warps were ready for it
     free: np.ndarray  # (sps, ports): cycle each unit accepts its next instruction
     next_time: np.ndarray  # the next cycle this sub-partition has anything to do
@@ -75,7 +77,7 @@ def make_subpartitions(cfg, n: int, max_warps: int, pcs: int = 0, log_sms: tuple
     nsp = cfg.sm.subpartitions
     z = lambda *s: np.zeros((n, *s), dtype=np.int64)  # noqa: E731
     s = cfg.scheduler
-    return SubPartitions(z(max_warps), z(), z(NPORTS), np.zeros((n, NPORTS), np.bool_), z(NPORTS), z(NPORTS),
+    return SubPartitions(z(max_warps), z(), z(NPORTS), np.zeros((n, NPORTS), np.bool_), z(), z(NPORTS), z(NPORTS),
                          np.full(n, NEVER, np.int64), np.full(n, -1, np.int64),
                          z(len(WARP_STATES)), z(), z(NPORTS), z(), z(), z(), z(max_warps), z(max_warps), z(),
                          np.zeros((pcs, len(WARP_STATES)), np.int64),
@@ -200,22 +202,25 @@ def begin_cycle(P, W, g, t):
             p = port[w]
             snap[w] = seen[g, p]
             queued[g, p] += 1
+            P.ports[g] |= 1 << p
             lowest = earliest_wake(P, g)
     n_eligible = 0
     busy_until = NEVER  # the earliest a busy unit with ready warps frees
     any_open = False
-    for p in range(NPORTS):
-        open_[g, p] = False
-        if queued[g, p]:
-            f = free[g, p]
-            if f > t:
-                if f < busy_until:
-                    busy_until = f
-            else:
-                seen[g, p] += 1
-                n_eligible += queued[g, p]
-                open_[g, p] = True
-                any_open = True
+    ports = P.ports[g]
+    while ports:
+        p = lowest_bit(ports)
+        ports &= ports - 1
+        f = free[g, p]
+        if f > t:
+            open_[g, p] = False
+            if f < busy_until:
+                busy_until = f
+        else:
+            seen[g, p] += 1
+            n_eligible += queued[g, p]
+            open_[g, p] = True
+            any_open = True
     if not any_open:
         P.next_time[g] = lowest if lowest < busy_until else busy_until
         return False
@@ -231,6 +236,8 @@ def take(P, W, code, g, w, t):
     p = W.port[w]
     pc = W.pc[w]
     P.queued[g, p] -= 1
+    if P.queued[g, p] == 0:
+        P.ports[g] &= ~(1 << p)
     W.where[w] = 0
     if t > W.ready[w]:
         ns = P.seen[g, p] - W.snap[w] - 1
@@ -265,10 +272,13 @@ def log_pick(P, W, code, g, w, t):
 def still_open(P, g, t):
     """After an issue: which ports stay open this cycle (another warp may issue on them)."""
     any_open = False
-    open_, free, queued = P.open, P.free, P.queued
-    for p in range(NPORTS):
+    open_, free = P.open, P.free
+    ports = P.ports[g]
+    while ports:
+        p = lowest_bit(ports)
+        ports &= ports - 1
         if open_[g, p]:
-            if free[g, p] <= t and queued[g, p]:
+            if free[g, p] <= t:
                 any_open = True
             else:
                 open_[g, p] = False
@@ -280,15 +290,17 @@ def end_cycle(P, g, t):
     """The next cycle anything can change here: a waiting warp becoming ready, or a busy unit with
     ready warps freeing (t + 1 if a unit with ready warps is still free)."""
     nxt = earliest_wake(P, g)
-    queued, free = P.queued, P.free
-    for p in range(NPORTS):
-        if queued[g, p]:
-            f = free[g, p]
-            if f <= t:
-                P.next_time[g] = t + 1
-                return
-            if f < nxt:
-                nxt = f
+    free = P.free
+    ports = P.ports[g]
+    while ports:
+        p = lowest_bit(ports)
+        ports &= ports - 1
+        f = free[g, p]
+        if f <= t:
+            P.next_time[g] = t + 1
+            return
+        if f < nxt:
+            nxt = f
     P.next_time[g] = nxt
 
 
