@@ -2,9 +2,9 @@
 and its own execution units (`free[g, port]`: the cycle each unit accepts its next instruction; a
 32-thread warp on a unit of L lanes occupies it ceil(32 / L) cycles). A cycle of a sub-partition:
 
-1. `begin_cycle`: warps whose wait is over (the earliest wakes first: a heap of the waiting warps'
-   wake cycles, so no cycle visits every resident warp) join the ready lists; the units that are free
-   and have ready warps are this cycle's open ports.
+1. `begin_cycle`: warps whose wait is over join the ready lists (the waiting warps are kept in a list
+   with the earliest of their wake cycles, so a cycle in which no wait ends visits none of them); the
+   units that are free and have ready warps are this cycle's open ports.
 2. the scheduler policy picks among the eligible warps (ready, unit free); `take` removes the pick
    from the ready lists and accounts its wait; the SM issues it; with `issue_width` > 1, again while
    ports stay open.
@@ -48,9 +48,10 @@ class SubPartitions(NamedTuple):
     eligible_sum: np.ndarray  # eligible warps summed over cycles
     active_cycles: np.ndarray  # cycles with at least one resident warp
     busy_since: np.ndarray
-    wake_at: np.ndarray  # (sps, max warps): a min-heap of the waiting warps' wake cycles ...
+    wake_at: np.ndarray  # (sps, max warps): the waiting warps' wake cycles (in no order) ...
     wake_w: np.ndarray  # (sps, max warps): ... and which warp each is
-    nwake: np.ndarray  # waiting warps (heap entries)
+    nwake: np.ndarray  # waiting warps
+    soonest: np.ndarray  # the earliest of their wake cycles (NEVER: none waits)
     pc_states: np.ndarray  # (pcs, warp states): warp-cycles by the instruction the warp waited on (per_pc)
     policy: int  # index in vocab.SCHEDULER_POLICIES
     issue_width: int
@@ -80,7 +81,7 @@ def make_subpartitions(cfg, n: int, max_warps: int, pcs: int = 0, log_sms: tuple
     return SubPartitions(z(max_warps), z(), z(NPORTS), np.zeros((n, NPORTS), np.bool_), z(), z(NPORTS), z(NPORTS),
                          np.full(n, NEVER, np.int64), np.full(n, -1, np.int64),
                          z(len(WARP_STATES)), z(), z(NPORTS), z(), z(), z(), z(max_warps), z(max_warps), z(),
-                         np.zeros((pcs, len(WARP_STATES)), np.int64),
+                         np.full(n, NEVER, np.int64), np.zeros((pcs, len(WARP_STATES)), np.int64),
                          SCHEDULER_POLICIES.index(s.policy), s.issue_width, s.active_warps_two_level, pcs > 0,
                          np.zeros((log_entries, 6), np.int64), np.zeros(1, np.int64),
                          log_sms[0] * nsp, log_sms[1] * nsp if log_entries else log_sms[0] * nsp)
@@ -115,50 +116,18 @@ def wait_until(P, W, w, at):
 
 @njit
 def _push_wake(P, g, at, w):
-    keys, ws = P.wake_at, P.wake_w
     i = P.nwake[g]
     P.nwake[g] = i + 1
-    while i > 0:
-        parent = (i - 1) >> 1
-        if keys[g, parent] <= at:
-            break
-        keys[g, i] = keys[g, parent]
-        ws[g, i] = ws[g, parent]
-        i = parent
-    keys[g, i] = at
-    ws[g, i] = w
+    P.wake_at[g, i] = at
+    P.wake_w[g, i] = w
+    if at < P.soonest[g]:
+        P.soonest[g] = at
 
 
 @njit
 def earliest_wake(P, g):
     """The earliest wake cycle of sub-partition `g`'s waiting warps (NEVER: none waits)."""
-    return P.wake_at[g, 0] if P.nwake[g] > 0 else NEVER
-
-
-@njit
-def _pop_wake(P, g):
-    """Remove the earliest waiting warp from the heap and return it."""
-    keys, ws = P.wake_at, P.wake_w
-    top = ws[g, 0]
-    n = P.nwake[g] - 1
-    P.nwake[g] = n
-    at, x = keys[g, n], ws[g, n]
-    i = 0
-    while True:
-        k = 2 * i + 1
-        if k >= n:
-            break
-        if k + 1 < n and keys[g, k + 1] < keys[g, k]:
-            k += 1
-        if keys[g, k] >= at:
-            break
-        keys[g, i] = keys[g, k]
-        ws[g, i] = ws[g, k]
-        i = k
-    if n > 0:
-        keys[g, i] = at
-        ws[g, i] = x
-    return top
+    return P.soonest[g]
 
 
 @njit
@@ -193,17 +162,28 @@ def begin_cycle(P, W, g, t):
     """Move the warps whose wait is over into the ready lists and open this cycle's ports. Returns
     whether any port is open; if none, `next_time` is set."""
     queued, seen, free, open_ = P.queued, P.seen, P.free, P.open
-    lowest = earliest_wake(P, g)
+    lowest = P.soonest[g]
     if lowest <= t:  # (else no waiting warp's wait is over: the ready lists stand)
-        where, port, snap = W.where, W.port, W.snap
-        while lowest <= t:  # the waiting warps in wake order
-            w = _pop_wake(P, g)
-            where[w] = QUEUED
-            p = port[w]
-            snap[w] = seen[g, p]
-            queued[g, p] += 1
-            P.ports[g] |= 1 << p
-            lowest = earliest_wake(P, g)
+        where, port, snap, keys, ws = W.where, W.port, W.snap, P.wake_at, P.wake_w
+        lowest = NEVER
+        keep = 0
+        for i in range(P.nwake[g]):  # (the order they join in changes nothing: `seen` stands meanwhile)
+            at = keys[g, i]
+            w = ws[g, i]
+            if at <= t:
+                where[w] = QUEUED
+                p = port[w]
+                snap[w] = seen[g, p]
+                queued[g, p] += 1
+                P.ports[g] |= 1 << p
+            else:
+                keys[g, keep] = at
+                ws[g, keep] = w
+                keep += 1
+                if at < lowest:
+                    lowest = at
+        P.nwake[g] = keep
+        P.soonest[g] = lowest
     n_eligible = 0
     busy_until = NEVER  # the earliest a busy unit with ready warps frees
     any_open = False
