@@ -265,6 +265,69 @@ class _HeldArrayModel(_models.StructModel):
         super().__init__(dmm, fe_type, members)
 
 
+# Indexing a HeldArray by integers: the element's address from the indices and the strides, without
+# Numba's wrap-around of negative indices (every index the engine uses is a slot, a unit or a count, never
+# negative; a slice or an array index goes the ordinary way). The issue path indexes two-dimensional
+# state (`P.queued[g, p]`, `W.sb_ready[w, r]`) several times per instruction.
+
+import operator as _operator  # noqa: E402
+
+from numba.np import arrayobj as _arrayobj  # noqa: E402
+
+
+def _integer_index(aty, ity):
+    """The index types as a tuple if `ity` indexes one element of `aty` by integers, else None."""
+    tys = tuple(ity) if isinstance(ity, _types.BaseTuple) else (ity,)
+    if len(tys) == aty.ndim and all(isinstance(t, _types.Integer) for t in tys):
+        return tys
+    return None
+
+
+def _element(context, builder, aty, ary, tys, idx):
+    """A pointer to element `idx` (integers of types `tys`, not negative) of HeldArray `ary`."""
+    from llvmlite import ir
+
+    arr = context.make_array(aty)(context, builder, value=ary)
+    idxs = _cgutils.unpack_tuple(builder, idx, len(tys)) if isinstance(idx.type, ir.BaseStructType) or isinstance(
+        idx.type, ir.ArrayType) else [idx]
+    strides = _cgutils.unpack_tuple(builder, arr.strides, aty.ndim)
+    intp = context.get_value_type(_types.intp)
+    offset = ir.Constant(intp, 0)
+    for k, (ty, ix) in enumerate(zip(tys, idxs, strict=True)):
+        if k == aty.ndim - 1 and aty.layout == "C":
+            stride = ir.Constant(intp, context.get_abi_sizeof(context.get_data_type(aty.dtype)))
+        else:
+            stride = strides[k]
+        offset = builder.add(offset, builder.mul(context.cast(builder, ix, ty, _types.intp), stride))
+    i8p = ir.IntType(8).as_pointer()
+    return builder.bitcast(builder.gep(builder.bitcast(arr.data, i8p), [offset]), arr.data.type)
+
+
+@_imputils.lower_builtin(_operator.getitem, HeldArray, _types.Integer)
+@_imputils.lower_builtin(_operator.getitem, HeldArray, _types.BaseTuple)
+def _held_getitem(context, builder, sig, args):
+    aty, ity = sig.args
+    tys = _integer_index(aty, ity)
+    if tys is None:
+        if isinstance(ity, _types.BaseTuple):
+            return _arrayobj.getitem_array_tuple(context, builder, sig, args)
+        return _arrayobj.getitem_arraynd_intp(context, builder, sig, args)
+    ptr = _element(context, builder, aty, args[0], tys, args[1])
+    return _imputils.impl_ret_borrowed(context, builder, sig.return_type,
+                                       _arrayobj.load_item(context, builder, aty, ptr))
+
+
+@_imputils.lower_builtin(_operator.setitem, HeldArray, _types.Any, _types.Any)
+def _held_setitem(context, builder, sig, args):
+    aty, ity, vty = sig.args
+    tys = _integer_index(aty, ity)
+    if tys is None or not isinstance(vty, (_types.Number, _types.Boolean)):
+        return _arrayobj.setitem_array(context, builder, sig, args)
+    ptr = _element(context, builder, aty, args[0], tys, args[1])
+    _arrayobj.store_item(context, builder, aty, context.cast(builder, args[2], vty, aty.dtype), ptr)
+    return context.get_dummy_value()
+
+
 @_intrinsic
 def _fill(typingctx, ref, values):
     """Store the fields of the NamedTuple `values` into the StructRef `ref` (same names, same order).
