@@ -93,10 +93,11 @@ def _prefetch_sm(M, s):
     for w in range(lo, lo + M.sms.max_warps):
         where = W.where[w]
         if where == HELD or (where != OFF and W.ready[w] <= soon):
-            pos = st.pos[W.h[w]]
+            h = W.h[w]
+            pos = st.pos[h]
             prefetch(st.pc, pos, 0)
             prefetch(st.flag, pos, 0)
-            a = st.acc[pos]
+            a = st.acc[pos] if pos < st.end[h] else -1  # (a window issued to its end holds no entry there)
             if a >= 0:
                 prefetch(st.a_lo, a, 0)
                 prefetch(st.a_hi, a, 0)
