@@ -16,7 +16,8 @@ from typing import NamedTuple
 import numpy as np
 
 from gpusim.timing import sm as _sm
-from gpusim.timing.jit import NEVER, njit, struct_type
+from gpusim.timing.jit import JIT, NEVER, njit, prefetch, struct_type
+from gpusim.timing.warp import HELD, OFF
 
 # What `run` returns.
 DONE, REFILL, LIMIT, ERROR, STALLED = 0, 1, 2, 3, 4
@@ -68,6 +69,43 @@ def start(M, E):
         q.all_done[0] = True
 
 
+_SOON = 64  # cycles
+
+
+@njit
+def _prefetch_sm(M, s):
+    """Before SM `s` runs: start loading, all at once, what its warps will read first — their slots'
+    fields and, for each warp that may issue within _SOON cycles or waits at a barrier or for the chip's
+    clock (HELD), its next instruction's stream entry, access plan and scoreboard — rather than one
+    cache miss after another as each warp issues: the other SMs' turns have evicted them (108 SMs'
+    state is far larger than a core's L2). Prefetches are hints: no value changes."""
+    W, st = M.W, M.streams
+    nregs = W.sb_ready.shape[1]
+    lo = s * M.sms.max_warps
+    soon = M.sms.now[0] + _SOON
+    for off in range(0, 8 * M.sms.max_warps, 64):  # (int64 fields, 64-byte lines)
+        prefetch(W.pc, lo, off)
+        prefetch(W.port, lo, off)
+        prefetch(W.where, lo, off)
+        prefetch(W.snap, lo, off)
+        prefetch(W.age, lo, off)
+        prefetch(W.sp, lo, off)
+    for w in range(lo, lo + M.sms.max_warps):
+        where = W.where[w]
+        if where == HELD or (where != OFF and W.ready[w] <= soon):
+            h = W.h[w]
+            pos = st.pos[h]
+            prefetch(st.pc, pos, 0)
+            prefetch(st.flag, pos, 0)
+            a = st.acc[pos] if pos < st.end[h] else -1  # (a window issued to its end holds no entry there)
+            if a >= 0:
+                prefetch(st.a_lo, a, 0)
+                prefetch(st.a_hi, a, 0)
+            for off in range(0, 8 * nregs, 64):
+                prefetch(W.sb_ready, w, off)
+                prefetch(W.sb_reason, w, off)
+
+
 @njit
 def run(M, E):
     """Run until the kernel is done (DONE), the feeder is needed (REFILL), the next event is at or past
@@ -94,6 +132,8 @@ def run(M, E):
             E.on[s] = False
             S_.now[0] = E.time[s]
             E.current[0] = s
+            if JIT:  # (plain Python has no caches to warm)
+                _prefetch_sm(M, s)
         r = _sm.run_sm(M, s, S_.now[0])
         if r == _sm.R_REFILL:
             return REFILL

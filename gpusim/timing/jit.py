@@ -118,6 +118,49 @@ from numba.experimental import structref as _structref  # noqa: E402
 _TYPES: dict[type, type] = {}
 
 
+def _prefetch(typingctx, a, i, offset):
+    """`prefetch(a, i, offset)`: ask the CPU to bring the cache line at byte `offset` past element `i` of
+    `a` (a one-dimensional field, or row i of a larger array) into its caches, without waiting for it
+    (LLVM's llvm.prefetch: a hint, never a fault, no effect on any value)."""
+    def codegen(context, builder, sig, args):
+        from llvmlite import ir
+
+        aty = sig.args[0]
+        i8p = ir.IntType(8).as_pointer()
+        if isinstance(aty, _types.CPointer):
+            base = builder.bitcast(builder.gep(args[0], [args[1]]), i8p)
+        else:
+            arr = context.make_array(aty)(context, builder, value=args[0])
+            stride = builder.extract_value(arr.strides, 0)
+            base = builder.gep(builder.bitcast(arr.data, i8p), [builder.mul(args[1], stride)])
+        addr = builder.gep(base, [args[2]])
+        fn = builder.module.declare_intrinsic("llvm.prefetch", (), ir.FunctionType(
+            ir.VoidType(), [i8p, ir.IntType(32), ir.IntType(32), ir.IntType(32)]))
+        i32 = ir.IntType(32)
+        builder.call(fn, [addr, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+    if isinstance(a, (_types.CPointer, _types.Array)) and isinstance(i, _types.Integer) and isinstance(
+            offset, _types.Integer):
+        return _types.none(a, _types.intp, _types.intp), codegen
+    return None
+
+
+JIT = not numba.config.DISABLE_JIT  # compiled (a constant inside compiled code)
+
+if JIT:
+    from numba.cpython.unsafe.numbers import trailing_zeros as lowest_bit  # noqa: E402
+else:
+    def lowest_bit(m):
+        """The index of the lowest set bit of `m` (> 0): a bit set's first member."""
+        return (int(m) & -int(m)).bit_length() - 1
+
+if not JIT:
+    def prefetch(a, i, offset):
+        """(plain Python: nothing to prefetch)"""
+else:
+    prefetch = _intrinsic(_prefetch)
+
+
 def _preprocess_fields(self, fields):
     return tuple((name, _types.unliteral(typ)) for name, typ in fields)
 
@@ -220,6 +263,69 @@ class _HeldArrayModel(_models.StructModel):
                    ("data", _types.CPointer(fe_type.dtype)), ("shape", _types.UniTuple(_types.intp, ndim)),
                    ("strides", _types.UniTuple(_types.intp, ndim))]
         super().__init__(dmm, fe_type, members)
+
+
+# Indexing a HeldArray by integers: the element's address from the indices and the strides, without
+# Numba's wrap-around of negative indices (every index the engine uses is a slot, a unit or a count, never
+# negative; a slice or an array index goes the ordinary way). The issue path indexes two-dimensional
+# state (`P.queued[g, p]`, `W.sb_ready[w, r]`) several times per instruction.
+
+import operator as _operator  # noqa: E402
+
+from numba.np import arrayobj as _arrayobj  # noqa: E402
+
+
+def _integer_index(aty, ity):
+    """The index types as a tuple if `ity` indexes one element of `aty` by integers, else None."""
+    tys = tuple(ity) if isinstance(ity, _types.BaseTuple) else (ity,)
+    if len(tys) == aty.ndim and all(isinstance(t, _types.Integer) for t in tys):
+        return tys
+    return None
+
+
+def _element(context, builder, aty, ary, tys, idx):
+    """A pointer to element `idx` (integers of types `tys`, not negative) of HeldArray `ary`."""
+    from llvmlite import ir
+
+    arr = context.make_array(aty)(context, builder, value=ary)
+    idxs = _cgutils.unpack_tuple(builder, idx, len(tys)) if isinstance(idx.type, ir.BaseStructType) or isinstance(
+        idx.type, ir.ArrayType) else [idx]
+    strides = _cgutils.unpack_tuple(builder, arr.strides, aty.ndim)
+    intp = context.get_value_type(_types.intp)
+    offset = ir.Constant(intp, 0)
+    for k, (ty, ix) in enumerate(zip(tys, idxs, strict=True)):
+        if k == aty.ndim - 1 and aty.layout == "C":
+            stride = ir.Constant(intp, context.get_abi_sizeof(context.get_data_type(aty.dtype)))
+        else:
+            stride = strides[k]
+        offset = builder.add(offset, builder.mul(context.cast(builder, ix, ty, _types.intp), stride))
+    i8p = ir.IntType(8).as_pointer()
+    return builder.bitcast(builder.gep(builder.bitcast(arr.data, i8p), [offset]), arr.data.type)
+
+
+@_imputils.lower_builtin(_operator.getitem, HeldArray, _types.Integer)
+@_imputils.lower_builtin(_operator.getitem, HeldArray, _types.BaseTuple)
+def _held_getitem(context, builder, sig, args):
+    aty, ity = sig.args
+    tys = _integer_index(aty, ity)
+    if tys is None:
+        if isinstance(ity, _types.BaseTuple):
+            return _arrayobj.getitem_array_tuple(context, builder, sig, args)
+        return _arrayobj.getitem_arraynd_intp(context, builder, sig, args)
+    ptr = _element(context, builder, aty, args[0], tys, args[1])
+    return _imputils.impl_ret_borrowed(context, builder, sig.return_type,
+                                       _arrayobj.load_item(context, builder, aty, ptr))
+
+
+@_imputils.lower_builtin(_operator.setitem, HeldArray, _types.Any, _types.Any)
+def _held_setitem(context, builder, sig, args):
+    aty, ity, vty = sig.args
+    tys = _integer_index(aty, ity)
+    if tys is None or not isinstance(vty, (_types.Number, _types.Boolean)):
+        return _arrayobj.setitem_array(context, builder, sig, args)
+    ptr = _element(context, builder, aty, args[0], tys, args[1])
+    _arrayobj.store_item(context, builder, aty, context.cast(builder, args[2], vty, aty.dtype), ptr)
+    return context.get_dummy_value()
 
 
 @_intrinsic

@@ -2,9 +2,9 @@
 and its own execution units (`free[g, port]`: the cycle each unit accepts its next instruction; a
 32-thread warp on a unit of L lanes occupies it ceil(32 / L) cycles). A cycle of a sub-partition:
 
-1. `begin_cycle`: warps whose wait is over (the earliest wakes first: a heap of the waiting warps'
-   wake cycles, so no cycle visits every resident warp) join the ready lists; the units that are free
-   and have ready warps are this cycle's open ports.
+1. `begin_cycle`: warps whose wait is over join the ready lists (the waiting warps are kept in a list
+   with the earliest of their wake cycles, so a cycle in which no wait ends visits none of them); the
+   units that are free and have ready warps are this cycle's open ports.
 2. the scheduler policy picks among the eligible warps (ready, unit free); `take` removes the pick
    from the ready lists and accounts its wait; the SM issues it; with `issue_width` > 1, again while
    ports stay open.
@@ -24,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from gpusim.config.vocab import PORTS, SCHEDULER_POLICIES, STATE, WARP_STATES
-from gpusim.timing.jit import NEVER, njit, struct_type
+from gpusim.timing.jit import NEVER, lowest_bit, njit, struct_type
 from gpusim.timing.warp import QUEUED, WAITING
 
 NPORTS = len(PORTS)
@@ -35,7 +35,9 @@ class SubPartitions(NamedTuple):
     warps: np.ndarray  # (sps, max warps): resident warp slots, oldest first (two_level: priority order)
     nw: np.ndarray
     queued: np.ndarray  # (sps, ports): ready warps per unit
-    open: np.ndarray  # (sps, ports) bool: units free this cycle with ready warps
+    open: np.ndarray  # (sps, ports) bool: units free this cycle with ready warps (read only for `ports`)
+    ports: np.ndarray  # per sub-partition: the set of units with ready warps (bit p: queued[g, p] > 0), so
+    #                    that a cycle's work visits those units only
     seen: np.ndarray  # (sps, ports): cycles each unit was free while warps were ready for it
     free: np.ndarray  # (sps, ports): cycle each unit accepts its next instruction
     next_time: np.ndarray  # the next cycle this sub-partition has anything to do
@@ -46,9 +48,10 @@ class SubPartitions(NamedTuple):
     eligible_sum: np.ndarray  # eligible warps summed over cycles
     active_cycles: np.ndarray  # cycles with at least one resident warp
     busy_since: np.ndarray
-    wake_at: np.ndarray  # (sps, max warps): a min-heap of the waiting warps' wake cycles ...
+    wake_at: np.ndarray  # (sps, max warps): the waiting warps' wake cycles (in no order) ...
     wake_w: np.ndarray  # (sps, max warps): ... and which warp each is
-    nwake: np.ndarray  # waiting warps (heap entries)
+    nwake: np.ndarray  # waiting warps
+    soonest: np.ndarray  # the earliest of their wake cycles (NEVER: none waits)
     pc_states: np.ndarray  # (pcs, warp states): warp-cycles by the instruction the warp waited on (per_pc)
     policy: int  # index in vocab.SCHEDULER_POLICIES
     issue_width: int
@@ -75,10 +78,10 @@ def make_subpartitions(cfg, n: int, max_warps: int, pcs: int = 0, log_sms: tuple
     nsp = cfg.sm.subpartitions
     z = lambda *s: np.zeros((n, *s), dtype=np.int64)  # noqa: E731
     s = cfg.scheduler
-    return SubPartitions(z(max_warps), z(), z(NPORTS), np.zeros((n, NPORTS), np.bool_), z(NPORTS), z(NPORTS),
+    return SubPartitions(z(max_warps), z(), z(NPORTS), np.zeros((n, NPORTS), np.bool_), z(), z(NPORTS), z(NPORTS),
                          np.full(n, NEVER, np.int64), np.full(n, -1, np.int64),
                          z(len(WARP_STATES)), z(), z(NPORTS), z(), z(), z(), z(max_warps), z(max_warps), z(),
-                         np.zeros((pcs, len(WARP_STATES)), np.int64),
+                         np.full(n, NEVER, np.int64), np.zeros((pcs, len(WARP_STATES)), np.int64),
                          SCHEDULER_POLICIES.index(s.policy), s.issue_width, s.active_warps_two_level, pcs > 0,
                          np.zeros((log_entries, 6), np.int64), np.zeros(1, np.int64),
                          log_sms[0] * nsp, log_sms[1] * nsp if log_entries else log_sms[0] * nsp)
@@ -113,50 +116,18 @@ def wait_until(P, W, w, at):
 
 @njit
 def _push_wake(P, g, at, w):
-    keys, ws = P.wake_at, P.wake_w
     i = P.nwake[g]
     P.nwake[g] = i + 1
-    while i > 0:
-        parent = (i - 1) >> 1
-        if keys[g, parent] <= at:
-            break
-        keys[g, i] = keys[g, parent]
-        ws[g, i] = ws[g, parent]
-        i = parent
-    keys[g, i] = at
-    ws[g, i] = w
+    P.wake_at[g, i] = at
+    P.wake_w[g, i] = w
+    if at < P.soonest[g]:
+        P.soonest[g] = at
 
 
 @njit
 def earliest_wake(P, g):
     """The earliest wake cycle of sub-partition `g`'s waiting warps (NEVER: none waits)."""
-    return P.wake_at[g, 0] if P.nwake[g] > 0 else NEVER
-
-
-@njit
-def _pop_wake(P, g):
-    """Remove the earliest waiting warp from the heap and return it."""
-    keys, ws = P.wake_at, P.wake_w
-    top = ws[g, 0]
-    n = P.nwake[g] - 1
-    P.nwake[g] = n
-    at, x = keys[g, n], ws[g, n]
-    i = 0
-    while True:
-        k = 2 * i + 1
-        if k >= n:
-            break
-        if k + 1 < n and keys[g, k + 1] < keys[g, k]:
-            k += 1
-        if keys[g, k] >= at:
-            break
-        keys[g, i] = keys[g, k]
-        ws[g, i] = ws[g, k]
-        i = k
-    if n > 0:
-        keys[g, i] = at
-        ws[g, i] = x
-    return top
+    return P.soonest[g]
 
 
 @njit
@@ -191,31 +162,45 @@ def begin_cycle(P, W, g, t):
     """Move the warps whose wait is over into the ready lists and open this cycle's ports. Returns
     whether any port is open; if none, `next_time` is set."""
     queued, seen, free, open_ = P.queued, P.seen, P.free, P.open
-    lowest = earliest_wake(P, g)
+    lowest = P.soonest[g]
     if lowest <= t:  # (else no waiting warp's wait is over: the ready lists stand)
-        where, port, snap = W.where, W.port, W.snap
-        while lowest <= t:  # the waiting warps in wake order
-            w = _pop_wake(P, g)
-            where[w] = QUEUED
-            p = port[w]
-            snap[w] = seen[g, p]
-            queued[g, p] += 1
-            lowest = earliest_wake(P, g)
+        where, port, snap, keys, ws = W.where, W.port, W.snap, P.wake_at, P.wake_w
+        lowest = NEVER
+        keep = 0
+        for i in range(P.nwake[g]):  # (the order they join in changes nothing: `seen` stands meanwhile)
+            at = keys[g, i]
+            w = ws[g, i]
+            if at <= t:
+                where[w] = QUEUED
+                p = port[w]
+                snap[w] = seen[g, p]
+                queued[g, p] += 1
+                P.ports[g] |= 1 << p
+            else:
+                keys[g, keep] = at
+                ws[g, keep] = w
+                keep += 1
+                if at < lowest:
+                    lowest = at
+        P.nwake[g] = keep
+        P.soonest[g] = lowest
     n_eligible = 0
     busy_until = NEVER  # the earliest a busy unit with ready warps frees
     any_open = False
-    for p in range(NPORTS):
-        open_[g, p] = False
-        if queued[g, p]:
-            f = free[g, p]
-            if f > t:
-                if f < busy_until:
-                    busy_until = f
-            else:
-                seen[g, p] += 1
-                n_eligible += queued[g, p]
-                open_[g, p] = True
-                any_open = True
+    ports = P.ports[g]
+    while ports:
+        p = lowest_bit(ports)
+        ports &= ports - 1
+        f = free[g, p]
+        if f > t:
+            open_[g, p] = False
+            if f < busy_until:
+                busy_until = f
+        else:
+            seen[g, p] += 1
+            n_eligible += queued[g, p]
+            open_[g, p] = True
+            any_open = True
     if not any_open:
         P.next_time[g] = lowest if lowest < busy_until else busy_until
         return False
@@ -231,6 +216,8 @@ def take(P, W, code, g, w, t):
     p = W.port[w]
     pc = W.pc[w]
     P.queued[g, p] -= 1
+    if P.queued[g, p] == 0:
+        P.ports[g] &= ~(1 << p)
     W.where[w] = 0
     if t > W.ready[w]:
         ns = P.seen[g, p] - W.snap[w] - 1
@@ -265,10 +252,13 @@ def log_pick(P, W, code, g, w, t):
 def still_open(P, g, t):
     """After an issue: which ports stay open this cycle (another warp may issue on them)."""
     any_open = False
-    open_, free, queued = P.open, P.free, P.queued
-    for p in range(NPORTS):
+    open_, free = P.open, P.free
+    ports = P.ports[g]
+    while ports:
+        p = lowest_bit(ports)
+        ports &= ports - 1
         if open_[g, p]:
-            if free[g, p] <= t and queued[g, p]:
+            if free[g, p] <= t:
                 any_open = True
             else:
                 open_[g, p] = False
@@ -280,15 +270,17 @@ def end_cycle(P, g, t):
     """The next cycle anything can change here: a waiting warp becoming ready, or a busy unit with
     ready warps freeing (t + 1 if a unit with ready warps is still free)."""
     nxt = earliest_wake(P, g)
-    queued, free = P.queued, P.free
-    for p in range(NPORTS):
-        if queued[g, p]:
-            f = free[g, p]
-            if f <= t:
-                P.next_time[g] = t + 1
-                return
-            if f < nxt:
-                nxt = f
+    free = P.free
+    ports = P.ports[g]
+    while ports:
+        p = lowest_bit(ports)
+        ports &= ports - 1
+        f = free[g, p]
+        if f <= t:
+            P.next_time[g] = t + 1
+            return
+        if f < nxt:
+            nxt = f
     P.next_time[g] = nxt
 
 
