@@ -101,6 +101,16 @@ class StepChunk:
     finished: np.ndarray  # (W,) bool
 
 
+def _joined(steps: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Recorded steps (pc, G, packed masks, rows) joined in issue order: each step's warp count, and per
+    entry its warp, pc and mask."""
+    sizes = np.fromiter((g.size for _, g, _, _ in steps), dtype=np.int64, count=len(steps))
+    G = np.concatenate([g for _, g, _, _ in steps])
+    pcs = np.repeat(np.fromiter((pc for pc, _, _, _ in steps), dtype=np.int32, count=len(steps)), sizes)
+    masks = np.concatenate([m for _, _, m, _ in steps])
+    return sizes, G, pcs, masks
+
+
 class BatchRecorder:
     """Collects, step by step, which warps of a batch issued which pc with which masks."""
 
@@ -140,10 +150,7 @@ class BatchRecorder:
         if not steps:
             off = np.zeros(W + 1, dtype=np.int64)
             return StreamChunk(np.zeros(0, np.int32), np.zeros(0, np.uint64), off, None, finished.copy())
-        sizes = np.fromiter((g.size for _, g, _, _ in steps), dtype=np.int64, count=len(steps))
-        G = np.concatenate([g for _, g, _, _ in steps])
-        pcs = np.repeat(np.fromiter((pc for pc, _, _, _ in steps), dtype=np.int32, count=len(steps)), sizes)
-        masks = np.concatenate([m for _, _, m, _ in steps])
+        sizes, G, pcs, masks = _joined(steps)
         order = np.argsort(G, kind="stable")  # by warp, each warp's steps in issue order
         per_warp = np.bincount(G, minlength=W)
         off = np.zeros(W + 1, dtype=np.int64)
@@ -176,10 +183,7 @@ class BatchRecorder:
         if not steps:
             return StepChunk(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.uint64), None, None,
                              finished.copy())
-        sizes = np.fromiter((g.size for _, g, _, _ in steps), dtype=np.int64, count=len(steps))
-        G = np.concatenate([g for _, g, _, _ in steps])
-        pcs = np.repeat(np.fromiter((pc for pc, _, _, _ in steps), dtype=np.int32, count=len(steps)), sizes)
-        masks = np.concatenate([m for _, _, m, _ in steps])
+        sizes, G, pcs, masks = _joined(steps)
         self.counts += np.bincount(G, minlength=W)
         mem_steps = [k for k, st in enumerate(steps) if st[3] is not None]
         rows = entries = None
