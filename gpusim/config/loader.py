@@ -104,13 +104,14 @@ def load_config(name_or_path: str | os.PathLike,
         raise ConfigError(f"moves {exc.field} with it: {exc.reason}", file=OVERRIDE_FILE,
                           field=moved[exc.field][1]) from None
     if not overrides and stamp is not None:
-        _AS_FILED[stamp] = cfg
+        _AS_FILED[stamp[0]] = (stamp[1], cfg)
     return cfg
 
 
-# (path, mtime_ns) -> the Config loaded from that version of the file without overrides (Configs are
-# frozen): `config_overrides` compares with it instead of loading the file again
-_AS_FILED: dict[tuple[str, int], Config] = {}
+# path -> (mtime_ns, the Config loaded from that version of the file without overrides; Configs are
+# frozen): `config_overrides` compares with it instead of loading the file again. One entry per file:
+# a newer version replaces the older one
+_AS_FILED: dict[str, tuple[int, Config]] = {}
 
 
 def _get(data: dict, path: str) -> Any:
@@ -149,8 +150,8 @@ def config_overrides(cfg: Any) -> dict[str, Any]:
 @functools.lru_cache(maxsize=16)
 def _file_config(path: str, mtime_ns: int) -> dict[str, Any]:
     """A config file as loaded without overrides (to_dict), once per version of the file."""
-    cfg = _AS_FILED.get((path, mtime_ns))
-    return (cfg if cfg is not None else load_config(path)).to_dict()
+    stamp, cfg = _AS_FILED.get(path, (None, None))
+    return (cfg if stamp == mtime_ns else load_config(path)).to_dict()
 
 
 def _config_name(path: Path) -> str:

@@ -72,3 +72,15 @@ def test_config_overrides_compares_with_the_file_as_it_is_now(tmp_path):
     st = os.stat(f)
     os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
     assert L.config_overrides(plain) == {"chip.sm_count": 100}
+
+
+def test_the_configs_kept_as_filed_are_one_per_file_whatever_its_versions(tmp_path):
+    f = tmp_path / "mine.yaml"
+    for i, n in enumerate((100, 80, 60)):
+        f.write_text(f"extends: a100\nchip:\n  sm_count: {n}\n")
+        st = os.stat(f)
+        os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns + (i + 1) * 10**9))  # a new version each time
+        cfg = L.load_config(f)
+        assert L.config_overrides(cfg) == {}
+    kept = [key for key in L._AS_FILED if key == str(f)]
+    assert kept == [str(f)] and L._AS_FILED[str(f)][1].chip.sm_count == 60

@@ -7,13 +7,15 @@
 #   dmon.txt           nvidia-smi dmon -s pc while the programs run (1 s samples of clocks and power)
 #   microbench.jsonl   microbench.cu's JSON lines
 #   kernels.jsonl      kernels.cu's JSON lines
+#   block_life.jsonl   block_life.cu's JSON lines (how a block ends: shuffle latency, the gap between
+#                      blocks on an SM, blocks overlapping after their warps 1-7 exit; issue 34)
 #   sass.txt.gz        cuobjdump --dump-sass of both programs (to count the instructions in each chain)
 #
 # Usage: validation/cuda/run_h200.sh [BINDIR]
 #   BINDIR: a folder with prebuilt `microbench` and `kernels` (built with -O3 -arch=sm_90); they are
 #   used when a properties-only probe runs, else both are rebuilt here with nvcc.
-# Environment: OUT (output folder), MB_TIMEOUT / K_TIMEOUT (seconds per program; 150 / 120),
-#   PROGRAMS ("microbench kernels": the programs to run), DRY_RUN=1 (print the steps, run nothing
+# Environment: OUT (output folder), MB_TIMEOUT / K_TIMEOUT / BL_TIMEOUT (seconds per program; 150 /
+#   120 / 60), PROGRAMS ("microbench kernels block_life": the programs to run), DRY_RUN=1 (print the steps, run nothing
 #   that needs a GPU).
 # Never changes clocks, power limits or any other GPU setting.
 set -u
@@ -22,8 +24,9 @@ BINDIR="${1:-}"
 OUT="${OUT:-$PWD/h200-out}"
 MB_TIMEOUT="${MB_TIMEOUT:-150}"
 K_TIMEOUT="${K_TIMEOUT:-120}"
+BL_TIMEOUT="${BL_TIMEOUT:-60}"
 DRY="${DRY_RUN:-0}"
-PROGRAMS="${PROGRAMS:-microbench kernels}"
+PROGRAMS="${PROGRAMS:-microbench kernels block_life}"
 mkdir -p "$OUT"
 LOG="$OUT/log.txt"
 : > "$LOG"
@@ -80,7 +83,12 @@ else
   wait $p1
   MB="$BUILD/microbench"; KB="$BUILD/kernels"
 fi
-log "binaries: $MB $KB ($(( $(date +%s) - T0 )) s so far)"
+BL="$BUILD/block_life"
+case " $PROGRAMS " in *" block_life "*)
+  if [ -n "$BINDIR" ] && [ -x "$BINDIR/block_life" ] && [ "$use_prebuilt" = 1 ]; then BL="$BINDIR/block_life"
+  else run nvcc -O3 -arch=sm_90 -o "$BL" "$HERE/block_life.cu" >> "$LOG" 2>&1; fi;;
+esac
+log "binaries: $MB $KB $BL ($(( $(date +%s) - T0 )) s so far)"
 
 # 2. clocks and power sampled once a second while the programs run
 DMON_PID=""
@@ -90,7 +98,7 @@ if [ "$DRY" != 1 ] && command -v nvidia-smi > /dev/null; then
 fi
 
 # 3. the programs (each under its own time limit; their JSON lines are flushed as they go)
-: > "$OUT/microbench.jsonl"; : > "$OUT/kernels.jsonl"
+: > "$OUT/microbench.jsonl"; : > "$OUT/kernels.jsonl"; : > "$OUT/block_life.jsonl"
 case " $PROGRAMS " in *" microbench "*)
   smi before_microbench
   run timeout "$MB_TIMEOUT" "$MB" > "$OUT/microbench.jsonl" 2>> "$LOG"
@@ -104,12 +112,20 @@ case " $PROGRAMS " in *" kernels "*)
   smi after_kernels;;
 esac
 
+case " $PROGRAMS " in *" block_life "*)
+  smi before_block_life
+  run timeout "$BL_TIMEOUT" "$BL" > "$OUT/block_life.jsonl" 2>> "$LOG"
+  log "block_life rc=$? ($(( $(date +%s) - T0 )) s so far)"
+  smi after_block_life;;
+esac
+
 if [ -n "$DMON_PID" ]; then kill "$DMON_PID" 2> /dev/null; wait "$DMON_PID" 2> /dev/null; fi
 
 # 4. disassembly (costs no GPU time; cuobjdump is on the device image)
 if [ "$DRY" != 1 ]; then
   if command -v cuobjdump > /dev/null; then
-    { echo "=== microbench"; cuobjdump --dump-sass "$MB"; echo "=== kernels"; cuobjdump --dump-sass "$KB"; } 2>&1 | gzip -9 > "$OUT/sass.txt.gz"
+    { echo "=== microbench"; cuobjdump --dump-sass "$MB"; echo "=== kernels"; cuobjdump --dump-sass "$KB"
+      if [ -x "$BL" ]; then echo "=== block_life"; cuobjdump --dump-sass "$BL"; fi; } 2>&1 | gzip -9 > "$OUT/sass.txt.gz"
   else
     log "no cuobjdump"
   fi
@@ -124,7 +140,7 @@ log "done in $(( $(date +%s) - T0 )) s"
 # the last lines of each program, for the caller's output tail
 if [ "$DRY" != 1 ]; then
   echo "--- microbench: $(wc -l < "$OUT/microbench.jsonl") lines; kernels: $(wc -l < "$OUT/kernels.jsonl") lines"
-  grep -h '"error"\|"ok": false' "$OUT/microbench.jsonl" "$OUT/kernels.jsonl" | head -20
-  tail -n 3 "$OUT/microbench.jsonl"; tail -n 2 "$OUT/kernels.jsonl"
+  grep -h '"error"\|"ok": false' "$OUT/microbench.jsonl" "$OUT/kernels.jsonl" "$OUT/block_life.jsonl" | head -20
+  tail -n 3 "$OUT/microbench.jsonl"; tail -n 2 "$OUT/kernels.jsonl"; cat "$OUT/block_life.jsonl"
   cat "$OUT/smi.csv"
 fi
