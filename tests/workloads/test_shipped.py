@@ -97,3 +97,17 @@ def test_matmul_tiled_matches_naive():
     assert abs(a.outputs["C"] - b.outputs["C"]).max() < 1e-4
     # tiling cuts global loads: 2 per fma naive, 2 per 16 fmas tiled
     assert a.result.stats.to_dict() != b.result.stats.to_dict()
+
+
+def test_histogram_bytes_drawn_in_chunks_are_those_of_one_draw():
+    # reference.py draws the bytes CHUNK at a time; numpy's Generator draws in sequence, so the values are
+    # those of one draw of n (fails if a chunk restarts the stream, or the clip or the cast differ)
+    import numpy as np
+
+    wl = load_workload("histogram")
+    chunk = 1 << 22
+    for n in (1000, chunk, chunk + 1, 2 * chunk + 77):
+        data = wl.inputs({"n": n}, seed=5)["data"]
+        once = np.minimum(np.random.default_rng(5).exponential(48.0, n), 255).astype(np.uint8)
+        assert data.dtype == np.uint8 and data.shape == (n,)
+        assert np.array_equal(data, once)
