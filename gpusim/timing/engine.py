@@ -86,12 +86,13 @@ def _prefetch_sm(M, s):
     mw = S_.max_warps
     lo = s * mw
     soon = S_.now[0] + _SOON
-    for off in range(0, 8 * mw, 64):  # (int64 fields, 64-byte lines)
-        prefetch(W.pc, lo, off)
+    for off in range(0, 8 * mw, 64):  # (64-byte lines)
+        prefetch(W.snap, lo, off)  # (int64 fields)
+        prefetch(W.age, lo, off)
+    for off in range(0, 4 * mw, 64):
+        prefetch(W.pc, lo, off)  # (int32 fields)
         prefetch(W.port, lo, off)
         prefetch(W.where, lo, off)
-        prefetch(W.snap, lo, off)
-        prefetch(W.age, lo, off)
         prefetch(W.sp, lo, off)
     g0 = s * S_.nsp
     for g in range(g0, g0 + S_.nsp):
@@ -113,8 +114,9 @@ def _prefetch_sm(M, s):
             prefetch(st.flag, pos, 0)
             prefetch(st.acc, pos, 0)
             for off in range(0, 8 * nregs, 64):
-                prefetch(W.sb_ready, w, off)
-                prefetch(W.sb_reason, w, off)
+                prefetch(W.sb_ready, w, off)  # (int64)
+            prefetch(W.sb_reason, w, 0)  # (int8: the row's first and last byte)
+            prefetch(W.sb_reason, w, nregs - 1)
     for w in range(lo, lo + mw):
         where = W.where[w]
         if where == HELD or (where != OFF and W.ready[w] <= soon):
