@@ -75,35 +75,57 @@ _SOON = 64  # cycles
 @njit
 def _prefetch_sm(M, s):
     """Before SM `s` runs: start loading, all at once, what its warps will read first — their slots'
-    fields and, for each warp that may issue within _SOON cycles or waits at a barrier or for the chip's
-    clock (HELD), its next instruction's stream entry, access plan and scoreboard — rather than one
-    cache miss after another as each warp issues: the other SMs' turns have evicted them (108 SMs'
-    state is far larger than a core's L2). Prefetches are hints: no value changes."""
-    W, st = M.W, M.streams
+    fields, its sub-partitions' rows and, for each warp that may issue within _SOON cycles or waits at a
+    barrier or for the chip's clock (HELD), its next instruction's stream entry, access plan and
+    scoreboard — rather than one cache miss after another as each warp issues: the other SMs' turns have
+    evicted them (108 SMs' state is far larger than a core's L2). Prefetches are hints: no value changes.
+    Two passes over the warps: a warp's access plan is found through its stream entry, so the first pass
+    asks for every entry and the second, once they are on their way, reads them for the plans."""
+    W, st, P, S_ = M.W, M.streams, M.P, M.sms
     nregs = W.sb_ready.shape[1]
-    lo = s * M.sms.max_warps
-    soon = M.sms.now[0] + _SOON
-    for off in range(0, 8 * M.sms.max_warps, 64):  # (int64 fields, 64-byte lines)
-        prefetch(W.pc, lo, off)
+    mw = S_.max_warps
+    lo = s * mw
+    soon = S_.now[0] + _SOON
+    for off in range(0, 8 * mw, 64):  # (64-byte lines)
+        prefetch(W.snap, lo, off)  # (int64 fields)
+        prefetch(W.age, lo, off)
+    for off in range(0, 4 * mw, 64):
+        prefetch(W.pc, lo, off)  # (int32 fields)
         prefetch(W.port, lo, off)
         prefetch(W.where, lo, off)
-        prefetch(W.snap, lo, off)
-        prefetch(W.age, lo, off)
         prefetch(W.sp, lo, off)
-    for w in range(lo, lo + M.sms.max_warps):
+    g0 = s * S_.nsp
+    for g in range(g0, g0 + S_.nsp):
+        prefetch(P.queued, g, 0)
+        prefetch(P.open, g, 0)
+        prefetch(P.seen, g, 0)
+        prefetch(P.free, g, 0)
+        prefetch(P.busy, g, 0)
+        prefetch(P.states, g, 0)
+        prefetch(P.warps, g, 0)
+        prefetch(P.wake_at, g, 0)
+        prefetch(P.wake_w, g, 0)
+    for w in range(lo, lo + mw):
         where = W.where[w]
         if where == HELD or (where != OFF and W.ready[w] <= soon):
             h = W.h[w]
             pos = st.pos[h]
             prefetch(st.pc, pos, 0)
             prefetch(st.flag, pos, 0)
+            prefetch(st.acc, pos, 0)
+            for off in range(0, 8 * nregs, 64):
+                prefetch(W.sb_ready, w, off)  # (int64)
+            prefetch(W.sb_reason, w, 0)  # (int8: the row's first and last byte)
+            prefetch(W.sb_reason, w, nregs - 1)
+    for w in range(lo, lo + mw):
+        where = W.where[w]
+        if where == HELD or (where != OFF and W.ready[w] <= soon):
+            h = W.h[w]
+            pos = st.pos[h]
             a = st.acc[pos] if pos < st.end[h] else -1  # (a window issued to its end holds no entry there)
             if a >= 0:
                 prefetch(st.a_lo, a, 0)
                 prefetch(st.a_hi, a, 0)
-            for off in range(0, 8 * nregs, 64):
-                prefetch(W.sb_ready, w, off)
-                prefetch(W.sb_reason, w, off)
 
 
 @njit

@@ -47,10 +47,13 @@ CP_GROUPS = 8  # committed copy groups tracked one by one per warp (wait_group t
 
 
 def make_warps(slots: int, nregs: int) -> Warps:
+    """Cycles are 64-bit; what is small (a pc, a port, a place, a sub-partition, a block slot, a count, a warp
+    state) is 32- or 8-bit: an SM's turn reads fewer cache lines (docs/bench.md, 2026-12-06, night)."""
     z = lambda: np.zeros(slots, dtype=np.int64)  # noqa: E731
-    return Warps(z(), z(), z(), z(), z(), z(), z(), z(), z(), z(), z(), z(), z(), z(),
-                 np.zeros((slots, nregs), np.int64), np.zeros((slots, nregs), np.int64),
-                 z(), np.zeros((slots, CP_GROUPS), np.int64), z())
+    i = lambda: np.zeros(slots, dtype=np.int32)  # noqa: E731
+    return Warps(z(), i(), i(), z(), z(), i(), z(), z(), i(), i(), i(), z(), z(), z(),
+                 np.zeros((slots, nregs), np.int64), np.zeros((slots, nregs), np.int8),
+                 z(), np.zeros((slots, CP_GROUPS), np.int64), i())
 
 
 @njit
