@@ -343,10 +343,14 @@ class PtxOps:
         shift = t.bytes.bit_length() - 1  # byte offset -> index of the (first) element
 
         def lane_addresses(lanes) -> np.ndarray:
-            """Per-lane byte addresses of the executing lanes (recorded for the timing model)."""
-            a = base[lanes].astype(np.int64) + offset if base is not None else np.full(_count(lanes, b), offset)
+            """Per-lane byte addresses of the executing lanes (recorded for the timing model: the array is
+            the recorder's, never written again)."""
+            if base is None:
+                a = np.full(_count(lanes, b), offset)
+            else:  # (one pass: the register's values widened to int64 as they are added)
+                a = np.add(base[lanes], offset, dtype=np.int64, casting="unsafe")
             if rec is not None:
-                rec.memory(a)
+                rec.memory(a, copy=False)
             return a
 
         if space == "global":
@@ -355,12 +359,14 @@ class PtxOps:
             view = buf.view(t.dtype) if buf.size % t.bytes == 0 else None
 
             def addresses(lanes):
-                return self._global_offsets(b, ins, lanes, lane_addresses(lanes), width) >> shift
+                off = self._global_offsets(b, ins, lanes, lane_addresses(lanes), width)
+                return np.right_shift(off, shift, out=off)  # (a fresh array: shifted in place)
         else:
             view = b.smem.view(t.dtype)
 
             def addresses(lanes):
-                return self._shared_offsets(b, ins, lanes, lane_addresses(lanes), width) >> shift
+                off = self._shared_offsets(b, ins, lanes, lane_addresses(lanes), width)
+                return np.right_shift(off, shift, out=off)
 
         if op == "ld" and vec > 1:
             writes = [self._writer(d, b, t.dtype) for d in ins.dsts]

@@ -515,7 +515,7 @@ class WarpScheduler:
         """Byte offsets in global memory's buffer of the executing lanes' `width`-byte accesses at addresses `a`,
         each checked for alignment and against the allocations (a fault names the first bad lane)."""
         mem = self.memory
-        if width > 1:
+        if width > 1 and not _aligned(a, width):
             mis = (a & (width - 1)) if width & (width - 1) == 0 else a % width
             if mis.any():
                 bad = int(np.flatnonzero(mis)[0])
@@ -531,7 +531,11 @@ class WarpScheduler:
         """Byte offsets in the batch's shared memory of the executing lanes' `width`-byte accesses at addresses
         `a` of their block's shared window, each checked for alignment and bounds."""
         size = b.smem_size
-        # (as unsigned, a negative address is huge: one comparison checks both ends)
+        # (as unsigned, a negative address is huge: one comparison checks both ends; the usual access, every
+        # lane in bounds and aligned, is told by two reductions, without a mask)
+        if size >= width and (a.size == 0 or (a.view(np.uint64).max() <= np.uint64(size - width)
+                                              and (width == 1 or _aligned(a, width)))):
+            return a + b.lane_smem[lanes]
         if size >= width:
             bad = a.view(np.uint64) > np.uint64(size - width)
         else:
@@ -593,9 +597,16 @@ class WarpScheduler:
 
         def run(G, lanes):
             if isinstance(lanes, slice):
+                if _count_true(pred, neg) == pred.size:  # every lane's guard holds: all lanes, as they are
+                    body(G, lanes)
+                    return
                 on = np.flatnonzero(pred != neg)
             else:
-                on = lanes[pred[lanes] != neg]
+                keep = pred[lanes] != neg
+                if keep.all():
+                    body(G, lanes)
+                    return
+                on = lanes[keep]
             stats.predicated_off += (b.full_lanes if isinstance(lanes, slice) else lanes.size) - on.size
             if b.rec is not None and b.rec.positions is not None:
                 b.rec.positions = b.rec.positions[pred[lanes] != neg]
@@ -614,11 +625,19 @@ class WarpScheduler:
             def run(G, lanes):
                 st.pc[G] = target if ins.guard < 0 else nxt
             return run
-        pred = b.R[ins.guard].reshape(b.W, b.ws)
+        flat = b.R[ins.guard]
+        pred = flat.reshape(b.W, b.ws)
         neg = ins.guard_negate
         reconv = ins.reconv
+        stats = self.stats
 
         def run(G, lanes):
+            if isinstance(lanes, slice):  # every lane of every warp: taken by all of them or by none, at once
+                n = _count_true(flat, neg)
+                if n == 0 or n == flat.size:
+                    st.pc[G] = target if n else nxt
+                    stats.branches += G.size
+                    return
             act = st.active[G]
             taken = act & (pred[G] != neg)
             n_taken = taken.sum(1)
@@ -694,7 +713,8 @@ class WarpScheduler:
                 st.remove_lanes_below(G[below], leaving[below])
                 ws = G[below & emptied]
                 b.state[ws[~st.pop(ws)]] = DONE
-            b.full = False
+            if b.full:  # (every lane still runs where none left)
+                b.full = not leaving.any()
 
         return run
 
@@ -702,7 +722,15 @@ class WarpScheduler:
         st, nxt, wpb = b.stack, ins.pc + 1, b.wpb
         stats = self.stats
 
+        guard = b.R[ins.guard] if ins.guard >= 0 else None
+
         def run(G, lanes):
+            if isinstance(lanes, slice) and (guard is None or _count_true(guard, ins.guard_negate) == guard.size):
+                # every lane of every warp arrives (and every thread of each block runs): all go on at once
+                b.bar_pc[G] = ins.pc
+                stats.barriers += G.size
+                st.pc[G] = nxt
+                return
             act = st.active[G]
             if ins.guard >= 0:  # lanes whose guard is false do not arrive
                 act = act & (b.R[ins.guard].reshape(b.W, b.ws)[G] != ins.guard_negate)
@@ -741,6 +769,20 @@ def _runaway_reason(limit: int) -> str:
     return (f"step limit exceeded: a warp issued more than {limit:,} instructions (max_steps_per_warp, the "
             "runaway-loop guard: a loop that never ends?); if the kernel is meant to run longer, raise it: gpusim "
             "run --max-steps N, or max_steps_per_warp=N")
+
+
+def _aligned(a: np.ndarray, width: int) -> bool:
+    """Is every address of `a` a multiple of `width` (for a power of two: their bits OR-ed together, one
+    reduction)?"""
+    if width & (width - 1) == 0:
+        return a.size == 0 or not int(np.bitwise_or.reduce(a)) & (width - 1)
+    return not (a % width).any()
+
+
+def _count_true(pred: np.ndarray, negate: bool) -> int:
+    """How many lanes of the predicate array `pred` hold (hold false, with `negate`)."""
+    n = int(np.count_nonzero(pred))
+    return pred.size - n if negate else n
 
 
 def _count(lanes, b: _Batch) -> int:
