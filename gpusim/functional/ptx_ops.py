@@ -70,8 +70,12 @@ class PtxOps:
 
         def run(G, lanes):
             guarded(G, lanes)
-            st.pc[G] = nxt
+            if isinstance(lanes, slice):  # (every warp of the batch)
+                st.pc.fill(nxt)
+            else:
+                st.pc[G] = nxt
 
+        run.straight = True  # (it only moves its warps on: WarpScheduler._steps)
         return run
 
 

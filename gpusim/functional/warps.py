@@ -333,16 +333,25 @@ class WarpScheduler:
         if self.loop_cap is not None:
             per_block = self.block_warp_instructions[b.first_block: b.first_block + b.nblocks]
             wpb = b.wpb
+        # An instruction that only moves its warps on (`straight`: each decoded closure says so), run by every
+        # lane of every warp, leaves them all at the next pc, running every lane (`ahead`): the next step is
+        # known without a look at the warps' pcs and states, and none of them reconverges there (a warp whose
+        # stack holds only its bottom entry never does)
+        straight = [getattr(op, "straight", False) for op in ops]
+        ahead = -1
         while True:
-            runnable = b.state == RUN
-            np.copyto(pcs_buf, st.pc)
-            pcs_buf[~runnable] = big
-            p = int(pcs_buf.min())
-            if p == big:
-                if (b.state == DONE).all():
-                    return
-                self._deadlock(b)
-            G = np.flatnonzero(pcs_buf == p)
+            if ahead >= 0:
+                p = ahead  # (G: every warp, as in the step before)
+            else:
+                runnable = b.state == RUN
+                np.copyto(pcs_buf, st.pc)
+                pcs_buf[~runnable] = big
+                p = int(pcs_buf.min())
+                if p == big:
+                    if (b.state == DONE).all():
+                        return
+                    self._deadlock(b)
+                G = np.flatnonzero(pcs_buf == p)
             if p >= ninstr:  # (a listing whose last instruction falls through)
                 self.fault(b, prog.instructions[-1], int(G[0]) * b.ws, "ran past the kernel's last instruction")
             ins = prog.instructions[p]
@@ -371,11 +380,15 @@ class WarpScheduler:
             steps += 1
             if steps > self.max_steps:
                 self._runaway(b, ins)
+            ahead = p + 1 if lanes is FULL and straight[p] else -1
             if chunk:
                 since += G.size
                 if since >= chunk:
                     since = 0
+                    ahead = -1  # (a pause: look again after it)
                     yield G, steps
+            if ahead >= 0:
+                continue
             reconv = st.pc[G] == st.rpc[G]
             if reconv.any():
                 ws = G[reconv]
