@@ -357,19 +357,23 @@ class PtxOps:
                 rec.memory(a, copy=False)
             return a
 
+        # (the element indices go to the batch's scratch array, used by one instruction body at a time: a fresh
+        # array this large would cost fresh pages each time)
         if space == "global":
             mem = self.memory
             buf = mem.buffer
             view = buf.view(t.dtype) if buf.size % t.bytes == 0 else None
 
             def addresses(lanes):
-                off = self._global_offsets(b, ins, lanes, lane_addresses(lanes), width)
-                return np.right_shift(off, shift, out=off)  # (a fresh array: shifted in place)
+                a = lane_addresses(lanes)
+                off = self._global_offsets(b, ins, lanes, a, width, out=b.scratch[:a.size])
+                return np.right_shift(off, shift, out=off)
         else:
             view = b.smem.view(t.dtype)
 
             def addresses(lanes):
-                off = self._shared_offsets(b, ins, lanes, lane_addresses(lanes), width)
+                a = lane_addresses(lanes)
+                off = self._shared_offsets(b, ins, lanes, a, width, out=b.scratch[:a.size])
                 return np.right_shift(off, shift, out=off)
 
         if op == "ld" and vec > 1:
@@ -378,7 +382,9 @@ class PtxOps:
             def body(G, lanes):
                 idx = addresses(lanes)
                 for k, write in enumerate(writes):
-                    write(lanes, view[idx + k])
+                    if k:
+                        np.add(idx, 1, out=idx)  # (the next element)
+                    write(lanes, np.take(view, idx))
                 stats.count_bytes(space, read=idx.size * width)
             return body
         if op == "ld":
@@ -386,7 +392,7 @@ class PtxOps:
 
             def body(G, lanes):
                 idx = addresses(lanes)
-                write(lanes, view[idx])
+                write(lanes, np.take(view, idx))
                 stats.count_bytes(space, read=idx.size * width)
             return body
         if op == "st" and vec > 1:
@@ -395,7 +401,9 @@ class PtxOps:
             def body(G, lanes):
                 idx = addresses(lanes)
                 for k, value in enumerate(values):
-                    view[idx + k] = value(lanes)
+                    if k:
+                        np.add(idx, 1, out=idx)
+                    view[idx] = value(lanes)
                 stats.count_bytes(space, written=idx.size * width)
             return body
         value = self._reader(ins.srcs[0] if op in ("st", "red") else ins.srcs[1], b)

@@ -130,6 +130,7 @@ class _Batch:
         self.cp_pending: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         self.cp_groups = np.zeros(W, dtype=np.int64)
         self.rec = BatchRecorder(W, WS) if ex.record else None
+        self.scratch = np.empty(L, dtype=np.int64)  # a memory instruction's element indices (ptx_ops._memory)
         if ex.loop_cap is not None:  # iterations of each loop's current instance, per warp
             self.loop_count = np.zeros((W, len(ex.loop_headers)), dtype=np.int64)
 
@@ -524,31 +525,35 @@ class WarpScheduler:
         return ((ins.opcode in ("ld", "st", "atom", "red") and ins.space == "global")
                 or (ins.opcode == "cp" and bool(set(ins.quals) & {"ca", "cg"})))
 
-    def _global_offsets(self, b: _Batch, ins, lanes, a: np.ndarray, width: int) -> np.ndarray:
+    def _global_offsets(self, b: _Batch, ins, lanes, a: np.ndarray, width: int, out: np.ndarray | None = None
+                        ) -> np.ndarray:
         """Byte offsets in global memory's buffer of the executing lanes' `width`-byte accesses at addresses `a`,
-        each checked for alignment and against the allocations (a fault names the first bad lane)."""
+        each checked for alignment and against the allocations (a fault names the first bad lane); in `out`
+        when given (int64, as many as `a`)."""
         mem = self.memory
         if width > 1 and not _aligned(a, width):
             mis = (a & (width - 1)) if width & (width - 1) == 0 else a % width
             if mis.any():
                 bad = int(np.flatnonzero(mis)[0])
                 self.fault(b, ins, _lane_at(lanes, bad), f"misaligned {width}-byte global access", int(a[bad]))
-        off = mem.offsets(a, width)
+        off = mem.offsets(a, width, out)
         if off is None:
             bad = int(np.flatnonzero(~mem.valid(a, width))[0])
             self.fault(b, ins, _lane_at(lanes, bad), f"out-of-bounds {width}-byte global access "
                        "(outside every allocation)", int(a[bad]))
         return off
 
-    def _shared_offsets(self, b: _Batch, ins, lanes, a: np.ndarray, width: int) -> np.ndarray:
+    def _shared_offsets(self, b: _Batch, ins, lanes, a: np.ndarray, width: int, out: np.ndarray | None = None
+                        ) -> np.ndarray:
         """Byte offsets in the batch's shared memory of the executing lanes' `width`-byte accesses at addresses
-        `a` of their block's shared window, each checked for alignment and bounds."""
+        `a` of their block's shared window, each checked for alignment and bounds; in `out` when given (int64,
+        as many as `a`)."""
         size = b.smem_size
         # (as unsigned, a negative address is huge: one comparison checks both ends; the usual access, every
         # lane in bounds and aligned, is told by two reductions, without a mask)
         if size >= width and (a.size == 0 or (a.view(np.uint64).max() <= np.uint64(size - width)
                                               and (width == 1 or _aligned(a, width)))):
-            return a + b.lane_smem[lanes]
+            return np.add(a, b.lane_smem[lanes], out=out)
         if size >= width:
             bad = a.view(np.uint64) > np.uint64(size - width)
         else:
@@ -560,7 +565,7 @@ class WarpScheduler:
             what = "misaligned" if 0 <= a[i] and a[i] + width <= size else "out-of-bounds"
             self.fault(b, ins, _lane_at(lanes, i), f"{what} {width}-byte shared access (the block has "
                        f"{size} bytes of shared memory)", int(a[i]))
-        return a + b.lane_smem[lanes]  # (the block's region of the batch's shared memory)
+        return np.add(a, b.lane_smem[lanes], out=out)  # (the block's region of the batch's shared memory)
 
     # ---- decoding: one closure per instruction, per batch --------------------------------------
     def _reader(self, op: Operand, b: _Batch) -> Callable:
