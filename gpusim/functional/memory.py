@@ -112,15 +112,15 @@ class GlobalMemory:
         off = addr - BASE_ADDRESS
         return self._buf[off: off + count * dtype.itemsize].view(dtype).copy()
 
-    def offsets(self, addr: np.ndarray, width: int, out: np.ndarray | None = None) -> np.ndarray | None:
-        """Buffer offsets of per-lane addresses (in `out` when given), or None when some lane's access of
-        `width` bytes falls outside every allocation (the caller finds which lane and reports it)."""
+    def offsets(self, addr: np.ndarray, width: int) -> np.ndarray | None:
+        """Buffer offsets of per-lane addresses, or None when some lane's access of `width` bytes
+        falls outside every allocation (the caller finds which lane and reports it)."""
         if addr.size and self._starts.size:
             # the usual access: every lane within one allocation, told by the lowest and highest address alone
             lo, hi = int(addr.min()), int(addr.max())
             i = int(np.searchsorted(self._starts, lo, side="right")) - 1
             if i >= 0 and hi + width <= int(self._ends[i]):
-                return np.subtract(addr, BASE_ADDRESS, out=out)
+                return addr - BASE_ADDRESS
         if self._starts.size == 1:
             ok = (addr >= self._starts[0]) & (addr + width <= self._ends[0])
         else:
@@ -128,7 +128,7 @@ class GlobalMemory:
             ok = (i >= 0) & (addr + width <= self._ends[np.maximum(i, 0)])
         if not ok.all():
             return None
-        return np.subtract(addr, BASE_ADDRESS, out=out)
+        return addr - BASE_ADDRESS
 
     def valid(self, addr: np.ndarray, width: int) -> np.ndarray:
         i = np.searchsorted(self._starts, addr, side="right") - 1

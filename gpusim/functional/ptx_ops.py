@@ -9,8 +9,9 @@ from collections.abc import Callable
 import numpy as np
 
 from gpusim.functional import atomics, tensor
+from gpusim.functional.lanes import _count, _lane_at, _positions, _select
 from gpusim.functional.semantics import alu
-from gpusim.functional.warps import _Batch, _count, _lane_at, _positions, _select
+from gpusim.functional.warps import _Batch
 from gpusim.isa.opcodes import MMA_DIMS
 from gpusim.isa.program import Instruction
 from gpusim.isa.types import TYPES
@@ -357,17 +358,16 @@ class PtxOps:
                 rec.memory(a, copy=False)
             return a
 
-        # (the element indices go to the batch's scratch array, used by one instruction body at a time: a fresh
-        # array this large would cost fresh pages each time)
+        # (shared: the element indices go to the batch's scratch array, used by one instruction body at a time: a
+        # fresh array this large would cost fresh pages each time)
         if space == "global":
             mem = self.memory
             buf = mem.buffer
             view = buf.view(t.dtype) if buf.size % t.bytes == 0 else None
 
             def addresses(lanes):
-                a = lane_addresses(lanes)
-                off = self._global_offsets(b, ins, lanes, a, width, out=b.scratch[:a.size])
-                return np.right_shift(off, shift, out=off)
+                off = self._global_offsets(b, ins, lanes, lane_addresses(lanes), width)
+                return np.right_shift(off, shift, out=off)  # (a fresh array: shifted in place)
         else:
             view = b.smem.view(t.dtype)
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from gpusim.errors import DeadlockError, KernelFault, LaunchError
 from gpusim.functional.batch_shape import BatchShape, batch_shape
+from gpusim.functional.lanes import _aligned, _count_true, _lane_at
 from gpusim.functional.launch import Launch, require_units
 from gpusim.functional.memory import GlobalMemory, host_available_bytes
 from gpusim.functional.runaway import StateWatch, trapped_pcs
@@ -525,18 +526,16 @@ class WarpScheduler:
         return ((ins.opcode in ("ld", "st", "atom", "red") and ins.space == "global")
                 or (ins.opcode == "cp" and bool(set(ins.quals) & {"ca", "cg"})))
 
-    def _global_offsets(self, b: _Batch, ins, lanes, a: np.ndarray, width: int, out: np.ndarray | None = None
-                        ) -> np.ndarray:
+    def _global_offsets(self, b: _Batch, ins, lanes, a: np.ndarray, width: int) -> np.ndarray:
         """Byte offsets in global memory's buffer of the executing lanes' `width`-byte accesses at addresses `a`,
-        each checked for alignment and against the allocations (a fault names the first bad lane); in `out`
-        when given (int64, as many as `a`)."""
+        each checked for alignment and against the allocations (a fault names the first bad lane)."""
         mem = self.memory
         if width > 1 and not _aligned(a, width):
             mis = (a & (width - 1)) if width & (width - 1) == 0 else a % width
             if mis.any():
                 bad = int(np.flatnonzero(mis)[0])
                 self.fault(b, ins, _lane_at(lanes, bad), f"misaligned {width}-byte global access", int(a[bad]))
-        off = mem.offsets(a, width, out)
+        off = mem.offsets(a, width)
         if off is None:
             bad = int(np.flatnonzero(~mem.valid(a, width))[0])
             self.fault(b, ins, _lane_at(lanes, bad), f"out-of-bounds {width}-byte global access "
@@ -787,39 +786,3 @@ def _runaway_reason(limit: int) -> str:
     return (f"step limit exceeded: a warp issued more than {limit:,} instructions (max_steps_per_warp, the "
             "runaway-loop guard: a loop that never ends?); if the kernel is meant to run longer, raise it: gpusim "
             "run --max-steps N, or max_steps_per_warp=N")
-
-
-def _aligned(a: np.ndarray, width: int) -> bool:
-    """Is every address of `a` a multiple of `width` (for a power of two: their bits OR-ed together, one
-    reduction)?"""
-    if width & (width - 1) == 0:
-        return a.size == 0 or not int(np.bitwise_or.reduce(a)) & (width - 1)
-    return not (a % width).any()
-
-
-def _count_true(pred: np.ndarray, negate: bool) -> int:
-    """How many lanes of the predicate array `pred` hold (hold false, with `negate`)."""
-    n = int(np.count_nonzero(pred))
-    return pred.size - n if negate else n
-
-
-def _count(lanes, b: _Batch) -> int:
-    return b.W * b.ws if isinstance(lanes, slice) else lanes.size
-
-
-def _lane_at(lanes, i: int) -> int:
-    return i if isinstance(lanes, slice) else int(lanes[i])
-
-
-def _positions(G: np.ndarray, lanes, ws: int) -> np.ndarray:
-    """Positions of `lanes` within the [len(G), ws] block of the warps in G (ws: the warp size)."""
-    if isinstance(lanes, slice):
-        return np.arange(G.size * ws)
-    row = np.searchsorted(G, lanes // ws)
-    return row * ws + lanes % ws
-
-
-def _select(out: np.ndarray, G: np.ndarray, lanes, ws: int) -> np.ndarray:
-    return out if isinstance(lanes, slice) else out[_positions(G, lanes, ws)]
-
-
