@@ -115,6 +115,12 @@ class GlobalMemory:
     def offsets(self, addr: np.ndarray, width: int) -> np.ndarray | None:
         """Buffer offsets of per-lane addresses, or None when some lane's access of `width` bytes
         falls outside every allocation (the caller finds which lane and reports it)."""
+        if addr.size and self._starts.size:
+            # the usual access: every lane within one allocation, told by the lowest and highest address alone
+            lo, hi = int(addr.min()), int(addr.max())
+            i = int(np.searchsorted(self._starts, lo, side="right")) - 1
+            if i >= 0 and hi + width <= int(self._ends[i]):
+                return addr - BASE_ADDRESS
         if self._starts.size == 1:
             ok = (addr >= self._starts[0]) & (addr + width <= self._ends[0])
         else:

@@ -9,8 +9,9 @@ from collections.abc import Callable
 import numpy as np
 
 from gpusim.functional import atomics, tensor
+from gpusim.functional.lanes import _count, _lane_at, _positions, _select
 from gpusim.functional.semantics import alu
-from gpusim.functional.warps import _Batch, _count, _lane_at, _positions, _select
+from gpusim.functional.warps import _Batch
 from gpusim.isa.opcodes import MMA_DIMS
 from gpusim.isa.program import Instruction
 from gpusim.isa.types import TYPES
@@ -70,8 +71,12 @@ class PtxOps:
 
         def run(G, lanes):
             guarded(G, lanes)
-            st.pc[G] = nxt
+            if isinstance(lanes, slice):  # (every warp of the batch)
+                st.pc.fill(nxt)
+            else:
+                st.pc[G] = nxt
 
+        run.straight = True  # (it only moves its warps on: WarpScheduler._steps)
         return run
 
 
@@ -343,24 +348,33 @@ class PtxOps:
         shift = t.bytes.bit_length() - 1  # byte offset -> index of the (first) element
 
         def lane_addresses(lanes) -> np.ndarray:
-            """Per-lane byte addresses of the executing lanes (recorded for the timing model)."""
-            a = base[lanes].astype(np.int64) + offset if base is not None else np.full(_count(lanes, b), offset)
+            """Per-lane byte addresses of the executing lanes (recorded for the timing model: the array is
+            the recorder's, never written again)."""
+            if base is None:
+                a = np.full(_count(lanes, b), offset)
+            else:  # (one pass: the register's values widened to int64 as they are added)
+                a = np.add(base[lanes], offset, dtype=np.int64, casting="unsafe")
             if rec is not None:
-                rec.memory(a)
+                rec.memory(a, copy=False)
             return a
 
+        # (shared: the element indices go to the batch's scratch array, used by one instruction body at a time: a
+        # fresh array this large would cost fresh pages each time)
         if space == "global":
             mem = self.memory
             buf = mem.buffer
             view = buf.view(t.dtype) if buf.size % t.bytes == 0 else None
 
             def addresses(lanes):
-                return self._global_offsets(b, ins, lanes, lane_addresses(lanes), width) >> shift
+                off = self._global_offsets(b, ins, lanes, lane_addresses(lanes), width)
+                return np.right_shift(off, shift, out=off)  # (a fresh array: shifted in place)
         else:
             view = b.smem.view(t.dtype)
 
             def addresses(lanes):
-                return self._shared_offsets(b, ins, lanes, lane_addresses(lanes), width) >> shift
+                a = lane_addresses(lanes)
+                off = self._shared_offsets(b, ins, lanes, a, width, out=b.scratch[:a.size])
+                return np.right_shift(off, shift, out=off)
 
         if op == "ld" and vec > 1:
             writes = [self._writer(d, b, t.dtype) for d in ins.dsts]
@@ -368,7 +382,9 @@ class PtxOps:
             def body(G, lanes):
                 idx = addresses(lanes)
                 for k, write in enumerate(writes):
-                    write(lanes, view[idx + k])
+                    if k:
+                        np.add(idx, 1, out=idx)  # (the next element)
+                    write(lanes, np.take(view, idx))
                 stats.count_bytes(space, read=idx.size * width)
             return body
         if op == "ld":
@@ -376,7 +392,7 @@ class PtxOps:
 
             def body(G, lanes):
                 idx = addresses(lanes)
-                write(lanes, view[idx])
+                write(lanes, np.take(view, idx))
                 stats.count_bytes(space, read=idx.size * width)
             return body
         if op == "st" and vec > 1:
@@ -385,7 +401,9 @@ class PtxOps:
             def body(G, lanes):
                 idx = addresses(lanes)
                 for k, value in enumerate(values):
-                    view[idx + k] = value(lanes)
+                    if k:
+                        np.add(idx, 1, out=idx)
+                    view[idx] = value(lanes)
                 stats.count_bytes(space, written=idx.size * width)
             return body
         value = self._reader(ins.srcs[0] if op in ("st", "red") else ins.srcs[1], b)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import numpy as np
 
 from gpusim.functional import sass_semantics as sem
+from gpusim.functional.lanes import _count
 from gpusim.functional.sass_operands import (
     CMPS,
     F32,
@@ -21,7 +22,6 @@ from gpusim.functional.sass_operands import (
     _mod,
     _width,
 )
-from gpusim.functional.warps import _count
 
 
 class SassArith(SassOperands):

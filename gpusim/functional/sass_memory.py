@@ -7,8 +7,8 @@ from collections.abc import Callable
 import numpy as np
 
 from gpusim.functional import atomics, tensor
+from gpusim.functional.lanes import _count, _lane_at, _positions, _select
 from gpusim.functional.sass_operands import F32, F64, U32, U64, SassOperands, Unsupported, _mod, _width
-from gpusim.functional.warps import _count, _lane_at, _positions, _select
 
 
 class SassMemory(SassOperands):

@@ -50,6 +50,13 @@ def _mul_hi(a, b, dt: np.dtype):
 
 def _shift(a, n, dt: np.dtype, left: bool):
     bits = dt.itemsize * 8
+    if np.ndim(n) == 0 and 0 <= int(n):  # one count for every lane (an immediate): one shift, no per-lane masks
+        k = int(n)
+        if k < bits:
+            return (np.left_shift if left else np.right_shift)(a, dt.type(k))
+        if left or dt.kind != "i":
+            return np.zeros_like(a)
+        return np.right_shift(a, dt.type(bits - 1))  # (signed: every bit a copy of the sign)
     n = np.asarray(n).astype(np.int64)
     big = n >= bits
     n_c = np.minimum(n, bits - 1).astype(dt)
@@ -319,9 +326,9 @@ def alu(ins: Instruction):
         f = {"min": np.minimum, "max": np.maximum}[op]
         return lambda a, b: np.asarray(f(a, b), dtype=dt)
     if op == "abs":
-        return lambda a: np.abs(a).astype(dt)
+        return lambda a: np.abs(a).astype(dt, copy=False)
     if op == "neg":
-        return lambda a: np.negative(a).astype(dt)
+        return lambda a: np.negative(a).astype(dt, copy=False)
     if op in ("and", "or", "xor"):
         f = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[op]
         return lambda a, b: f(a, b, dtype=dt)
@@ -342,7 +349,7 @@ def alu(ins: Instruction):
             return lambda a, b, q: f(_compare(cmp, a, b, t), q)
         return lambda a, b: _compare(cmp, a, b, t)
     if op == "selp":
-        return lambda a, b, p: np.where(p, a, b).astype(dt)
+        return lambda a, b, p: np.where(p, a, b).astype(dt, copy=False)
     if op == "rcp":
         return lambda a: np.divide(dt.type(1), a, dtype=dt)
     if op == "sqrt":

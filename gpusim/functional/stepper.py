@@ -55,8 +55,8 @@ class _Tracer(BatchRecorder):
         self.trace.append(Step(len(self.trace), pc, ws, {w: tuple(bool(x) for x in act[i]) for i, w in enumerate(ws)},
                                {w: stack_of(self.b, w) for w in ws}))
 
-    def memory(self, addr: np.ndarray) -> None:
-        super().memory(addr)
+    def memory(self, addr: np.ndarray, copy: bool = True) -> None:
+        super().memory(addr, copy)
         full = self.steps[-1][3]
         step = self.trace[-1]
         for i, w in enumerate(step.warps):

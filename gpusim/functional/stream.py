@@ -132,11 +132,13 @@ class BatchRecorder:
             masks = pack_masks(active)
         self.steps.append((pc, G.copy(), masks, None))
 
-    def memory(self, addr: np.ndarray) -> None:
+    def memory(self, addr: np.ndarray, copy: bool = True) -> None:
+        """The executing lanes' byte addresses of the last step's access; `copy` False: `addr` (int64) is
+        the recorder's to keep, its caller never writes it again."""
         pc, G, masks, _ = self.steps[-1]
         ws = self.warp_size
         if self.positions is None:  # every lane of every warp executes
-            full = np.array(addr, dtype=np.int64)
+            full = np.array(addr, dtype=np.int64, copy=copy or None)
         else:
             full = np.full(G.size * ws, -1, dtype=np.int64)
             full[self.positions] = addr

@@ -19,6 +19,7 @@ import numpy as np
 
 from gpusim.errors import DeadlockError, KernelFault, LaunchError
 from gpusim.functional.batch_shape import BatchShape, batch_shape
+from gpusim.functional.lanes import _aligned, _count_true, _lane_at
 from gpusim.functional.launch import Launch, require_units
 from gpusim.functional.memory import GlobalMemory, host_available_bytes
 from gpusim.functional.runaway import StateWatch, trapped_pcs
@@ -130,6 +131,7 @@ class _Batch:
         self.cp_pending: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         self.cp_groups = np.zeros(W, dtype=np.int64)
         self.rec = BatchRecorder(W, WS) if ex.record else None
+        self.scratch = np.empty(L, dtype=np.int64)  # a memory instruction's element indices (ptx_ops._memory)
         if ex.loop_cap is not None:  # iterations of each loop's current instance, per warp
             self.loop_count = np.zeros((W, len(ex.loop_headers)), dtype=np.int64)
 
@@ -333,16 +335,25 @@ class WarpScheduler:
         if self.loop_cap is not None:
             per_block = self.block_warp_instructions[b.first_block: b.first_block + b.nblocks]
             wpb = b.wpb
+        # An instruction that only moves its warps on (`straight`: each decoded closure says so), run by every
+        # lane of every warp, leaves them all at the next pc, running every lane (`ahead`): the next step is
+        # known without a look at the warps' pcs and states, and none of them reconverges there (a warp whose
+        # stack holds only its bottom entry never does)
+        straight = [getattr(op, "straight", False) for op in ops]
+        ahead = -1
         while True:
-            runnable = b.state == RUN
-            np.copyto(pcs_buf, st.pc)
-            pcs_buf[~runnable] = big
-            p = int(pcs_buf.min())
-            if p == big:
-                if (b.state == DONE).all():
-                    return
-                self._deadlock(b)
-            G = np.flatnonzero(pcs_buf == p)
+            if ahead >= 0:
+                p = ahead  # (G: every warp, as in the step before)
+            else:
+                runnable = b.state == RUN
+                np.copyto(pcs_buf, st.pc)
+                pcs_buf[~runnable] = big
+                p = int(pcs_buf.min())
+                if p == big:
+                    if (b.state == DONE).all():
+                        return
+                    self._deadlock(b)
+                G = np.flatnonzero(pcs_buf == p)
             if p >= ninstr:  # (a listing whose last instruction falls through)
                 self.fault(b, prog.instructions[-1], int(G[0]) * b.ws, "ran past the kernel's last instruction")
             ins = prog.instructions[p]
@@ -371,11 +382,15 @@ class WarpScheduler:
             steps += 1
             if steps > self.max_steps:
                 self._runaway(b, ins)
+            ahead = p + 1 if lanes is FULL and straight[p] else -1
             if chunk:
                 since += G.size
                 if since >= chunk:
                     since = 0
+                    ahead = -1  # (a pause: look again after it)
                     yield G, steps
+            if ahead >= 0:
+                continue
             reconv = st.pc[G] == st.rpc[G]
             if reconv.any():
                 ws = G[reconv]
@@ -515,7 +530,7 @@ class WarpScheduler:
         """Byte offsets in global memory's buffer of the executing lanes' `width`-byte accesses at addresses `a`,
         each checked for alignment and against the allocations (a fault names the first bad lane)."""
         mem = self.memory
-        if width > 1:
+        if width > 1 and not _aligned(a, width):
             mis = (a & (width - 1)) if width & (width - 1) == 0 else a % width
             if mis.any():
                 bad = int(np.flatnonzero(mis)[0])
@@ -527,11 +542,17 @@ class WarpScheduler:
                        "(outside every allocation)", int(a[bad]))
         return off
 
-    def _shared_offsets(self, b: _Batch, ins, lanes, a: np.ndarray, width: int) -> np.ndarray:
+    def _shared_offsets(self, b: _Batch, ins, lanes, a: np.ndarray, width: int, out: np.ndarray | None = None
+                        ) -> np.ndarray:
         """Byte offsets in the batch's shared memory of the executing lanes' `width`-byte accesses at addresses
-        `a` of their block's shared window, each checked for alignment and bounds."""
+        `a` of their block's shared window, each checked for alignment and bounds; in `out` when given (int64,
+        as many as `a`)."""
         size = b.smem_size
-        # (as unsigned, a negative address is huge: one comparison checks both ends)
+        # (as unsigned, a negative address is huge: one comparison checks both ends; the usual access, every
+        # lane in bounds and aligned, is told by two reductions, without a mask)
+        if size >= width and (a.size == 0 or (a.view(np.uint64).max() <= np.uint64(size - width)
+                                              and (width == 1 or _aligned(a, width)))):
+            return np.add(a, b.lane_smem[lanes], out=out)
         if size >= width:
             bad = a.view(np.uint64) > np.uint64(size - width)
         else:
@@ -543,7 +564,7 @@ class WarpScheduler:
             what = "misaligned" if 0 <= a[i] and a[i] + width <= size else "out-of-bounds"
             self.fault(b, ins, _lane_at(lanes, i), f"{what} {width}-byte shared access (the block has "
                        f"{size} bytes of shared memory)", int(a[i]))
-        return a + b.lane_smem[lanes]  # (the block's region of the batch's shared memory)
+        return np.add(a, b.lane_smem[lanes], out=out)  # (the block's region of the batch's shared memory)
 
     # ---- decoding: one closure per instruction, per batch --------------------------------------
     def _reader(self, op: Operand, b: _Batch) -> Callable:
@@ -593,9 +614,16 @@ class WarpScheduler:
 
         def run(G, lanes):
             if isinstance(lanes, slice):
+                if _count_true(pred, neg) == pred.size:  # every lane's guard holds: all lanes, as they are
+                    body(G, lanes)
+                    return
                 on = np.flatnonzero(pred != neg)
             else:
-                on = lanes[pred[lanes] != neg]
+                keep = pred[lanes] != neg
+                if keep.all():
+                    body(G, lanes)
+                    return
+                on = lanes[keep]
             stats.predicated_off += (b.full_lanes if isinstance(lanes, slice) else lanes.size) - on.size
             if b.rec is not None and b.rec.positions is not None:
                 b.rec.positions = b.rec.positions[pred[lanes] != neg]
@@ -614,11 +642,19 @@ class WarpScheduler:
             def run(G, lanes):
                 st.pc[G] = target if ins.guard < 0 else nxt
             return run
-        pred = b.R[ins.guard].reshape(b.W, b.ws)
+        flat = b.R[ins.guard]
+        pred = flat.reshape(b.W, b.ws)
         neg = ins.guard_negate
         reconv = ins.reconv
+        stats = self.stats
 
         def run(G, lanes):
+            if isinstance(lanes, slice):  # every lane of every warp: taken by all of them or by none, at once
+                n = _count_true(flat, neg)
+                if n == 0 or n == flat.size:
+                    st.pc[G] = target if n else nxt
+                    stats.branches += G.size
+                    return
             act = st.active[G]
             taken = act & (pred[G] != neg)
             n_taken = taken.sum(1)
@@ -694,7 +730,8 @@ class WarpScheduler:
                 st.remove_lanes_below(G[below], leaving[below])
                 ws = G[below & emptied]
                 b.state[ws[~st.pop(ws)]] = DONE
-            b.full = False
+            if b.full:  # (every lane still runs where none left)
+                b.full = not leaving.any()
 
         return run
 
@@ -702,7 +739,15 @@ class WarpScheduler:
         st, nxt, wpb = b.stack, ins.pc + 1, b.wpb
         stats = self.stats
 
+        guard = b.R[ins.guard] if ins.guard >= 0 else None
+
         def run(G, lanes):
+            if isinstance(lanes, slice) and (guard is None or _count_true(guard, ins.guard_negate) == guard.size):
+                # every lane of every warp arrives (and every thread of each block runs): all go on at once
+                b.bar_pc[G] = ins.pc
+                stats.barriers += G.size
+                st.pc[G] = nxt
+                return
             act = st.active[G]
             if ins.guard >= 0:  # lanes whose guard is false do not arrive
                 act = act & (b.R[ins.guard].reshape(b.W, b.ws)[G] != ins.guard_negate)
@@ -741,25 +786,3 @@ def _runaway_reason(limit: int) -> str:
     return (f"step limit exceeded: a warp issued more than {limit:,} instructions (max_steps_per_warp, the "
             "runaway-loop guard: a loop that never ends?); if the kernel is meant to run longer, raise it: gpusim "
             "run --max-steps N, or max_steps_per_warp=N")
-
-
-def _count(lanes, b: _Batch) -> int:
-    return b.W * b.ws if isinstance(lanes, slice) else lanes.size
-
-
-def _lane_at(lanes, i: int) -> int:
-    return i if isinstance(lanes, slice) else int(lanes[i])
-
-
-def _positions(G: np.ndarray, lanes, ws: int) -> np.ndarray:
-    """Positions of `lanes` within the [len(G), ws] block of the warps in G (ws: the warp size)."""
-    if isinstance(lanes, slice):
-        return np.arange(G.size * ws)
-    row = np.searchsorted(G, lanes // ws)
-    return row * ws + lanes % ws
-
-
-def _select(out: np.ndarray, G: np.ndarray, lanes, ws: int) -> np.ndarray:
-    return out if isinstance(lanes, slice) else out[_positions(G, lanes, ws)]
-
-

@@ -139,28 +139,28 @@ class Feeder:
     def _compact(self, need: int, nrows: int, nlines: int) -> None:
         """Move every live window (and the plans and lines it refers to) down to the start of its array, in
         place (the engine's view of the pool stays as it is); where the live data and the next chunk would
-        then fill more than half of an array, copied to fresh arrays, twice what they need."""
+        then fill more than half of an array, that array (with the others of its kind) is copied to fresh
+        ones, twice what they need (and at least half again as large); the others are kept (never shrunk: a
+        pool that shrank would grow again, and each new array costs the engine a new view of the pool)."""
         st = self.st
         kind = self.code.kind
         self.top, self.atop, self.ltop = _compact_in_place(st.pos, st.end, st.pc, st.acc, st.flag, st.a_lo, st.a_hi,
                                                            st.lines, st.masks, st.ops, kind, self.atop)
-        if (2 * (self.top + need) <= st.pc.size and 2 * (self.atop + nrows) <= st.a_lo.size
-                and 2 * (self.ltop + nlines) <= st.lines.size):
-            return
-        self.grown += 1
-        cap = max(1 << 16, 2 * (self.top + need))
-        acap = max(1 << 12, 2 * (self.atop + nrows))
-        lcap = max(1 << 14, 2 * (self.ltop + nlines))
         moved = {}
-        for name, size, used, fill in (("pc", cap, self.top, 0), ("acc", cap, self.top, -1), ("flag", cap, self.top, 0),
-                                       ("a_lo", acap, self.atop, 0), ("a_hi", acap, self.atop, 0),
-                                       ("lines", lcap, self.ltop, 0), ("masks", lcap, self.ltop, 0),
-                                       ("ops", lcap, self.ltop, 0)):
-            old = getattr(st, name)
-            new = np.full(size, fill, old.dtype)
-            new[:used] = old[:used]
-            moved[name] = new
-        self.st = st._replace(**moved)
+        for names, size, used, extra, least in ((("pc", "acc", "flag"), st.pc.size, self.top, need, 1 << 16),
+                                                (("a_lo", "a_hi"), st.a_lo.size, self.atop, nrows, 1 << 12),
+                                                (("lines", "masks", "ops"), st.lines.size, self.ltop, nlines, 1 << 14)):
+            if 2 * (used + extra) <= size:
+                continue
+            cap = max(least, 2 * (used + extra), size + size // 2)  # (at least half again: few regrowths)
+            for name in names:
+                old = getattr(st, name)
+                new = np.full(cap, -1 if name == "acc" else 0, old.dtype)
+                new[:used] = old[:used]
+                moved[name] = new
+        if moved:
+            self.grown += 1
+            self.st = st._replace(**moved)
 
     # -- what the engine asks for ------------------------------------------------------------------
     def refill(self, gte, refill_below: int):

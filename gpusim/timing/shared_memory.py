@@ -80,6 +80,9 @@ class BankMap:
         return _wavefronts(rows, sel, max(1, width // self.bank_width), self.bank_width, self.banks, width, group)
 
 
+_SLOTS = 256  # the rows `_wavefronts` keeps with their results (a power of two)
+
+
 @njit
 def _wavefronts(rows, sel, words_per_lane, bank_width, banks, width, group):
     m = sel.size
@@ -94,8 +97,29 @@ def _wavefronts(rows, sel, words_per_lane, bank_width, banks, width, group):
     shift = 0
     while (1 << shift) < bank_width:
         shift += 1
+    # Rows repeat (at one pc, each block's warps use the same shared addresses as every other block's): a row
+    # equal to one kept in a small table (by a hash of its addresses) takes that one's result
+    slot_row = np.full(_SLOTS, -1, np.int64)
+    slot_hash = np.zeros(_SLOTS, np.int64)
+    slot_wave = np.zeros(_SLOTS, np.int64)
+    slot_ideal = np.zeros(_SLOTS, np.int64)
     for i in range(m):
         r = sel[i]
+        h = 0
+        for lane in range(lanes):
+            h = (h * 31 + (rows[r, lane] & 0xFFFFFF)) & 0xFFFFFFFFFF  # (40 bits: no overflow, jitted or not)
+        slot = (h ^ (h >> 17)) & (_SLOTS - 1)
+        q = slot_row[slot]
+        if q >= 0 and slot_hash[slot] == h:
+            same = True
+            for lane in range(lanes):
+                if rows[q, lane] != rows[r, lane]:
+                    same = False
+                    break
+            if same:
+                wave[i] = slot_wave[slot]
+                ideal[i] = slot_ideal[slot]
+                continue
         total = 0
         active = 0
         # the lanes are served `group` at a time, each group's wavefronts its busiest bank's words
@@ -137,4 +161,6 @@ def _wavefronts(rows, sel, words_per_lane, bank_width, banks, width, group):
         wave[i] = max(total, 1)
         nbytes = active * width
         ideal[i] = max(-(-nbytes // (banks * bank_width)), 1)
+        slot_row[slot], slot_hash[slot], slot_wave[slot], slot_ideal[slot] = r, h, wave[i], ideal[i]
     return wave, ideal
+

@@ -43,6 +43,21 @@ def test_shifts_clamp_at_the_width():
         elementwise("    shr.s32 %d, %a, %b", ".reg .s32 %a, %d\n.reg .u32 %b, %c", s, n)[:4], [-2, -1, -1, 0])
 
 
+def test_shifts_by_an_immediate_as_python_integers_shift():
+    """A count that is an immediate (one shift for every lane): shl drops the bits past the width, shr.u
+    brings in zeros, shr.s copies of the sign; a count of the width or more leaves 0 (shr.s: -1 or 0)."""
+    a = RNG.integers(0, 1 << 32, 32, dtype=np.uint64).astype(np.uint32)
+    for k in (0, 1, 7, 31, 32, 33, 200):
+        shl = elementwise(f"    shl.b32 %d, %a, {k}", ".reg .u32 %a, %b, %c, %d", a)
+        shr = elementwise(f"    shr.u32 %d, %a, {k}", ".reg .u32 %a, %b, %c, %d", a)
+        sar = elementwise(f"    shr.s32 %d, %a, {k}", ".reg .s32 %a, %b, %c, %d", a.view(np.int32))
+        for i, x in enumerate(a.tolist()):
+            signed = x - (1 << 32) if x >> 31 else x
+            assert int(shl[i]) == (x << k) & 0xFFFFFFFF
+            assert int(shr[i]) == x >> k
+            assert int(sar[i]) == signed >> k  # (Python's >> of a negative integer floors: the sign copied)
+
+
 def test_float_ops_stay_in_float32():
     a = RNG.standard_normal(64).astype(np.float32)
     b = RNG.standard_normal(64).astype(np.float32)

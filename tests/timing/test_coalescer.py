@@ -161,6 +161,29 @@ def test_shared_batch_rows_independent(smem):
     assert ideal == [1, 1, 1, 1]
 
 
+def test_shared_repeated_rows_take_the_results_of_the_rows_they_equal(smem):
+    """A batch where rows repeat (as a block's warps repeat every other block's addresses), among them rows
+    that differ in one lane only and more distinct rows than the table keeps: each row's wavefronts are those
+    it has alone, and those of the hand-derived patterns."""
+    rng = np.random.default_rng(3)
+    patterns = [4 * LANES, 4 * 32 * LANES, np.full(32, 8), 4 * 2 * LANES]
+    patterns += [p.copy() for p in patterns]
+    for k, p in enumerate(patterns[4:]):
+        p[5] = -1 if k % 2 else p[5] + 4 * 32 * (k + 1)  # one lane differs
+    patterns += [rng.integers(0, 1 << 10, 32) * 4 for _ in range(600)]  # past the table's 256 slots
+    order = rng.integers(0, len(patterns), 5000)
+    rows = np.stack([patterns[i] for i in order])
+    for width in (4, 8, 16):
+        wave, ideal = smem.wavefront_arrays(rows, width)
+        alone = [smem.wavefronts_of(p[None, :], width) for p in patterns]
+        assert wave.tolist() == [alone[i][0][0] for i in order]
+        assert ideal.tolist() == [alone[i][1][0] for i in order]
+    wave, _ = smem.wavefront_arrays(rows, 4)
+    first = {int(i): w for i, w in zip(order, wave.tolist(), strict=True)}
+    assert [first.get(i) for i in range(4)] == [1, 32, 1, 2]
+    assert first.get(5) in (None, 31)  # lane 5 inactive: a 31-way conflict
+
+
 def test_shared_access_serialises_wavefronts(smem):
     # a fresh unit: two back-to-back accesses of 32 and 1 wavefronts at cycle 0
     from gpusim.timing.shared_memory import access, make_shared_memory

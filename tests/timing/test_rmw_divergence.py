@@ -327,3 +327,29 @@ def test_compaction_in_place_keeps_every_live_window_with_its_plans():
     assert windows() == before
     assert (top, atop, ltop) == (6, 3, 3)  # 6 live instructions; plans 0, 1, 3 live; lines of 0 and 1
     assert pos.tolist() == [3, 0, 0] and end.tolist() == [6, 3, 0]  # handle 1 (lower in the pool) first
+
+
+def test_pool_growth_fresh_arrays_only_where_room_runs_out_and_never_smaller():
+    """The stream pool's compaction copies to fresh arrays only the kind (instructions, plans, lines) that
+    the live data and the next chunk would fill more than half of: twice what it needs, at least half again
+    its size; the other kinds keep their arrays (the same objects), and no array ever shrinks."""
+    from types import SimpleNamespace
+
+    from gpusim.timing.feeder import Feeder
+
+    f = Feeder([], None, SimpleNamespace(kind=np.zeros(1, np.int64)))  # (no handle holds anything: all dead)
+    st0 = f.st
+    sizes = lambda st: (st.pc.size, st.acc.size, st.flag.size, st.a_lo.size, st.a_hi.size, st.lines.size,  # noqa: E731
+                        st.masks.size, st.ops.size)
+    assert sizes(st0) == (1 << 16,) * 3 + (1 << 12,) * 2 + (1 << 14,) * 3
+    f._compact(100_000, 0, 0)  # instructions: 2 * 100,000 needed
+    assert sizes(f.st) == (200_000,) * 3 + (1 << 12,) * 2 + (1 << 14,) * 3
+    assert f.st.a_lo is st0.a_lo and f.st.lines is st0.lines and f.grown == 1
+    assert (f.st.acc == -1).all() and not f.st.pc.any()
+    st1 = f.st
+    f._compact(10, 3_000, 0)  # plans: 6,000 needed, half again 4,096 is 6,144; instructions fit (not shrunk)
+    assert sizes(f.st) == (200_000,) * 3 + (6_144,) * 2 + (1 << 14,) * 3
+    assert f.st.pc is st1.pc and f.st.lines is st0.lines and f.grown == 2
+    st2 = f.st
+    f._compact(10, 10, 10)  # everything fits: nothing new
+    assert f.st is st2 and f.grown == 2
