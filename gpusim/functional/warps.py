@@ -617,7 +617,8 @@ class WarpScheduler:
                 if _count_true(pred, neg) == pred.size:  # every lane's guard holds: all lanes, as they are
                     body(G, lanes)
                     return
-                on = np.flatnonzero(pred != neg)
+                keep = pred != neg
+                on = np.flatnonzero(keep)
             else:
                 keep = pred[lanes] != neg
                 if keep.all():
@@ -626,7 +627,7 @@ class WarpScheduler:
                 on = lanes[keep]
             stats.predicated_off += (b.full_lanes if isinstance(lanes, slice) else lanes.size) - on.size
             if b.rec is not None and b.rec.positions is not None:
-                b.rec.positions = b.rec.positions[pred[lanes] != neg]
+                b.rec.positions = b.rec.positions[keep]
             elif b.rec is not None:
                 b.rec.positions = on
             body(G, on)
@@ -749,8 +750,8 @@ class WarpScheduler:
                 st.pc[G] = nxt
                 return
             act = st.active[G]
-            if ins.guard >= 0:  # lanes whose guard is false do not arrive
-                act = act & (b.R[ins.guard].reshape(b.W, b.ws)[G] != ins.guard_negate)
+            if guard is not None:  # lanes whose guard is false do not arrive
+                act = act & (guard.reshape(b.W, b.ws)[G] != ins.guard_negate)
             partial = (act != b.live[G]).any(1)
             if partial.any():
                 i = int(np.argmax(partial))
