@@ -15,6 +15,7 @@ from gpusim.analysis.sampling.model import (
     first_wave_end,
     floor_estimate,
     in_step_bound,
+    on_subsets,
     two_phase,
     wave_deltas,
     writeback_bound,
@@ -107,10 +108,26 @@ def estimate_cycles(plan: Plan, cold: list[SampleRun], warm: list[SampleRun], pr
                 extra["L2 write-backs"] = wb
         est = extrapolate(runs=obs, wave_deltas=deltas, extra_bounds=extra,
                           later_ratio=None if in_step is None else later_ratio(in_step, B), **fit)
-    if prof.bbv_distance > BBV_DIFFERENT:  # the first blocks do other work than the grid's later ones
-        bounds = {**est.bounds, "block mix": prof.bbv_distance * est.cycles}
-        est = replace(est, bounds=bounds, confidence=max(CONFIDENCE_FLOOR, sum(bounds.values()) / est.cycles))
-    return floor_estimate(est, roofs)
+    return floor_estimate(_block_mix(est, prof), roofs)
+
+
+def _block_mix(est: Estimate, prof: KernelProfile) -> Estimate:
+    """`est` with a "block mix" term where the profiled blocks' basic-block vectors differ (the sample's
+    first blocks then stand for work they do not do: the distance, as a share of the cycles)."""
+    if prof.bbv_distance <= BBV_DIFFERENT:
+        return est
+    bounds = {**est.bounds, "block mix": prof.bbv_distance * est.cycles}
+    return replace(est, bounds=bounds, confidence=max(CONFIDENCE_FLOOR, sum(bounds.values()) / est.cycles))
+
+
+def estimate_subset(runs: list[SampleRun], prof: KernelProfile, roofs: dict[str, float]) -> Estimate:
+    """The kernel's cycles from an SM subset's runs (`model.on_subsets`), with a "shared DRAM" term: the
+    subset has the whole DRAM to itself, so the kernel's least DRAM traffic at the DRAM's peak (its DRAM
+    roof) is what sharing it could add unseen; "block mix" as `estimate_cycles`; held to the hardware
+    floor."""
+    extra = {"shared DRAM": roofs["DRAM"]} if roofs.get("DRAM") else {}
+    est = on_subsets({r.sms: r.cycles for r in runs}, spread=prof.spread, extra_bounds=extra)
+    return floor_estimate(_block_mix(est, prof), roofs)
 
 
 # ---- whole-kernel statistics --------------------------------------------------------------------------
@@ -154,6 +171,6 @@ def combine(parts: list[tuple[Any, float, float]], cycles: int):
     return replace(first, cycles=int(cycles), sms=sms, timeline=[], l2=l2, dram=dram, warp_states=states)
 
 
-__all__ = ["WARM_MIN_WRITEBACKS", "combine", "estimate_cycles", "later_ratio", "needs_fill", "writeback_share",
-           "TIME_LIKE"]
+__all__ = ["WARM_MIN_WRITEBACKS", "combine", "estimate_cycles", "estimate_subset", "later_ratio", "needs_fill",
+           "writeback_share", "TIME_LIKE"]
 

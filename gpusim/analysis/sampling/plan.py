@@ -29,6 +29,12 @@ STEADY_WAVES = 3  # waves a run simulates past the L2's fill to measure the stea
 STEADY_WAVES_WANTED = 8  # ... and where that fits: the steady per-wave time's error shrinks as 1 / sqrt(waves)
 WARM_WAVES = 8  # waves a run from a warm L2 spans: its first waves evict in a burst (saxpy on h200: 3 waves 7 % slow)
 # the bound terms each refinement narrows (others are left as they are)
+# the SM subset (`subset_plan`): runs of the kernel's first blocks on k and 2k of the chip's SMs, k from these
+SUBSET_SMS = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+# a run on a few SMs simulates every cycle of the kernel for few warps: on h200 it took 1.4 to 2 times the CPU
+# a warp instruction of the whole chip's runs (matmul_tiled at n = 1024 on 4 and 8 SMs), so its warp
+# instructions count this many times against the ceiling
+SUBSET_COST = 1.4
 MORE_WAVES = ("waves", "ramp and drain", "L2 fill", "L2 transition", "L2 write-backs", "last wave")
 DEEPER = ("loops", "first wave in step", "roof floor")
 
@@ -50,6 +56,8 @@ class Plan:
     # a loop plan on the first wave of a larger grid: a run of this many first blocks (two waves) at its lowest
     # level, for how the later waves run against the first (`model._loops`' "later waves")
     in_step_blocks: int = 0
+    sms: tuple[int, ...] = ()  # an SM subset (kind "sms"): the SM counts of its runs, `blocks` on the last
+    subset_blocks: tuple[int, ...] = ()  # ... and the first blocks each of them runs
 
     def runs(self) -> list[tuple[int, int | None]]:
         return [(self.blocks, c) for c in self.levels]
@@ -61,6 +69,10 @@ class Plan:
                 + ([(self.in_step_blocks, self.levels[0], False)] if self.in_step_blocks else []))
 
     def describe(self) -> str:
+        if self.kind == "sms":
+            return (f"{self.blocks:,} blocks on {self.sms[-1]} SMs and the first "
+                    + ", ".join(f"{g:,} on {k}" for k, g in zip(self.sms[:-1], self.subset_blocks[:-1], strict=True))
+                    + ", loops whole")
         levels = "loops whole" if self.levels == (None,) else "loops cut at " + "/".join(map(str, self.levels))
         warm = f", and {self.warm_blocks:,} from a warm L2" if self.warm else ""
         step = f", and {self.in_step_blocks:,} at {self.levels[0]}" if self.in_step_blocks else ""
@@ -354,6 +366,31 @@ def _deeper(plan: Plan, shape: Shape) -> Plan | None:
     return replace(plan, levels=levels, cost=shape.cost(plan.blocks, levels, plan.warm_blocks))
 
 
+def subset_blocks(grid: int, sm_count: int, k: int) -> int:
+    """The first blocks a run on k of the chip's SMs takes: k x the blocks each of the chip's SMs takes (grid //
+    SMs), and where the grid does not split evenly, one more on as many SMs as in the kernel (at least one:
+    the SMs with one block more are those that end the kernel)."""
+    m, r = divmod(grid, sm_count)
+    return k * m + (max(1, round(k * r / sm_count)) if r else 0)
+
+
+def subset_plan(grid: int, sm_count: int, per_block: float, ceiling: float) -> Plan | None:
+    """The SM subset: runs of the kernel's first blocks, loops whole, on k and on 2k of the chip's SMs
+    (`subset_blocks`: each SM runs as many blocks as in the kernel, so each run is every one of its SMs'
+    whole history, and the kernel's cycles are the larger run's), the largest k of SUBSET_SMS whose two runs'
+    warp instructions, SUBSET_COST times, fit `ceiling`; None when none fits, the chip has too few SMs for
+    2k, or the grid gives an SM no block."""
+    best = None
+    for k in SUBSET_SMS:
+        if 2 * k >= sm_count or grid < sm_count:
+            break
+        blocks = (subset_blocks(grid, sm_count, k), subset_blocks(grid, sm_count, 2 * k))
+        cost = sum(blocks) * per_block
+        if cost * SUBSET_COST <= ceiling:
+            best = Plan("sms", blocks[-1], (None,), True, cost, sms=(k, 2 * k), subset_blocks=blocks)
+    return best
+
+
 def level_caps(trips: dict[int, int], level: int) -> dict[int, int]:
     """Caps of the long loops (at least MIN_LOOP_TRIPS iterations; the others run whole) for one level:
     the longest loop may take `level` backward branches, each other long loop the same fraction of its
@@ -364,5 +401,6 @@ def level_caps(trips: dict[int, int], level: int) -> dict[int, int]:
 
 
 __all__ = ["CAP_STEPS", "FILL_ENDS", "LOOP_LEVELS", "MANY_WAVES", "MIN_CAP_STEP", "MIN_LOOP_TRIPS", "Plan",
-           "STEADY_WAVES", "WARM_WAVES", "fill_end", "sees_full_l2",
-           "Shape", "WAVE_SPAN", "level_caps", "make_plan", "refine"]
+           "STEADY_WAVES", "SUBSET_COST", "SUBSET_SMS", "WARM_WAVES", "fill_end", "sees_full_l2",
+           "Shape", "WAVE_SPAN", "level_caps", "make_plan", "refine", "subset_blocks",
+           "subset_plan"]

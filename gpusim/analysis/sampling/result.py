@@ -224,6 +224,8 @@ def _model_line(e: Estimate) -> str:
     if e.model == "waves":
         return (f"per wave: {e.per_wave:,.0f} cycles a wave of whole blocks (its steady state), {e.offset:,.0f} of "
                 f"ramp and drain; {e.waves_extrapolated:,.2f} waves extrapolated")
+    if e.model == "sms":
+        return "a subset of the SMs: the run on the most of them, each SM's whole history"
     return f"loops: {e.beta:.4g} cycles per further warp instruction"
 
 

@@ -5,7 +5,7 @@ at a level, from a cold L2 or a warm one. A run is simulated once however many p
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpusim.analysis.sampling.plan import Plan, level_caps
@@ -27,6 +27,7 @@ class SampleRun:
     global_bytes: int
     wall_seconds: float
     warm_l2: float | None = None  # the run started from a warm L2, this fraction of its lines dirty
+    sms: int | None = None  # the run was on a chip of this many of the config's SMs (`subset_config`)
     timing: Any = field(default=None, compare=False, repr=False)
     stats: Any = field(default=None, compare=False, repr=False)
 
@@ -38,7 +39,20 @@ class SampleRun:
         return {"purpose": self.purpose, "blocks": self.blocks, "loop_cap": self.loop_cap,
                 "loop_caps": {str(k): v for k, v in (self.loop_caps or {}).items()}, "cycles": self.cycles,
                 "warp_instructions": self.warp_instructions, "global_bytes": self.global_bytes,
-                "wall_seconds": self.wall_seconds, "warm_l2": self.warm_l2}
+                "wall_seconds": self.wall_seconds, "warm_l2": self.warm_l2,
+                **({"sms": self.sms} if self.sms else {})}
+
+
+def subset_config(cfg, k: int):
+    """`cfg` with k of its SMs: the L2's slices in proportion (the nearest count that splits into its
+    partitions and its sets, so that each SM has about the L2 bandwidth it has on the whole chip), its size
+    and the DRAM as they are (the SM subset is taken for kernels whose data fits the L2)."""
+    l2 = cfg.l2
+    sets = l2.size_bytes // (l2.ways * l2.line_size_bytes)
+    want = l2.slices * k / cfg.chip.sm_count
+    valid = [n for n in range(l2.partitions, l2.slices + 1, l2.partitions) if sets % n == 0] or [l2.slices]
+    slices = min(valid, key=lambda n: (abs(n - want), n))
+    return replace(cfg, chip=replace(cfg.chip, sm_count=k), l2=replace(l2, slices=slices))
 
 
 class Runner:
@@ -53,10 +67,11 @@ class Runner:
         self.steady_from = steady_from  # blocks -> where a run of that many is in its steady state
         self.max_steps, self.max_cycles = max_steps, max_cycles
         self.done: dict[tuple[int, int | None, bool], SampleRun] = {}
+        self.on_subsets: dict[int, SampleRun] = {}  # runs on a subset of the SMs, by their count
 
     @property
     def spent(self) -> int:
-        return sum(r.warp_instructions for r in self.done.values())
+        return sum(r.warp_instructions for r in [*self.done.values(), *self.on_subsets.values()])
 
     def run(self, purpose: str, blocks: int, cap: int | None, warm: bool = False) -> SampleRun:
         key = (blocks, cap, warm)
@@ -71,8 +86,23 @@ class Runner:
                                loop_cap=caps, warm_l2=warm_l2, snapshots=self.snapshots(blocks))
             st = te.stats
             self.done[key] = SampleRun(purpose, blocks, cap, caps, int(te.timing.cycles), int(st.warp_instructions),
-                                       int(st.global_bytes), time.perf_counter() - t1, warm_l2, te.timing, st)
+                                       int(st.global_bytes), time.perf_counter() - t1, warm_l2, timing=te.timing,
+                                       stats=st)
         return self.done[key]
+
+    def on_sms(self, k: int, blocks: int) -> SampleRun:
+        """A run of the first `blocks` blocks, loops whole, on a chip of k of the config's SMs
+        (`subset_config`), from a cold L2."""
+        if k not in self.on_subsets:
+            pl, cfg = self.pl, subset_config(self.cfg, k)
+            pl.restore()
+            t1 = time.perf_counter()
+            te = timed_execute(pl.program, pl.launch, dict(pl.args), pl.memory, cfg=cfg,
+                               max_steps_per_warp=self.max_steps, max_cycles=self.max_cycles, block_limit=blocks)
+            st = te.stats
+            self.on_subsets[k] = SampleRun("sms", blocks, None, None, int(te.timing.cycles), int(st.warp_instructions),
+                                           int(st.global_bytes), time.perf_counter() - t1, None, k, te.timing, st)
+        return self.on_subsets[k]
 
     def snapshots(self, blocks: int) -> tuple[int, ...]:
         """The block counts at which a run of `blocks` keeps its counters: where its steady state
@@ -85,16 +115,18 @@ class Runner:
         return (s, (s + e) // 2, e) if e - s >= max(2, B // 20) else ()
 
     def runs(self, plan: Plan) -> tuple[list[SampleRun], list[SampleRun]]:
-        """The plan's runs from a cold L2 and (with `plan.warm`) from a warm one, each in level order."""
+        """The plan's runs from a cold L2 and (with `plan.warm`) from a warm one, each in level order (an SM
+        subset's: its runs in the order of their SMs)."""
+        if plan.kind == "sms":
+            return [self.on_sms(k, g) for k, g in zip(plan.sms, plan.subset_blocks, strict=True)], []
         cold = [self.run(plan.kind, g, c) for g, c in plan.runs()]
         warm = [self.run(plan.kind, plan.warm_blocks, c, True) for c in plan.levels] if plan.warm else []
         return cold, warm
 
     def release(self) -> None:
         """Let the runs' timings go (their timelines and counters), keeping the runs' figures."""
-        from dataclasses import replace
-
         self.done = {k: replace(r, timing=None, stats=None) for k, r in self.done.items()}
+        self.on_subsets = {k: replace(r, timing=None, stats=None) for k, r in self.on_subsets.items()}
 
 
-__all__ = ["Runner", "SampleRun"]
+__all__ = ["Runner", "SampleRun", "subset_config"]

@@ -21,9 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from gpusim.analysis.sampling.estimate import estimate_cycles, needs_fill
+from gpusim.analysis.sampling.estimate import estimate_cycles, estimate_subset, needs_fill
 from gpusim.analysis.sampling.model import Estimate
 from gpusim.analysis.sampling.plan import (
+    MANY_WAVES,
     MAX_COST,
     MIN_CAP_STEP,
     Plan,
@@ -33,6 +34,7 @@ from gpusim.analysis.sampling.plan import (
     make_plan,
     refine,
     sees_full_l2,
+    subset_plan,
 )
 from gpusim.analysis.sampling.profile import (
     KernelProfile,
@@ -45,7 +47,7 @@ from gpusim.analysis.sampling.profile import (
     value_dependent,
 )
 from gpusim.analysis.sampling.result import SampledResult
-from gpusim.analysis.sampling.run import Runner, SampleRun
+from gpusim.analysis.sampling.run import Runner, SampleRun, subset_config
 from gpusim.analysis.sampling.whole import WholeKernel, whole_kernel
 from gpusim.config import Config
 from gpusim.config.occupancy import occupancy
@@ -91,6 +93,7 @@ class _Job:
     more: dict[str, Any] = field(default_factory=dict)  # SampledResult fields gathered on the way
     pl: Any = None
     check: Any = None  # the deferred check of the profiled blocks' outputs (`_verify`)
+    subset: bool | None = None  # the SM subset: True forces it, False never, None where "auto" takes it (`_subset`)
 
     def base(self) -> dict[str, Any]:
         return dict(workload=self.wl.name, cfg=self.cfg, params=self.params, launch=self.launch, seed=self.seed,
@@ -119,7 +122,7 @@ def simulate_sampled(workload, cfg: Config | str = "a100", *, sample: str = "aut
                      seed: int = 0, scheduler: str | None = None, overrides: dict[str, Any] | None = None,
                      max_steps_per_warp: int | None = None, max_cycles: int | None = None,
                      max_sample_warp_instructions: int | None = None, cap_step: int | None = None,
-                     **params) -> SampledResult:
+                     subset: bool | None = None, **params) -> SampledResult:
     """Simulate `workload` on `cfg` with `params`, sampled (see the module docstring). `sample`: "auto"
     (sample a large kernel to `bound` where that gains, else simulate in full), "on" (sample whenever the
     kernel has waves or loops to extrapolate, however small; for tests and studies) or "off" (full
@@ -127,7 +130,9 @@ def simulate_sampled(workload, cfg: Config | str = "a100", *, sample: str = "aut
     sample grows towards: more waves, deeper loop levels. The first plan aims at a twentieth of the
     kernel's warp instructions (at most MAX_SAMPLE_WARP_INSTRUCTIONS), the sample grows to at most
     MAX_SHARE of them; `max_sample_warp_instructions` sets both instead. `cap_step` s forces the loop
-    levels of the first plan: (s/2, s, 2s), the loop model's (s/2, s, 2s, 4s) (for studies of the method)."""
+    levels of the first plan: (s/2, s, 2s), the loop model's (s/2, s, 2s, 4s) (for studies of the method).
+    `subset` True samples on a subset of the SMs (`plan.subset_plan`) where the grid allows, False never;
+    None (default): "auto" takes it for a kernel of over a minute whose few waves' data fits the L2."""
     if sample not in SAMPLE_MODES:
         raise GpusimError(f"sample mode {sample!r}: expected one of {', '.join(SAMPLE_MODES)}")
     if bound is not None and not 0 < bound < 1:
@@ -142,7 +147,7 @@ def simulate_sampled(workload, cfg: Config | str = "a100", *, sample: str = "aut
     if occ.active_blocks_per_sm == 0:
         raise LaunchError(f"the kernel cannot run on {cfg.name}: {occ.reason}", field="block")
     job = _Job(wl, cfg, p, launch, occ.active_blocks_per_sm * cfg.chip.sm_count, sample,
-               DEFAULT_BOUND if bound is None else bound, seed, max_steps_per_warp, max_cycles, t0)
+               DEFAULT_BOUND if bound is None else bound, seed, max_steps_per_warp, max_cycles, t0, subset=subset)
     if sample == "off":
         return job.full("--sample off")
     bad = data_dependent_addresses(wl.program)
@@ -270,6 +275,9 @@ def _sample(job: _Job, max_sample: int | None, cap_step: int | None, dependent: 
     else:
         budget = max_cost = ceiling = max_sample
     whole_cost = ceiling  # (loops run whole where that fits)
+    on_subset = _subset(job, prof, ceiling, dependent)
+    if on_subset is not None:
+        return on_subset
     try:
         shape = _shape(job, prof)
         plan, why = make_plan(shape.grid, shape.blocks_per_wave, shape.w_full, shape.w0, shape.w1, shape.longest_loop,
@@ -289,13 +297,51 @@ def _sample(job: _Job, max_sample: int | None, cap_step: int | None, dependent: 
         plan, est, steps = _converge(job, runner, plan, shape, prof, roofs, max(ceiling, plan.cost))
     except KernelFault as e:  # a loop cut short can compute an address the kernel never does
         return job.cannot(f"a sampled run faults, so the kernel is simulated whole ({e})")
-    runs = list(runner.done.values())
+    runs = [*runner.done.values(), *runner.on_subsets.values()]
     job.more["steps"] = steps
     if job.sample == "auto" and est.confidence > job.bound and full_y <= FULL_AFFORDABLE_WARP_INSTRUCTIONS:
         worst = max(est.bounds, key=est.bounds.get)
         return job.full(f"the sampled estimate, {est.cycles:,} cycles +- {est.confidence:.1%} (mostly {worst}), "
                         f"misses the {job.bound:.0%} bound, and about {full_y:,.0f} warp instructions are "
                         "affordable in full", estimate=est, runs=runs)
+    return _sampled(job, plan, runner, prof, est, dependent)
+
+
+def _subset(job: _Job, prof: KernelProfile, ceiling: float, dependent: str) -> SampledResult | None:
+    """The SM subset (`plan.subset_plan`, `model.on_subsets`) where it applies: forced (`job.subset`), or
+    under "auto" a kernel of over FULL_MINUTE_WARP_INSTRUCTIONS of fewer than MANY_WAVES waves whose data
+    fits the L2 (a subset keeps the whole L2, so its lines stay as in the kernel; the wave and loop models
+    extrapolate such a grid from its first wave or its first iterations, whose blocks run in step); under
+    "auto", the full run where its bound is missed and the kernel is affordable in full. None where it
+    does not apply (the other plans then)."""
+    G, S = prof.grid, job.cfg.chip.sm_count
+    if job.subset is None:
+        applies = (job.sample == "auto" and prof.warp_instructions > FULL_MINUTE_WARP_INSTRUCTIONS
+                   and G < MANY_WAVES * job.blocks_per_wave and prof.footprint <= job.cfg.l2.size_bytes)
+    else:
+        applies = job.subset
+    plan = subset_plan(G, S, prof.per_block, ceiling) if applies else None
+    if plan is None:
+        return None
+    _verify(job)
+    runner = Runner(job.pl, job.cfg, prof.trips, dirty=prof.dirty, blocks_per_wave=job.blocks_per_wave,
+                    max_steps=job.max_steps, max_cycles=job.max_cycles)
+    roofs = kernel_roofs(job.cfg, job.wl.program, prof)
+    job.more["roofs"] = roofs
+    try:
+        runs, _ = runner.runs(plan)
+    except KernelFault as e:
+        return job.cannot(f"a sampled run faults, so the kernel is simulated whole ({e})")
+    est = estimate_subset(runs, prof, roofs)
+    met = est.confidence <= job.bound
+    verdict = "<=" if met else ">"
+    job.more["steps"] = [f"{plan.describe()} (first plan)",
+                         f"bound {est.confidence:.2%} {verdict} {job.bound:.0%}: {'met' if met else 'missed'}"]
+    if job.sample == "auto" and not met and prof.warp_instructions <= FULL_AFFORDABLE_WARP_INSTRUCTIONS:
+        worst = max(est.bounds, key=est.bounds.get)
+        return job.full(f"the sampled estimate on a subset of the SMs, {est.cycles:,} cycles +- {est.confidence:.1%} "
+                        f"(mostly {worst}), misses the {job.bound:.0%} bound, and about {prof.warp_instructions:,.0f} "
+                        "warp instructions are affordable in full", estimate=est, runs=runs)
     return _sampled(job, plan, runner, prof, est, dependent)
 
 
@@ -345,7 +391,8 @@ def _sampled(job: _Job, plan: Plan, runner: Runner, prof: KernelProfile, est: Es
     cold run's SimResult as `detail`, and the reason."""
     cold, warm = runner.runs(plan)
     biggest = max(cold, key=lambda r: r.warp_instructions)
-    detail = SimResult.build(job.cfg, _SampledPart(biggest), biggest.timing, wall_seconds=biggest.wall_seconds)
+    detail = SimResult.build(subset_config(job.cfg, biggest.sms) if biggest.sms else job.cfg, _SampledPart(biggest),
+                             biggest.timing, wall_seconds=biggest.wall_seconds)
     flops = job.wl.flops(job.params) if callable(getattr(job.wl, "flops", None)) else None
     part = WholeKernel(job.wl, job.params, job.seed, job.launch, prof.kernel_stats(), flops)
     wall = time.perf_counter() - job.t0
@@ -353,7 +400,7 @@ def _sampled(job: _Job, plan: Plan, runner: Runner, prof: KernelProfile, est: Es
     reason = _reason(job, plan, prof, est, dependent)
     result.sampling = {"decision": "sampled", "reason": reason, "confidence": est.confidence,
                        "bound_target": job.bound}
-    runs = list(runner.done.values())
+    runs = [*runner.done.values(), *runner.on_subsets.values()]
     runner.release()
     return SampledResult(**job.base(), mode="sampled", reason=reason, cycles=est.cycles, confidence=est.confidence,
                          wall_seconds=time.perf_counter() - job.t0, estimate=est, runs=runs, detail=detail,
@@ -363,6 +410,10 @@ def _sampled(job: _Job, plan: Plan, runner: Runner, prof: KernelProfile, est: Es
 def _reason(job: _Job, plan: Plan, prof: KernelProfile, est: Estimate, dependent: str) -> str:
     l2 = job.cfg.l2.size_bytes
     notes = []
+    if plan.kind == "sms":
+        notes.append(f"on a subset of the SMs: the first {plan.blocks:,} blocks on {plan.sms[-1]} of the "
+                     f"{job.cfg.chip.sm_count} SMs ({plan.subset_blocks[0]:,} on {plan.sms[0]} for the bound), each "
+                     "running its share of the grid's blocks, loops whole")
     if plan.warm:
         notes.append(f"the kernel's data ({prof.footprint / 2**20:,.0f} MiB, {prof.dirty:.0%} of it written) overflows "
                      f"the L2 ({l2 / 2**20:,.0f} MiB): the sets fill around wave {est.fill_waves:,.1f}, from a cold L2 "
