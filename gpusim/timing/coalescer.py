@@ -10,6 +10,24 @@ from gpusim.timing.jit import njit, sort_prefix
 
 
 @njit
+def _add_sector(lines, masks, k, start, sec, pow2, l_shift, sectors_per_line):
+    """Sector `sec` (the row's sectors come in ascending order, each once) added to the row's lines, which
+    began at lines[start]; returns the new end."""
+    if pow2:
+        line = sec >> l_shift
+        bit = 1 << (sec & (sectors_per_line - 1))
+    else:
+        line = sec // sectors_per_line
+        bit = 1 << (sec % sectors_per_line)
+    if k > start and lines[k - 1] == line:
+        masks[k - 1] |= bit
+        return k
+    lines[k] = line
+    masks[k] = bit
+    return k + 1
+
+
+@njit
 def _line_arrays(rows, sel, sector_bytes, sectors_per_line):
     """Rows `sel` of `rows` (per-lane byte addresses, -1 inactive) coalesced: each row's distinct lines
     in address order with their sector masks, and where each row's lines start."""
@@ -30,34 +48,34 @@ def _line_arrays(rows, sel, sector_bytes, sectors_per_line):
     for i in range(m):
         r = sel[i]
         bounds[i] = k
-        n = 0
+        # the usual row: its lanes' addresses ascending, its lines and sectors found in one pass
+        prev = -1
         ordered = True
         for lane in range(lanes):
             a = rows[r, lane]
-            if a >= 0:
-                sec = (a >> s_shift) if pow2 else a // sector_bytes
-                if n > 0 and sec < sectors[n - 1]:
-                    ordered = False
-                sectors[n] = sec
-                n += 1
-        if not ordered:
-            sort_prefix(sectors, n)
-        for j in range(n):
-            sec = sectors[j]
-            if j > 0 and sec == sectors[j - 1]:
+            if a < 0:
+                continue
+            sec = (a >> s_shift) if pow2 else a // sector_bytes
+            if sec < prev:
+                ordered = False
+                break
+            if sec == prev:
                 continue  # lanes in one sector share its transfer
-            if pow2:
-                line = sec >> l_shift
-                bit = 1 << (sec & (sectors_per_line - 1))
-            else:
-                line = sec // sectors_per_line
-                bit = 1 << (sec % sectors_per_line)
-            if k > bounds[i] and lines[k - 1] == line:
-                masks[k - 1] |= bit
-            else:
-                lines[k] = line
-                masks[k] = bit
-                k += 1
+            prev = sec
+            k = _add_sector(lines, masks, k, bounds[i], sec, pow2, l_shift, sectors_per_line)
+        if ordered:
+            continue
+        k = bounds[i]
+        n = 0
+        for lane in range(lanes):
+            a = rows[r, lane]
+            if a >= 0:
+                sectors[n] = (a >> s_shift) if pow2 else a // sector_bytes
+                n += 1
+        sort_prefix(sectors, n)
+        for j in range(n):
+            if j == 0 or sectors[j] != sectors[j - 1]:
+                k = _add_sector(lines, masks, k, bounds[i], sectors[j], pow2, l_shift, sectors_per_line)
     bounds[m] = k
     return lines[:k].copy(), masks[:k].copy(), bounds
 
