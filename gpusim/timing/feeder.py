@@ -151,11 +151,8 @@ class Feeder:
         again, and each new array costs the engine a new view of the pool)."""
         st = self.st
         kind = self.code.kind
-        top = self.top
         self.top, self.atop, self.ltop = _compact_in_place(st.pos, st.end, st.pc, st.acc, st.flag, st.a_lo, st.a_hi,
                                                            st.lines, st.masks, st.ops, kind, self.atop)
-        st.acc[self.top:top] = -1  # (what the windows left: no plan, no flag, as in a fresh pool)
-        st.flag[self.top:top] = False
         np.copyto(self.cap, st.end)  # (packed: no window has room to grow in place)
         moved = {}
         for names, size, used, extra, least in ((("pc", "acc", "flag"), st.pc.size, self.top, need, 1 << 16),
@@ -237,11 +234,8 @@ class Feeder:
         n = int(gte.ntimeline[0])
         if n > self.seen_timeline and self.batches:
             ids = gte.timeline[self.seen_timeline:n, 0]
-            first = np.array([b.first_block for b in self.batches], np.int64)
-            count = np.array([b.nblocks for b in self.batches], np.int64)
-            _count_retired(ids, first, count)
-            for b, c in zip(self.batches, count.tolist(), strict=True):
-                b.retired += c
+            for b in self.batches:
+                b.retired += int(((ids >= b.first_block) & (ids < b.first_block + b.nblocks)).sum())
             self.seen_timeline = n
             self.batches = [b for b in self.batches if b.retired < b.nblocks or b is self.current]
         return gte
@@ -301,9 +295,9 @@ def _append_steps(st, cap, h0, G, pcs, masks, kinds, last_mask, started, last_ex
     region there, which just grows), taking room for as many entries again. Each warp's entries follow its
     window in its stream's order. An entry is flagged where its warp's active mask differs from the warp's
     previous instruction's (across chunks: `last_mask`, `started`, `last_exit`, updated), unless that one
-    was an exit (threads leaving cost nothing). The pool past its top holds no plan and no flag (`acc` -1,
-    `flag` False: fresh arrays, and what compaction frees is cleared), so only an entry's plan and flag
-    are written. Returns the new tops of the pool, the plans and the lines."""
+    was an exit (threads leaving cost nothing). A region's room is cleared when the region is taken (`acc`
+    -1, `flag` False), so only an entry's plan and flag are written. Returns the new tops of the pool, the
+    plans and the lines."""
     pos, end, pc, acc, flag = st.pos, st.end, st.pc, st.acc, st.flag
     fill = np.empty(counts.size, np.int64)
     for w in range(counts.size):
@@ -321,6 +315,9 @@ def _append_steps(st, cap, h0, G, pcs, masks, kinds, last_mask, started, last_ex
             pos[h] = top
             end[h] = top + n
         if how != 0:
+            for i in range(max(end[h], top), after):  # (the region's new room: no plan, no flag yet)
+                acc[i] = -1
+                flag[i] = False
             cap[h] = after
             top = after
         fill[w] = end[h]
@@ -384,19 +381,6 @@ def _queue(staged_id, staged_h0, staged_nw, tail, cap, first_id, h0, wpb, m):
         staged_h0[i] = h0 + wpb * j
         staged_nw[i] = wpb
     tail[0] = t + m
-
-
-@njit
-def _count_retired(ids, first, count):
-    """Per batch (its blocks first[b] .. first[b] + count[b] - 1): how many of the blocks `ids` are its;
-    written over `count`."""
-    n = np.zeros(first.size, np.int64)
-    for i in range(ids.size):
-        for b in range(first.size):
-            if first[b] <= ids[i] < first[b] + count[b]:
-                n[b] += 1
-                break
-    count[:] = n
 
 
 @njit

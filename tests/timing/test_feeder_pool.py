@@ -32,7 +32,7 @@ def test_windows_hold_each_warps_stream_through_moves_growth_and_compactions():
     """Random chunks (warps interleaved in issue order) appended while random prefixes of the windows are
     issued: every window always holds its warp's pcs not yet issued, with the flags a per-warp reading of
     the masks gives (set where the mask differs from the warp's previous one, unless that was an exit), and
-    past the pool's top no entry holds a plan or a flag."""
+    the room its region has left holds no plan and no flag."""
     rng = np.random.default_rng(7)
     W = 24
     f, b = _feeder(W)
@@ -59,7 +59,8 @@ def test_windows_hold_each_warps_stream_through_moves_growth_and_compactions():
             k = int(rng.integers(0, len(todo[w]) + 1))  # the engine issues k of them
             st.pos[w] += k
             del todo[w][:k]
-        assert (st.acc[f.top:] == -1).all() and not st.flag[f.top:].any()
+            room = slice(st.end[w], f.cap[w])
+            assert (st.acc[room] == -1).all() and not st.flag[room].any()
     assert len(compactions) >= 3  # (the pool filled, grew to its least size, filled again and again)
 
 
