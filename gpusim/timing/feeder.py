@@ -37,6 +37,8 @@ class Batch:
 
 
 class Feeder:
+    least = (1 << 16, 1 << 12, 1 << 14)  # the smallest arrays a compaction copies to: entries, plans, lines
+
     def __init__(self, sources: Iterable, stage: AddressStage, code):
         self.sources = iter(sources)
         self.stage = stage
@@ -50,9 +52,10 @@ class Feeder:
         self.top = 0  # pool entries used
         self.atop = 0  # access plans used
         self.ltop = 0  # lines used
-        # per handle: the end of the pool region its window may grow into without moving (a window that moves
-        # to the pool's top takes room for as many entries again, so a warp's window moves about once each
-        # time its length doubles, not at every chunk)
+        # per handle: the pool region its window may use without moving, base .. cap (a window that moves to
+        # the pool's top takes room for as many entries again, so a warp's window moves about once each time
+        # its length doubles, not at every chunk; one the engine has issued from slides back to its base)
+        self.base = np.zeros(self.st.pos.size, np.int64)
         self.cap = np.zeros(self.st.pos.size, np.int64)
         self.grown = 0  # compactions that needed fresh arrays (the others kept the pool's)
 
@@ -74,6 +77,7 @@ class Feeder:
         st.end[sl] = 0
         st.done[sl] = False
         st.hungry_flag[sl] = False
+        self.base[sl] = 0
         self.cap[sl] = 0
         self.batches.append(b)
         return b
@@ -84,7 +88,7 @@ class Feeder:
         grow = lambda a: np.concatenate([a, np.zeros(n - a.size, a.dtype)])  # noqa: E731
         self.st = st._replace(pos=grow(st.pos), end=grow(st.end), done=grow(st.done),
                               hungry_flag=grow(st.hungry_flag), hungry=grow(st.hungry))
-        self.cap = grow(self.cap)
+        self.base, self.cap = grow(self.base), grow(self.cap)
 
     def _batch_of(self, h: int) -> Batch:
         for b in self.batches:
@@ -127,7 +131,7 @@ class Feeder:
         st = self.st
         nrows = 0 if plans is None else plans.lo.size
         nlines = 0 if plans is None else plans.lines.size
-        top, need = _room(st.pos, st.end, self.cap, b.h0, counts, self.top)
+        top, need = _room(st.pos, st.end, self.base, self.cap, b.h0, counts, self.top)
         if top > st.pc.size or self.atop + nrows > st.a_lo.size or self.ltop + nlines > st.lines.size:
             self._compact(need, nrows, nlines)
             st = self.st
@@ -135,7 +139,7 @@ class Feeder:
             plans = _NO_PLANS
             entries = _NO_ENTRIES
         self.top, self.atop, self.ltop = _append_steps(
-            st, self.cap, b.h0, G, pcs, np.asarray(masks, np.uint64), self.code.kind, b.last_mask, b.started,
+            st, self.base, self.cap, b.h0, G, pcs, np.asarray(masks, np.uint64), self.code.kind, b.last_mask, b.started,
             b.last_exit, counts, self.top, entries, plans.lo, plans.hi, plans.lines, plans.masks, plans.ops,
             self.atop, self.ltop)
         b.total += counts
@@ -153,11 +157,13 @@ class Feeder:
         kind = self.code.kind
         self.top, self.atop, self.ltop = _compact_in_place(st.pos, st.end, st.pc, st.acc, st.flag, st.a_lo, st.a_hi,
                                                            st.lines, st.masks, st.ops, kind, self.atop)
-        np.copyto(self.cap, st.end)  # (packed: no window has room to grow in place)
+        np.copyto(self.base, st.pos)  # (packed: no window has room to grow in place)
+        np.copyto(self.cap, st.end)
         moved = {}
-        for names, size, used, extra, least in ((("pc", "acc", "flag"), st.pc.size, self.top, need, 1 << 16),
-                                                (("a_lo", "a_hi"), st.a_lo.size, self.atop, nrows, 1 << 12),
-                                                (("lines", "masks", "ops"), st.lines.size, self.ltop, nlines, 1 << 14)):
+        for names, size, used, extra, least in ((("pc", "acc", "flag"), st.pc.size, self.top, need, self.least[0]),
+                                                (("a_lo", "a_hi"), st.a_lo.size, self.atop, nrows, self.least[1]),
+                                                (("lines", "masks", "ops"), st.lines.size, self.ltop, nlines,
+                                                 self.least[2])):
             if 2 * (used + extra) <= size:
                 continue
             cap = max(least, 2 * (used + extra), size + size // 2)  # (at least half again: few regrowths)
@@ -262,7 +268,7 @@ def _region(n, c):
 
 
 @njit
-def _room(pos, end, cap, h0, counts, top):
+def _room(pos, end, base, cap, h0, counts, top):
     """Where the pool's top would be after appending `counts[w]` entries to each warp h0 + w (as
     `_append_steps` places them), and how many entries past the live windows the same chunk would take
     once the pool has been compacted (every window packed, none with room to grow)."""
@@ -270,29 +276,34 @@ def _room(pos, end, cap, h0, counts, top):
     for w in np.flatnonzero(counts):
         n = end[h0 + w] - pos[h0 + w]
         need += _region(n, counts[w])
-        top = _place(n, end[h0 + w], cap[h0 + w], counts[w], top)[1]
+        top = _place(n, end[h0 + w], base[h0 + w], cap[h0 + w], counts[w], top)[1]
     return top, need
 
 
 @njit
-def _place(n, end, cap, c, top):
-    """Where a window of `n` entries, ending at `end` in a region ending at `cap`, takes `c` more: 0 where
-    it has room, 1 where its region is the last one in the pool (it grows), 2 where it moves to the pool's
-    top; and the pool's top then."""
+def _place(n, end, base, cap, c, top):
+    """Where a window of `n` entries, ending at `end` in its region base .. cap, takes `c` more: 0 where it
+    has room, 3 where the region would hold twice the window grown (it slides back to the region's base),
+    1 where its region is the last one in the pool (it grows), 2 where it moves to the pool's top; and the
+    pool's top then."""
     if n > 0 and end + c <= cap:
         return 0, top
+    if n + 2 * c <= cap - base:
+        return 3, top
     if n > 0 and cap == top:
         return 1, end + _region(n, c) - n
     return 2, top + _region(n, c)
 
 
 @njit
-def _append_steps(st, cap, h0, G, pcs, masks, kinds, last_mask, started, last_exit, counts, top, entries, plo, phi,
-                  plines, pmasks, pops, atop, ltop):
+def _append_steps(st, base, cap, h0, G, pcs, masks, kinds, last_mask, started, last_exit, counts, top, entries, plo,
+                  phi, plines, pmasks, pops, atop, ltop):
     """Append a chunk, in issue order (entry i: warp G[i] issued pcs[i] with masks[i]; `counts[w]` entries of
     warp w), to its warps' windows, and attach to entry entries[j] its access plan j. A warp's window grows
-    in place where its region has room (`cap`); else it moves to the pool's top (unless it is the last
-    region there, which just grows), taking room for as many entries again. Each warp's entries follow its
+    in place where its region (`base` .. `cap`) has room; else it slides back to the region's base where
+    the region is twice the grown window (the engine has issued that much from its front), or moves to the
+    pool's top (unless its region is the last there, which just grows), taking room for as many entries
+    again. Each warp's entries follow its
     window in its stream's order. An entry is flagged where its warp's active mask differs from the warp's
     previous instruction's (across chunks: `last_mask`, `started`, `last_exit`, updated), unless that one
     was an exit (threads leaving cost nothing). A region's room is cleared when the region is taken (`acc`
@@ -306,15 +317,20 @@ def _append_steps(st, cap, h0, G, pcs, masks, kinds, last_mask, started, last_ex
             continue
         h = h0 + w
         n = end[h] - pos[h]
-        how, after = _place(n, end[h], cap[h], c, top)
-        if how == 2:
-            for i in range(n):
-                pc[top + i] = pc[pos[h] + i]
-                acc[top + i] = acc[pos[h] + i]
-                flag[top + i] = flag[pos[h] + i]
-            pos[h] = top
-            end[h] = top + n
-        if how != 0:
+        how, after = _place(n, end[h], base[h], cap[h], c, top)
+        if how >= 2:
+            to = top if how == 2 else base[h]
+            for i in range(n):  # (down within the region, or up to the top: never onto what is still to copy)
+                pc[to + i] = pc[pos[h] + i]
+                acc[to + i] = acc[pos[h] + i]
+                flag[to + i] = flag[pos[h] + i]
+            for i in range(to + n, end[h] if how == 3 else to + n):  # (the slid window's old entries)
+                acc[i] = -1
+                flag[i] = False
+            pos[h] = to
+            end[h] = to + n
+            base[h] = to
+        if how == 1 or how == 2:
             for i in range(max(end[h], top), after):  # (the region's new room: no plan, no flag yet)
                 acc[i] = -1
                 flag[i] = False

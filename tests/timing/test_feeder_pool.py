@@ -17,7 +17,8 @@ KINDS = np.array([0, 0, 0, EXIT], np.int64)  # pcs 0-2 plain, 3 an exit
 
 def _feeder(W: int):
     f = Feeder([], None, SimpleNamespace(kind=KINDS))
-    f.st, f.cap = _make_streams(64, 256, 16, 16), np.zeros(64, np.int64)  # (a small pool: it fills soon)
+    f.st, f.base, f.cap = _make_streams(64, 256, 16, 16), np.zeros(64, np.int64), np.zeros(64, np.int64)
+    f.least = (256, 16, 16)  # (a small pool: it fills, and is compacted, soon)
     b = f._new_batch(SimpleNamespace(first_block=0, nblocks=W, wpb=1))
     return f, b
 
@@ -56,7 +57,7 @@ def test_windows_hold_each_warps_stream_through_moves_growth_and_compactions():
             window = list(zip(st.pc[st.pos[w]:st.end[w]].tolist(), st.flag[st.pos[w]:st.end[w]].tolist(),
                               strict=True))
             assert window == todo[w]
-            k = int(rng.integers(0, len(todo[w]) + 1))  # the engine issues k of them
+            k = int(rng.integers(0, len(todo[w]) // 2 + 1))  # the engine issues k of them
             st.pos[w] += k
             del todo[w][:k]
             room = slice(st.end[w], f.cap[w])
@@ -74,6 +75,21 @@ def test_a_window_moves_when_it_doubles_not_at_every_chunk():
     st = f.st
     assert (st.end - st.pos)[:2].tolist() == [400, 400]
     assert f.top <= 4 * 800
+
+
+def test_a_window_issued_from_its_front_slides_back_in_its_region():
+    """Two warps fed one instruction each per chunk, the engine issuing all but their last: the windows stay
+    short, and each slides back to its region's base instead of taking new room at the pool's top, which
+    stays where the first chunks left it (a move at each fill would take new room every few chunks)."""
+    f, b = _feeder(2)
+    tops = []
+    for k in range(1000):
+        _append(f, b, [0, 1], [k % 3, k % 3], [1, 1])
+        st = f.st
+        assert st.pc[st.end[0] - 1] == k % 3 and st.pc[st.end[1] - 1] == k % 3
+        st.pos[:2] = st.end[:2] - 1
+        tops.append(f.top)
+    assert max(tops) <= 16 and tops[-1] == tops[10]
 
 
 def test_pool_order_is_the_windows_order_in_the_pool():

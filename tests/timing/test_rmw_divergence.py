@@ -145,7 +145,8 @@ def _flags(G, pcs, masks, kinds, last, started, gone):
     st = _make_streams(W, 64, 1, 1)
     G = np.asarray(G, np.int64)
     z = np.zeros(0, np.int64)
-    _append_steps(st, np.zeros(W, np.int64), 0, G, np.asarray(pcs, np.int32), np.asarray(masks, np.uint64), kinds,
+    region = np.zeros(W, np.int64), np.zeros(W, np.int64)  # (every window's region empty: each moves)
+    _append_steps(st, *region, 0, G, np.asarray(pcs, np.int32), np.asarray(masks, np.uint64), kinds,
                   last, started, gone, np.bincount(G, minlength=W), 0, z, z, z, z, z, z, 0, 0)
     seen = [0] * W
     where = []
