@@ -10,6 +10,33 @@ from gpusim.timing.jit import njit, sort_prefix
 
 
 @njit
+def _log2(x):
+    """Whether `x` (a configured size, > 0) is a power of two, and the shift that divides by it then."""
+    shift = 0
+    while (1 << shift) < x:
+        shift += 1
+    return (x & (x - 1)) == 0, shift
+
+
+@njit
+def _add_sector(lines, masks, k, start, sec, pow2, l_shift, sectors_per_line):
+    """Sector `sec` (the row's sectors come in ascending order, each once) added to the row's lines, which
+    began at lines[start]; returns the new end."""
+    if pow2:
+        line = sec >> l_shift
+        bit = 1 << (sec & (sectors_per_line - 1))
+    else:
+        line = sec // sectors_per_line
+        bit = 1 << (sec % sectors_per_line)
+    if k > start and lines[k - 1] == line:
+        masks[k - 1] |= bit
+        return k
+    lines[k] = line
+    masks[k] = bit
+    return k + 1
+
+
+@njit
 def _line_arrays(rows, sel, sector_bytes, sectors_per_line):
     """Rows `sel` of `rows` (per-lane byte addresses, -1 inactive) coalesced: each row's distinct lines
     in address order with their sector masks, and where each row's lines start."""
@@ -19,45 +46,41 @@ def _line_arrays(rows, sel, sector_bytes, sectors_per_line):
     masks = np.empty(m * lanes, np.int64)
     bounds = np.empty(m + 1, np.int64)
     sectors = np.empty(lanes, np.int64)
-    pow2 = (sector_bytes & (sector_bytes - 1)) == 0 and (sectors_per_line & (sectors_per_line - 1)) == 0
-    s_shift = 0
-    while (1 << s_shift) < sector_bytes:
-        s_shift += 1
-    l_shift = 0
-    while (1 << l_shift) < sectors_per_line:
-        l_shift += 1
+    s_pow2, s_shift = _log2(sector_bytes)
+    l_pow2, l_shift = _log2(sectors_per_line)
+    pow2 = s_pow2 and l_pow2
     k = 0
     for i in range(m):
         r = sel[i]
         bounds[i] = k
-        n = 0
+        # the usual row: its lanes' addresses ascending, its lines and sectors found in one pass
+        prev = -1
         ordered = True
         for lane in range(lanes):
             a = rows[r, lane]
-            if a >= 0:
-                sec = (a >> s_shift) if pow2 else a // sector_bytes
-                if n > 0 and sec < sectors[n - 1]:
-                    ordered = False
-                sectors[n] = sec
-                n += 1
-        if not ordered:
-            sort_prefix(sectors, n)
-        for j in range(n):
-            sec = sectors[j]
-            if j > 0 and sec == sectors[j - 1]:
+            if a < 0:
+                continue
+            sec = (a >> s_shift) if pow2 else a // sector_bytes
+            if sec < prev:
+                ordered = False
+                break
+            if sec == prev:
                 continue  # lanes in one sector share its transfer
-            if pow2:
-                line = sec >> l_shift
-                bit = 1 << (sec & (sectors_per_line - 1))
-            else:
-                line = sec // sectors_per_line
-                bit = 1 << (sec % sectors_per_line)
-            if k > bounds[i] and lines[k - 1] == line:
-                masks[k - 1] |= bit
-            else:
-                lines[k] = line
-                masks[k] = bit
-                k += 1
+            prev = sec
+            k = _add_sector(lines, masks, k, bounds[i], sec, pow2, l_shift, sectors_per_line)
+        if ordered:
+            continue
+        k = bounds[i]
+        n = 0
+        for lane in range(lanes):
+            a = rows[r, lane]
+            if a >= 0:
+                sectors[n] = (a >> s_shift) if pow2 else a // sector_bytes
+                n += 1
+        sort_prefix(sectors, n)
+        for j in range(n):
+            if j == 0 or sectors[j] != sectors[j - 1]:
+                k = _add_sector(lines, masks, k, bounds[i], sectors[j], pow2, l_shift, sectors_per_line)
     bounds[m] = k
     return lines[:k].copy(), masks[:k].copy(), bounds
 
@@ -69,6 +92,8 @@ def _partial_masks(rows, sel, widths, sector_bytes, sectors_per_line, lines, lo,
     sector's bytes than it holds: distinct lane addresses in it times the lane's width)."""
     lanes = rows.shape[1]
     addrs = np.empty(lanes, np.int64)
+    secs = np.empty(lanes, np.int64)
+    pow2, s_shift = _log2(sector_bytes)
     for i in range(sel.size):
         r = sel[i]
         n = 0
@@ -78,15 +103,17 @@ def _partial_masks(rows, sel, widths, sector_bytes, sectors_per_line, lines, lo,
                 addrs[n] = a
                 n += 1
         sort_prefix(addrs, n)
+        for j in range(n):
+            secs[j] = (addrs[j] >> s_shift) if pow2 else addrs[j] // sector_bytes
         for q in range(lo[i], hi[i]):
             out[q] = 0
         w = widths[i]
         j = 0
         while j < n:
-            sec = addrs[j] // sector_bytes
+            sec = secs[j]
             distinct = 0
             k = j
-            while k < n and addrs[k] // sector_bytes == sec:
+            while k < n and secs[k] == sec:
                 if k == j or addrs[k] != addrs[k - 1]:
                     distinct += 1
                 k += 1

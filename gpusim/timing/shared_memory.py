@@ -81,6 +81,9 @@ class BankMap:
 
 
 _SLOTS = 256  # the rows `_wavefronts` keeps with their results (a power of two)
+# each lane's weight in a row's hash: odd, 16 bits, spread (rows that differ by a constant shift, a block's
+# warps side by side, fall in different slots)
+_LANE_WEIGHTS = ((np.arange(64, dtype=np.int64) * 0x9E3779B1) >> 8 & 0xFFFF) | 1
 
 
 @njit
@@ -106,17 +109,15 @@ def _wavefronts(rows, sel, words_per_lane, bank_width, banks, width, group):
     for i in range(m):
         r = sel[i]
         h = 0
-        for lane in range(lanes):
-            h = (h * 31 + (rows[r, lane] & 0xFFFFFF)) & 0xFFFFFFFFFF  # (40 bits: no overflow, jitted or not)
-        slot = (h ^ (h >> 17)) & (_SLOTS - 1)
+        for lane in range(lanes):  # (each lane's term on its own, under 2^40: no overflow, jitted or not)
+            h += (rows[r, lane] & 0xFFFFFF) * _LANE_WEIGHTS[lane]
+        slot = (h ^ (h >> 11) ^ (h >> 23) ^ (h >> 35)) & (_SLOTS - 1)
         q = slot_row[slot]
         if q >= 0 and slot_hash[slot] == h:
-            same = True
+            diff = 0
             for lane in range(lanes):
-                if rows[q, lane] != rows[r, lane]:
-                    same = False
-                    break
-            if same:
+                diff |= rows[q, lane] ^ rows[r, lane]
+            if diff == 0:
                 wave[i] = slot_wave[slot]
                 ideal[i] = slot_ideal[slot]
                 continue

@@ -69,6 +69,25 @@ def test_unsorted_lanes_give_sorted_lines():
     assert len(ls) == 32
 
 
+def test_rows_of_every_shape_against_their_sectors_grouped_by_line():
+    """Rows ascending (the usual, one pass), ascending with a lane out of order, descending, with repeats and
+    inactive lanes, and random: each row's lines are its distinct sectors grouped by line, in line order."""
+    rng = np.random.default_rng(5)
+    up = BASE + 4 * LANES
+    late = up.copy()
+    late[20] = BASE - 64  # one lane below the others, late in the row
+    rows = [up, late, up[::-1], BASE + 8 * (LANES // 3), np.where(LANES % 3 == 0, -1, up), np.full(32, -1),
+            np.where(LANES < 16, BASE + 4 * LANES, BASE + 4096 + 4 * LANES)]
+    rows += [np.where(rng.random(32) < 0.2, -1, BASE + rng.integers(0, 2048, 32)) for _ in range(200)]
+    rows += [np.sort(BASE + rng.integers(0, 1024, 32)) for _ in range(200)]
+    for row, got in zip(rows, _lines(*rows), strict=True):
+        sectors = sorted({int(a) // 32 for a in row if a >= 0})
+        expect = {}
+        for sec in sectors:
+            expect[sec // 4] = expect.get(sec // 4, 0) | 1 << (sec % 4)
+        assert got == sorted(expect.items())
+
+
 def test_empty_batch():
     assert Coalescer(128, 32).lines(np.zeros((0, 32), dtype=np.int64)) == []
 

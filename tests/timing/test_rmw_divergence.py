@@ -18,7 +18,7 @@ from gpusim.timing import l2 as _l2
 from gpusim.timing import shared_memory as _smem
 from gpusim.timing.coalescer import Coalescer
 from gpusim.timing.decode import EXIT, code_arrays, decode
-from gpusim.timing.feeder import _append_steps
+from gpusim.timing.feeder import _append_steps, _make_streams
 from tests.timing.helpers import FLAT_DRAM
 
 RMW, OP = 2.5, 1.5
@@ -142,13 +142,18 @@ def _flags(G, pcs, masks, kinds, last, started, gone):
     """A chunk in issue order appended to fresh windows (handles 0..W-1): each entry's flag, in issue order,
     and each warp's window."""
     W = last.size
-    pos, end = np.zeros(W, np.int64), np.zeros(W, np.int64)
-    pc, acc, flag = np.zeros(64, np.int32), np.full(64, -1, np.int64), np.zeros(64, np.bool_)
+    st = _make_streams(W, 64, 1, 1)
     G = np.asarray(G, np.int64)
-    where = np.empty(G.size, np.int64)
-    _append_steps(pos, end, pc, acc, flag, 0, G, np.asarray(pcs, np.int32), np.asarray(masks, np.uint64), kinds,
-                  last, started, gone, np.bincount(G, minlength=W), where, 0)
-    return flag[where].tolist(), [pc[pos[w]:end[w]].tolist() for w in range(W)]
+    z = np.zeros(0, np.int64)
+    region = np.zeros(W, np.int64), np.zeros(W, np.int64)  # (every window's region empty: each moves)
+    _append_steps(st, *region, 0, G, np.asarray(pcs, np.int32), np.asarray(masks, np.uint64), kinds,
+                  last, started, gone, np.bincount(G, minlength=W), 0, z, z, z, z, z, z, 0, 0)
+    seen = [0] * W
+    where = []
+    for w in G.tolist():  # (entry i is its warp's seen[w]-th of the chunk)
+        where.append(int(st.pos[w]) + seen[w])
+        seen[w] += 1
+    return st.flag[where].tolist(), [st.pc[st.pos[w]:st.end[w]].tolist() for w in range(W)]
 
 
 def test_mask_changes_mark_splits_switches_and_rejoins_but_not_exits():
