@@ -152,26 +152,32 @@ def fma_rn(a, b, c, dtype=_F64) -> np.ndarray:
         return out.reshape(shape)
 
 
+_F32_NORMAL = 2.0**-126  # f32's smallest normal number
+
+
 def _fma_f32(a, b, c) -> np.ndarray:
     """fma.rn.f32: the product of two f32 is exact in f64, so p + c rounded to f64 and then to f32 is right
     but where the f64 sum is inexact and falls on a midpoint between two f32 (or in f32's subnormal range,
     whose midpoints lie elsewhere): there the sum is rounded to odd in f64 first (a few lanes in millions).
-    Written to allocate as little as the plain (a * b + c) would: large temporaries cost page faults."""
+    Written to allocate as little as the plain (a * b + c) would: large temporaries cost page faults (the
+    f64 sum's array is reused for the tests once the f32 result is taken from it)."""
     r = np.empty(np.broadcast_shapes(np.shape(a), np.shape(b), np.shape(c)), _F64)
     np.multiply(a, b, out=r, dtype=_F64)
     np.add(r, c, out=r, dtype=_F64)
     out = r.astype(_F32)
-    bits = r.reshape(-1).view(np.uint64)
-    low = np.bitwise_and(bits, np.uint64(0x1FFFFFFF))  # the 29 bits an f32 drops: exactly half an f32 ulp?
-    suspect = low == np.uint64(0x10000000)
-    np.bitwise_and(bits, np.uint64(0x7FF0000000000000), out=low)  # the exponent: below 2^-126?
-    # (not a zero: a sum that rounds to zero in f64 is exactly zero, signed as IEEE's sum, f32's too;
-    # a lane whose operands are zero, such as an inactive lane's, takes no slow path)
-    suspect |= (low < np.uint64((1023 - 126) << 52)) & (bits << np.uint64(1) != 0)
+    # in f32's subnormal range: 0 < |sum| < 2^-126 (not a zero: a sum that rounds to zero in f64 is exactly
+    # zero, signed as IEEE's sum, f32's too; a lane whose operands are zero, such as an inactive lane's, takes
+    # no slow path; a NaN compares false)
+    x = np.abs(r.reshape(-1), out=r.reshape(-1))
+    suspect = x < _F32_NORMAL
+    suspect &= x != 0
+    bits = x.view(np.uint64)  # (|sum|: the low bits are the sum's)
+    np.bitwise_and(bits, np.uint64(0x1FFFFFFF), out=bits)  # the 29 bits an f32 drops: exactly half an f32 ulp?
+    suspect |= bits == np.uint64(0x10000000)
     if suspect.any():
-        a, b, c = (np.broadcast_to(np.asarray(x, _F64), r.shape).reshape(-1)[suspect.reshape(-1)] for x in (a, b, c))
+        a, b, c = (np.broadcast_to(np.asarray(v, _F64), r.shape).reshape(-1)[suspect] for v in (a, b, c))
         s, e = _two_sum(a * b, c)
-        out.reshape(-1)[suspect.reshape(-1)] = np.where(np.isfinite(s), _round_to_odd(s, e), s).astype(_F32)
+        out.reshape(-1)[suspect] = np.where(np.isfinite(s), _round_to_odd(s, e), s).astype(_F32)
     return out
 
 

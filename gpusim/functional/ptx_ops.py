@@ -10,7 +10,7 @@ import numpy as np
 
 from gpusim.functional import atomics, tensor
 from gpusim.functional.lanes import _count, _lane_at, _positions, _select
-from gpusim.functional.semantics import alu
+from gpusim.functional.semantics import alu, every_lane_safe
 from gpusim.functional.warps import _Batch
 from gpusim.isa.opcodes import MMA_DIMS
 from gpusim.isa.program import Instruction
@@ -52,6 +52,13 @@ class PtxOps:
             d = ins.dsts[0]
             dtype = TYPES[d.type].dtype
             write = self._writer(d, b, dtype)
+            if ins.guard >= 0 and every_lane_safe(ins):
+                full, write_where = slice(None), write.where
+
+                def every_lane(keep):
+                    write_where(keep, f(*(r(full) for r in readers)))
+            else:
+                every_lane = None
             if len(readers) == 1:
                 r0 = readers[0]
 
@@ -65,6 +72,7 @@ class PtxOps:
             else:
                 def body(G, lanes):
                     write(lanes, f(*(r(lanes) for r in readers)))
+            body.every_lane = every_lane
         st = b.stack
         nxt = ins.pc + 1
         guarded = self._guarded(ins, b, body)
@@ -346,14 +354,18 @@ class PtxOps:
         offset = np.int64(addr_op.value)
         rec = b.rec
         shift = t.bytes.bit_length() - 1  # byte offset -> index of the (first) element
+        if base is not None and base.dtype.kind in "iu" and base.dtype.itemsize == 8:
+            base = base.view(np.int64)  # (a 64-bit address: its bits as int64, as the widening cast reads them)
 
         def lane_addresses(lanes) -> np.ndarray:
             """Per-lane byte addresses of the executing lanes (recorded for the timing model: the array is
             the recorder's, never written again)."""
             if base is None:
                 a = np.full(_count(lanes, b), offset)
-            else:  # (one pass: the register's values widened to int64 as they are added)
-                a = np.add(base[lanes], offset, dtype=np.int64, casting="unsafe")
+            else:  # (the register's values widened to int64 in a fresh array, the offset added in place)
+                every = lanes.__class__ is slice
+                a = (base[lanes] if every else base.take(lanes)).astype(np.int64, copy=every)
+                np.add(a, offset, out=a)
             if rec is not None:
                 rec.memory(a, copy=False)
             return a

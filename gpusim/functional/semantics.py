@@ -270,6 +270,23 @@ def _float_alu(ins: Instruction, op: str, dt: np.dtype):
     return None
 
 
+# Instructions computed lane by lane in plain numpy, with no lane-by-lane slow path (no exact-rounding fix-ups,
+# no division): a step whose guard keeps many of its lanes computes them on every lane and keeps the guarded
+# ones' results (WarpScheduler._guarded), the same values as on those lanes alone.
+_EVERY_LANE_OPS = frozenset({"mov", "add", "sub", "mul", "shl", "shr", "and", "or", "xor", "not", "setp", "selp",
+                             "neg", "min", "max"})
+
+
+def every_lane_safe(ins: Instruction) -> bool:
+    """May the ALU instruction be computed on every lane of a step, its results kept where its guard holds?"""
+    op, t = ins.opcode, TYPES[ins.types[0]] if ins.types else None
+    if op not in _EVERY_LANE_OPS or t is None or "sat" in ins.quals:
+        return False
+    if t.name not in ("f32", "f64"):
+        return not t.is_float  # (halves and their pairs: converted lane by lane)
+    return _float_alu(ins, op, t.dtype) is None
+
+
 def alu(ins: Instruction):
     """Return f(*sources) -> result for an ALU instruction (everything but memory, control, shfl, vote)."""
     op, t = ins.opcode, TYPES[ins.types[0]] if ins.types else None

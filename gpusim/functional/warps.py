@@ -132,6 +132,12 @@ class _Batch:
         self.cp_groups = np.zeros(W, dtype=np.int64)
         self.rec = BatchRecorder(W, WS) if ex.record else None
         self.scratch = np.empty(L, dtype=np.int64)  # a memory instruction's element indices (ptx_ops._memory)
+        # the lanes a guard keeps in a step of every lane, by (predicate register, negated): kept until an
+        # instruction writes that register (WarpScheduler._guarded, _steps)
+        self.guard_lanes: dict[tuple[int, bool], list] = {}
+        # [lanes, mask]: the lanes of the running step's guard as indices and as a mask over every lane, set
+        # where the guard keeps enough lanes that a writer scatters by the mask (WarpScheduler._writer)
+        self.lane_mask: list = [None, None]
         if ex.loop_cap is not None:  # iterations of each loop's current instance, per warp
             self.loop_count = np.zeros((W, len(ex.loop_headers)), dtype=np.int64)
 
@@ -340,6 +346,10 @@ class WarpScheduler:
         # known without a look at the warps' pcs and states, and none of them reconverges there (a warp whose
         # stack holds only its bottom entry never does)
         straight = [getattr(op, "straight", False) for op in ops]
+        guards = {i.guard for i in prog.instructions if i.guard >= 0}
+        # (a SASS instruction may write predicates its operands do not list: every one forgets the guards' lanes)
+        forgets = [self.isa == "sass" or not guards.isdisjoint(i.regs_written()) for i in prog.instructions]
+        known = b.guard_lanes
         ahead = -1
         while True:
             if ahead >= 0:
@@ -379,6 +389,8 @@ class WarpScheduler:
             if b.rec is not None:
                 b.rec.step(p, G, mask, lanes is FULL)
             ops[p](G, lanes)
+            if forgets[p] and known:
+                known.clear()
             steps += 1
             if steps > self.max_steps:
                 self._runaway(b, ins)
@@ -552,7 +564,8 @@ class WarpScheduler:
         # lane in bounds and aligned, is told by two reductions, without a mask)
         if size >= width and (a.size == 0 or (a.view(np.uint64).max() <= np.uint64(size - width)
                                               and (width == 1 or _aligned(a, width)))):
-            return np.add(a, b.lane_smem[lanes], out=out)
+            smem_at = b.lane_smem[lanes] if lanes.__class__ is slice else b.lane_smem.take(lanes)
+            return np.add(a, smem_at, out=out)
         if size >= width:
             bad = a.view(np.uint64) > np.uint64(size - width)
         else:
@@ -583,25 +596,34 @@ class WarpScheduler:
         else:
             arr = b.R[op.reg]
         if t.kind == "pred":
+            get = _gather(arr)
             if op.negate:
-                return lambda lanes: ~arr[lanes]
-            return lambda lanes: arr[lanes]
+                return lambda lanes: ~get(lanes)
+            return get
         if arr.dtype == t.dtype:
-            return lambda lanes: arr[lanes]
+            return _gather(arr)
         if arr.dtype.itemsize == t.dtype.itemsize:
-            view = arr.view(t.dtype)
-            return lambda lanes: view[lanes]
-        dt = t.dtype
-        return lambda lanes: arr[lanes].astype(dt)
+            return _gather(arr.view(t.dtype))
+        get, dt = _gather(arr), t.dtype
+        return lambda lanes: get(lanes).astype(dt)
 
     def _writer(self, op: Operand, b: _Batch, value_dtype: np.dtype) -> Callable:
         arr = b.R[op.reg]
         if arr.dtype != value_dtype and arr.dtype.itemsize == value_dtype.itemsize and arr.dtype.kind != "b":
             arr = arr.view(value_dtype)
 
-        def write(lanes, value):
-            arr[lanes] = value
+        mask = b.lane_mask
 
+        def write(lanes, value):
+            if lanes is mask[0]:  # (a guard's many lanes: by its mask, a cheaper scatter than by their indices)
+                arr[mask[1]] = value
+            else:
+                arr[lanes] = value
+
+        def write_where(keep, value):  # every lane's value given, kept where `keep` holds
+            np.copyto(arr, value, casting="unsafe", where=keep)
+
+        write.where = write_where
         return write
 
     def _guarded(self, ins: Instruction, b: _Batch, body: Callable) -> Callable:
@@ -611,14 +633,27 @@ class WarpScheduler:
         pred = b.R[ins.guard]
         neg = ins.guard_negate
         stats = self.stats
+        known, key, mask = b.guard_lanes, (ins.guard, neg), b.lane_mask
+        every_lane = getattr(body, "every_lane", None)
 
         def run(G, lanes):
             if isinstance(lanes, slice):
-                if _count_true(pred, neg) == pred.size:  # every lane's guard holds: all lanes, as they are
+                hit = known.get(key)
+                if hit is None:  # (kept until an instruction writes the predicate: WarpScheduler._steps)
+                    hit = known[key] = _guard_lanes(pred, neg)
+                keep, on, n = hit
+                if keep is None:  # every lane's guard holds: all lanes, as they are
                     body(G, lanes)
                     return
-                keep = pred != neg
-                on = np.flatnonzero(keep)
+                if every_lane is not None and 8 * n >= pred.size:  # (many lanes kept: no gather and scatter)
+                    stats.predicated_off += b.full_lanes - n
+                    every_lane(keep)
+                    return
+                if on is None:
+                    on = hit[1] = np.flatnonzero(keep)
+                    on.flags.writeable = False
+                if 8 * n >= pred.size:
+                    mask[0], mask[1] = on, keep
             else:
                 keep = pred[lanes] != neg
                 if keep.all():
@@ -781,6 +816,23 @@ class WarpScheduler:
                 b.stack.pc[go] = nxt
 
         return run
+
+
+def _gather(arr: np.ndarray) -> Callable:
+    """lanes -> the array's values at those lanes (a view for a slice; by `take`, a cheaper gather than
+    indexing, for an index array)."""
+    return lambda lanes: arr[lanes] if lanes.__class__ is slice else arr.take(lanes)
+
+
+def _guard_lanes(pred: np.ndarray, negate: bool) -> list:
+    """A guard over every lane of a batch: [where it holds (read-only), those lanes (None until asked for),
+    how many]; [None, None, count] where it holds on every lane."""
+    n = _count_true(pred, negate)
+    if n == pred.size:
+        return [None, None, n]
+    keep = pred != negate
+    keep.flags.writeable = False
+    return [keep, None, n]
 
 
 def _runaway_reason(limit: int) -> str:
