@@ -40,3 +40,12 @@ def _select(out: np.ndarray, G: np.ndarray, lanes, ws: int) -> np.ndarray:
     return out if isinstance(lanes, slice) else out[_positions(G, lanes, ws)]
 
 
+
+
+def put(result, out):
+    """`result`, or, where an `out` array is given, written into it (a step of every lane: the destination
+    register itself) and `out`."""
+    if out is None:
+        return result
+    out[...] = result
+    return out

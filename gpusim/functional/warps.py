@@ -277,6 +277,7 @@ class WarpScheduler:
         self.blocks_per_batch = max(1, (batch_lanes or DEFAULT_BATCH_LANES) // lanes_per_block)
         self.nregs = len(program.registers)
         self._shapes: dict[int, BatchShape] = {}  # batch_shape(nblocks), made once
+        self._alus: dict[int, Callable] = {}  # by pc: what an ALU instruction computes (the same in every batch)
         self.probe_after = PROBE_AT_STEPS  # a batch past this many steps is probed (probe_runaway)
 
     def batch_shape(self, nblocks: int) -> BatchShape:
@@ -403,7 +404,7 @@ class WarpScheduler:
                     yield G, steps
             if ahead >= 0:
                 continue
-            reconv = st.pc[G] == st.rpc[G]
+            reconv = st.pc == st.rpc if G.size == b.W else st.pc[G] == st.rpc[G]  # (G: every warp, in order)
             if reconv.any():
                 ws = G[reconv]
                 b.state[ws[~st.pop(ws)]] = DONE
@@ -624,6 +625,7 @@ class WarpScheduler:
             np.copyto(arr, value, casting="unsafe", where=keep)
 
         write.where = write_where
+        write.full = arr if arr.dtype == value_dtype else None  # (every lane's values may go straight into it)
         return write
 
     def _guarded(self, ins: Instruction, b: _Batch, body: Callable) -> Callable:
