@@ -138,6 +138,9 @@ class _Batch:
         # [lanes, mask]: the lanes of the running step's guard as indices and as a mask over every lane, set
         # where the guard keeps enough lanes that a writer scatters by the mask (WarpScheduler._writer)
         self.lane_mask: list = [None, None]
+        # the pc a control instruction run by every lane of every warp moved them all to (-1: none): the next
+        # step, known without a look at the warps (WarpScheduler._steps)
+        self.moved_to = -1
         if ex.loop_cap is not None:  # iterations of each loop's current instance, per warp
             self.loop_count = np.zeros((W, len(ex.loop_headers)), dtype=np.int64)
 
@@ -345,7 +348,8 @@ class WarpScheduler:
         # An instruction that only moves its warps on (`straight`: each decoded closure says so), run by every
         # lane of every warp, leaves them all at the next pc, running every lane (`ahead`): the next step is
         # known without a look at the warps' pcs and states, and none of them reconverges there (a warp whose
-        # stack holds only its bottom entry never does)
+        # stack holds only its bottom entry never does); so does a branch taken by all of them or by none, or a
+        # barrier they all reach (`moved_to`)
         straight = [getattr(op, "straight", False) for op in ops]
         guards = {i.guard for i in prog.instructions if i.guard >= 0}
         # (a SASS instruction may write predicates its operands do not list: every one forgets the guards' lanes)
@@ -396,6 +400,8 @@ class WarpScheduler:
             if steps > self.max_steps:
                 self._runaway(b, ins)
             ahead = p + 1 if lanes is FULL and straight[p] else -1
+            if b.moved_to >= 0:  # (a branch or barrier that moved every warp, all lanes, to one pc)
+                ahead, b.moved_to = b.moved_to, -1
             if chunk:
                 since += G.size
                 if since >= chunk:
@@ -561,10 +567,7 @@ class WarpScheduler:
         `a` of their block's shared window, each checked for alignment and bounds; in `out` when given (int64,
         as many as `a`)."""
         size = b.smem_size
-        # (as unsigned, a negative address is huge: one comparison checks both ends; the usual access, every
-        # lane in bounds and aligned, is told by two reductions, without a mask)
-        if size >= width and (a.size == 0 or (a.view(np.uint64).max() <= np.uint64(size - width)
-                                              and (width == 1 or _aligned(a, width)))):
+        if size >= width and _in_window(a, size, width):
             smem_at = b.lane_smem[lanes] if lanes.__class__ is slice else b.lane_smem.take(lanes)
             return np.add(a, smem_at, out=out)
         if size >= width:
@@ -677,8 +680,12 @@ class WarpScheduler:
         if self.loop_cap is not None and target <= ins.pc:
             return self._capped_branch(ins, b)
         if ins.guard < 0 or target == nxt:
+            to = target if ins.guard < 0 else nxt
+
             def run(G, lanes):
-                st.pc[G] = target if ins.guard < 0 else nxt
+                st.pc[G] = to
+                if lanes.__class__ is slice:
+                    b.moved_to = to
             return run
         flat = b.R[ins.guard]
         pred = flat.reshape(b.W, b.ws)
@@ -690,7 +697,7 @@ class WarpScheduler:
             if isinstance(lanes, slice):  # every lane of every warp: taken by all of them or by none, at once
                 n = _count_true(flat, neg)
                 if n == 0 or n == flat.size:
-                    st.pc[G] = target if n else nxt
+                    st.pc[G] = b.moved_to = target if n else nxt
                     stats.branches += G.size
                     return
             act = st.active[G]
@@ -784,7 +791,7 @@ class WarpScheduler:
                 # every lane of every warp arrives (and every thread of each block runs): all go on at once
                 b.bar_pc[G] = ins.pc
                 stats.barriers += G.size
-                st.pc[G] = nxt
+                st.pc[G] = b.moved_to = nxt
                 return
             act = st.active[G]
             if guard is not None:  # lanes whose guard is false do not arrive
@@ -818,6 +825,19 @@ class WarpScheduler:
                 b.stack.pc[go] = nxt
 
         return run
+
+
+def _in_window(a: np.ndarray, size: int, width: int) -> bool:
+    """Is every address of `a` within [0, size - width] and a multiple of `width`? (The usual access, told
+    without a mask: where the window is a power of two bytes and the width too, by one reduction, the
+    addresses' bits OR-ed together, which are within it and aligned just when every address is; else by two,
+    the addresses as unsigned, where a negative one is huge, so that one comparison checks both ends.)"""
+    if a.size == 0:
+        return True
+    if size & (size - 1) == 0 and width & (width - 1) == 0:
+        bits = int(np.bitwise_or.reduce(a))
+        return 0 <= bits <= size - width and not bits & (width - 1)
+    return a.view(np.uint64).max() <= np.uint64(size - width) and (width == 1 or _aligned(a, width))
 
 
 def _gather(arr: np.ndarray) -> Callable:
