@@ -19,8 +19,8 @@ import numpy as np
 
 from gpusim.errors import DeadlockError, KernelFault, LaunchError
 from gpusim.functional.batch_shape import BatchShape, batch_shape
-from gpusim.functional.lanes import _aligned, _count_true, _lane_at
-from gpusim.functional.launch import Launch, require_units
+from gpusim.functional.lanes import _aligned, _count_true, _gather, _guard_lanes, _in_window, _lane_at
+from gpusim.functional.launch import Launch, _param_bytes, require_units
 from gpusim.functional.memory import GlobalMemory, host_available_bytes
 from gpusim.functional.runaway import StateWatch, trapped_pcs
 from gpusim.functional.simt_stack import SimtStack
@@ -50,38 +50,6 @@ DEFAULT_BATCH_LANES = 1 << 16
 PROBE_AT_STEPS = 1 << 10
 DEFAULT_CHUNK = 1 << 15  # warp instructions per chunk when the timing model pulls streams
 FULL = slice(None)  # the lanes of a step that every lane of every warp of the batch executes
-
-
-def _param_bytes(program: Program, params: dict) -> bytes:
-    names = {p.name for p in program.params}
-    for key in params:
-        if key not in names:
-            raise LaunchError(f"unknown kernel parameter '{key}'; {program.name} takes "
-                              + (", ".join(p.name for p in program.params) or "none"), field=key)
-    size = max((p.offset + TYPES[p.type].bytes for p in program.params), default=0)
-    buf = bytearray(-(-size // 8) * 8)
-    for p in program.params:
-        if p.name not in params:
-            raise LaunchError(f"missing value for .param .{p.type} {p.name}", field=p.name)
-        t = TYPES[p.type]
-        v = params[p.name]
-        try:
-            if t.is_float or (t.kind == "b" and isinstance(v, float | np.floating) and t.bits in (32, 64)
-                              and getattr(program, "isa", "") == "sass"):
-                # (a SASS kernel's parameter typed by its size only: a float is passed as its bits)
-                t = TYPES[f"f{t.bits}"] if not t.is_float else t
-                arr = np.asarray(float(v), dtype=t.dtype)
-            else:
-                iv = int(v)
-                if iv != v:
-                    raise ValueError
-                if not -(1 << (t.bits - 1)) <= iv < (1 << t.bits):
-                    raise LaunchError(f"{iv} does not fit .{p.type}", field=p.name)
-                arr = np.asarray(iv & ((1 << t.bits) - 1), dtype=np.uint64).astype(np.dtype(f"u{t.bytes}"))
-        except (TypeError, ValueError):
-            raise LaunchError(f"expected a .{p.type} value, got {v!r}", field=p.name) from None
-        buf[p.offset: p.offset + t.bytes] = arr.tobytes()
-    return bytes(buf)
 
 
 class _Batch:
@@ -138,9 +106,7 @@ class _Batch:
         # [lanes, mask]: the lanes of the running step's guard as indices and as a mask over every lane, set
         # where the guard keeps enough lanes that a writer scatters by the mask (WarpScheduler._writer)
         self.lane_mask: list = [None, None]
-        # the pc a control instruction run by every lane of every warp moved them all to (-1: none): the next
-        # step, known without a look at the warps (WarpScheduler._steps)
-        self.moved_to = -1
+        self.moved_to = -1  # the pc a control step of every lane moved every warp to (-1: none; _steps)
         if ex.loop_cap is not None:  # iterations of each loop's current instance, per warp
             self.loop_count = np.zeros((W, len(ex.loop_headers)), dtype=np.int64)
 
@@ -825,36 +791,6 @@ class WarpScheduler:
                 b.stack.pc[go] = nxt
 
         return run
-
-
-def _in_window(a: np.ndarray, size: int, width: int) -> bool:
-    """Is every address of `a` within [0, size - width] and a multiple of `width`? (The usual access, told
-    without a mask: where the window is a power of two bytes and the width too, by one reduction, the
-    addresses' bits OR-ed together, which are within it and aligned just when every address is; else by two,
-    the addresses as unsigned, where a negative one is huge, so that one comparison checks both ends.)"""
-    if a.size == 0:
-        return True
-    if size & (size - 1) == 0 and width & (width - 1) == 0:
-        bits = int(np.bitwise_or.reduce(a))
-        return 0 <= bits <= size - width and not bits & (width - 1)
-    return a.view(np.uint64).max() <= np.uint64(size - width) and (width == 1 or _aligned(a, width))
-
-
-def _gather(arr: np.ndarray) -> Callable:
-    """lanes -> the array's values at those lanes (a view for a slice; by `take`, a cheaper gather than
-    indexing, for an index array)."""
-    return lambda lanes: arr[lanes] if lanes.__class__ is slice else arr.take(lanes)
-
-
-def _guard_lanes(pred: np.ndarray, negate: bool) -> list:
-    """A guard over every lane of a batch: [where it holds (read-only), those lanes (None until asked for),
-    how many]; [None, None, count] where it holds on every lane."""
-    n = _count_true(pred, negate)
-    if n == pred.size:
-        return [None, None, n]
-    keep = pred != negate
-    keep.flags.writeable = False
-    return [keep, None, n]
 
 
 def _runaway_reason(limit: int) -> str:

@@ -3,7 +3,7 @@ block's window is a power of two bytes), against its definition, address by addr
 
 import numpy as np
 
-from gpusim.functional.warps import _in_window
+from gpusim.functional.lanes import _in_window
 
 
 def test_in_window_matches_its_definition():
