@@ -27,6 +27,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from gpusim.functional.lanes import put
+
 MODES = ("rn", "rz", "rm", "rp")
 _F64 = np.dtype(np.float64)
 _F32 = np.dtype(np.float32)
@@ -133,12 +135,14 @@ def _fma_block(a, b, c, out) -> np.ndarray:
     return ~ok
 
 
-def fma_rn(a, b, c, dtype=_F64) -> np.ndarray:
-    """a * b + c rounded once to nearest-even in `dtype` (float32 or float64)."""
+def fma_rn(a, b, c, dtype=_F64, out=None) -> np.ndarray:
+    """a * b + c rounded once to nearest-even in `dtype` (float32 or float64); into `out` when given."""
     dtype = np.dtype(dtype)
     with np.errstate(all="ignore"):
         if dtype == _F32:
-            return _fma_f32(a, b, c)
+            return _fma_f32(a, b, c, out)
+        if out is not None:
+            return put(fma_rn(a, b, c, dtype), out)
         a, b, c = _lanes(a, b, c, dtype=_F64)
         shape = a.shape
         a, b, c = (np.ascontiguousarray(x).ravel() for x in (a, b, c))
@@ -152,26 +156,39 @@ def fma_rn(a, b, c, dtype=_F64) -> np.ndarray:
         return out.reshape(shape)
 
 
-def _fma_f32(a, b, c) -> np.ndarray:
+_F32_NORMAL = 2.0**-126  # f32's smallest normal number
+_LOW_WORD = 0 if np.little_endian else 1  # the 32-bit half of an f64 that holds its lowest bits
+
+
+def _fma_f32(a, b, c, out=None) -> np.ndarray:
     """fma.rn.f32: the product of two f32 is exact in f64, so p + c rounded to f64 and then to f32 is right
     but where the f64 sum is inexact and falls on a midpoint between two f32 (or in f32's subnormal range,
     whose midpoints lie elsewhere): there the sum is rounded to odd in f64 first (a few lanes in millions).
-    Written to allocate as little as the plain (a * b + c) would: large temporaries cost page faults."""
+    Into `out` when given (which may be one of the operands: those lanes' operands are read first). Written
+    to allocate as little as the plain (a * b + c) would: large temporaries cost page faults (the tests
+    read the f64 sum as it is, in booleans and 32-bit words)."""
     r = np.empty(np.broadcast_shapes(np.shape(a), np.shape(b), np.shape(c)), _F64)
     np.multiply(a, b, out=r, dtype=_F64)
     np.add(r, c, out=r, dtype=_F64)
-    out = r.astype(_F32)
-    bits = r.reshape(-1).view(np.uint64)
-    low = np.bitwise_and(bits, np.uint64(0x1FFFFFFF))  # the 29 bits an f32 drops: exactly half an f32 ulp?
-    suspect = low == np.uint64(0x10000000)
-    np.bitwise_and(bits, np.uint64(0x7FF0000000000000), out=low)  # the exponent: below 2^-126?
-    # (not a zero: a sum that rounds to zero in f64 is exactly zero, signed as IEEE's sum, f32's too;
-    # a lane whose operands are zero, such as an inactive lane's, takes no slow path)
-    suspect |= (low < np.uint64((1023 - 126) << 52)) & (bits << np.uint64(1) != 0)
+    flat = r.reshape(-1)
+    # in f32's subnormal range: 0 < |sum| < 2^-126 (not a zero: a sum that rounds to zero in f64 is exactly
+    # zero, signed as IEEE's sum, f32's too; a lane whose operands are zero, such as an inactive lane's, takes
+    # no slow path; a NaN compares false)
+    suspect = flat < _F32_NORMAL
+    suspect &= flat > -_F32_NORMAL
+    suspect &= flat != 0
+    low = flat.view(np.uint32)[_LOW_WORD::2] & np.uint32(0x1FFFFFFF)  # the 29 bits an f32 drops: exactly half
+    suspect |= low == np.uint32(0x10000000)                            # an f32 ulp?
     if suspect.any():
-        a, b, c = (np.broadcast_to(np.asarray(x, _F64), r.shape).reshape(-1)[suspect.reshape(-1)] for x in (a, b, c))
+        a, b, c = (np.broadcast_to(np.asarray(v, _F64), r.shape).reshape(-1)[suspect] for v in (a, b, c))
         s, e = _two_sum(a * b, c)
-        out.reshape(-1)[suspect.reshape(-1)] = np.where(np.isfinite(s), _round_to_odd(s, e), s).astype(_F32)
+        fixed = np.where(np.isfinite(s), _round_to_odd(s, e), s).astype(_F32)
+    if out is None:
+        out = r.astype(_F32)
+    else:
+        np.copyto(out, r, casting="same_kind")
+    if suspect.any():
+        out.reshape(-1)[suspect] = fixed
     return out
 
 
@@ -273,14 +290,16 @@ def mul(a, b, mode: str, dtype) -> np.ndarray:
         return nudge(r, sign, mode)
 
 
-def fma(a, b, c, mode: str, dtype) -> np.ndarray:
-    """a * b + c rounded once by `mode`."""
+def fma(a, b, c, mode: str, dtype, out=None) -> np.ndarray:
+    """a * b + c rounded once by `mode`; into `out` when given."""
     dtype = np.dtype(dtype)
     with np.errstate(all="ignore"):
         a, b, c = _lanes(a, b, c, dtype=dtype)
-        r = fma_rn(a, b, c, dtype)
         if mode == "rn":
-            return r
+            return fma_rn(a, b, c, dtype, out)
+        if out is not None:
+            return put(fma(a, b, c, mode, dtype), out)
+        r = fma_rn(a, b, c, dtype)
         if dtype == _F32:
             s, e = _two_sum(a.astype(_F64) * b.astype(_F64), c.astype(_F64))
             sign = _sign_of((s - r.astype(_F64)) + e)  # s - r is exact (Sterbenz): r is s rounded to f32

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from gpusim.errors import LaunchError
+from gpusim.isa.program import Program
+from gpusim.isa.types import TYPES
 
 DEFAULT_MAX_BLOCK_DIMS = (1024, 1024, 64)
 DEFAULT_MAX_GRID_DIMS = (2**31 - 1, 65535, 65535)
@@ -78,3 +82,35 @@ def require_units(program, cfg) -> None:
     if ins is not None:
         raise LaunchError(f"{cfg.name} has no tensor cores (no units.tensor in its config): {ins.mnemonic} at "
                           f"{program.source}:{ins.line} cannot run there", field="mma")
+
+
+def _param_bytes(program: Program, params: dict) -> bytes:
+    names = {p.name for p in program.params}
+    for key in params:
+        if key not in names:
+            raise LaunchError(f"unknown kernel parameter '{key}'; {program.name} takes "
+                              + (", ".join(p.name for p in program.params) or "none"), field=key)
+    size = max((p.offset + TYPES[p.type].bytes for p in program.params), default=0)
+    buf = bytearray(-(-size // 8) * 8)
+    for p in program.params:
+        if p.name not in params:
+            raise LaunchError(f"missing value for .param .{p.type} {p.name}", field=p.name)
+        t = TYPES[p.type]
+        v = params[p.name]
+        try:
+            if t.is_float or (t.kind == "b" and isinstance(v, float | np.floating) and t.bits in (32, 64)
+                              and getattr(program, "isa", "") == "sass"):
+                # (a SASS kernel's parameter typed by its size only: a float is passed as its bits)
+                t = TYPES[f"f{t.bits}"] if not t.is_float else t
+                arr = np.asarray(float(v), dtype=t.dtype)
+            else:
+                iv = int(v)
+                if iv != v:
+                    raise ValueError
+                if not -(1 << (t.bits - 1)) <= iv < (1 << t.bits):
+                    raise LaunchError(f"{iv} does not fit .{p.type}", field=p.name)
+                arr = np.asarray(iv & ((1 << t.bits) - 1), dtype=np.uint64).astype(np.dtype(f"u{t.bytes}"))
+        except (TypeError, ValueError):
+            raise LaunchError(f"expected a .{p.type} value, got {v!r}", field=p.name) from None
+        buf[p.offset: p.offset + t.bytes] = arr.tobytes()
+    return bytes(buf)

@@ -10,7 +10,7 @@ import numpy as np
 
 from gpusim.functional import atomics, tensor
 from gpusim.functional.lanes import _count, _lane_at, _positions, _select
-from gpusim.functional.semantics import alu
+from gpusim.functional.semantics import alu, every_lane_safe
 from gpusim.functional.warps import _Batch
 from gpusim.isa.opcodes import MMA_DIMS
 from gpusim.isa.program import Instruction
@@ -47,12 +47,37 @@ class PtxOps:
             def body(G, lanes):
                 pass
         else:
-            f = alu(ins)
+            f = self._alus.get(ins.pc)
+            if f is None:
+                f = self._alus[ins.pc] = alu(ins)
             readers = [self._reader(s, b) for s in ins.srcs]
             d = ins.dsts[0]
             dtype = TYPES[d.type].dtype
             write = self._writer(d, b, dtype)
-            if len(readers) == 1:
+            if ins.guard >= 0 and every_lane_safe(ins):
+                full, write_where = slice(None), write.where
+
+                def every_lane(keep):
+                    write_where(keep, f(*(r(full) for r in readers)))
+            else:
+                every_lane = None
+            into = getattr(f, "into", None)
+            dst = write.full if into is not None and write.full is not None and write.full.dtype == into else None
+            if dst is not None and len(readers) == 2:  # (every lane: computed straight into the register)
+                r0, r1 = readers
+
+                def body(G, lanes):
+                    if lanes.__class__ is slice:
+                        f(r0(lanes), r1(lanes), out=dst)
+                    else:
+                        write(lanes, f(r0(lanes), r1(lanes)))
+            elif dst is not None:
+                def body(G, lanes):
+                    if lanes.__class__ is slice:
+                        f(*(r(lanes) for r in readers), out=dst)
+                    else:
+                        write(lanes, f(*(r(lanes) for r in readers)))
+            elif len(readers) == 1:
                 r0 = readers[0]
 
                 def body(G, lanes):
@@ -65,6 +90,7 @@ class PtxOps:
             else:
                 def body(G, lanes):
                     write(lanes, f(*(r(lanes) for r in readers)))
+            body.every_lane = every_lane
         st = b.stack
         nxt = ins.pc + 1
         guarded = self._guarded(ins, b, body)
@@ -346,14 +372,20 @@ class PtxOps:
         offset = np.int64(addr_op.value)
         rec = b.rec
         shift = t.bytes.bit_length() - 1  # byte offset -> index of the (first) element
+        wide = base is not None and base.dtype.kind in "iu" and base.dtype.itemsize == 8
+        if wide:
+            base = base.view(np.int64)  # (a 64-bit address: its bits as int64, as the widening cast reads them)
 
         def lane_addresses(lanes) -> np.ndarray:
             """Per-lane byte addresses of the executing lanes (recorded for the timing model: the array is
             the recorder's, never written again)."""
             if base is None:
                 a = np.full(_count(lanes, b), offset)
-            else:  # (one pass: the register's values widened to int64 as they are added)
-                a = np.add(base[lanes], offset, dtype=np.int64, casting="unsafe")
+            elif wide and lanes.__class__ is slice:  # (a fresh array: the register's values plus the offset)
+                a = np.add(base, offset)
+            else:  # (the register's values widened to int64 in a fresh array, the offset added in place)
+                a = (base if lanes.__class__ is slice else base.take(lanes)).astype(np.int64, copy=False)
+                np.add(a, offset, out=a)
             if rec is not None:
                 rec.memory(a, copy=False)
             return a
@@ -389,10 +421,14 @@ class PtxOps:
             return body
         if op == "ld":
             write = self._writer(ins.dsts[0], b, t.dtype)
+            dst = write.full
 
             def body(G, lanes):
                 idx = addresses(lanes)
-                write(lanes, np.take(view, idx))
+                if dst is not None and lanes.__class__ is slice:  # (every lane: gathered straight into the
+                    np.take(view, idx, out=dst, mode="wrap")     # register; the indices are checked already)
+                else:
+                    write(lanes, np.take(view, idx))
                 stats.count_bytes(space, read=idx.size * width)
             return body
         if op == "st" and vec > 1:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpusim.functional import ieee
+from gpusim.functional.lanes import put
 from gpusim.isa import floats
 from gpusim.isa.program import Instruction
 from gpusim.isa.types import TYPES, widened
@@ -48,26 +49,34 @@ def _mul_hi(a, b, dt: np.dtype):
     return np.asarray(prod).astype(np.int64 if dt.kind == "i" else np.uint64).astype(dt)
 
 
-def _shift(a, n, dt: np.dtype, left: bool):
+def _shift(a, n, dt: np.dtype, left: bool, out=None):
     bits = dt.itemsize * 8
     if np.ndim(n) == 0 and 0 <= int(n):  # one count for every lane (an immediate): one shift, no per-lane masks
         k = int(n)
         if k < bits:
-            return (np.left_shift if left else np.right_shift)(a, dt.type(k))
+            return (np.left_shift if left else np.right_shift)(a, dt.type(k), out=out)
         if left or dt.kind != "i":
-            return np.zeros_like(a)
-        return np.right_shift(a, dt.type(bits - 1))  # (signed: every bit a copy of the sign)
+            return put(np.zeros_like(a), out)
+        return np.right_shift(a, dt.type(bits - 1), out=out)  # (signed: every bit a copy of the sign)
     n = np.asarray(n).astype(np.int64)
     big = n >= bits
     n_c = np.minimum(n, bits - 1).astype(dt)
     if left:
-        return np.where(big, dt.type(0), np.left_shift(a, n_c)).astype(dt)
+        return put(np.where(big, dt.type(0), np.left_shift(a, n_c)).astype(dt), out)
     if dt.kind == "i":
-        return np.right_shift(a, np.where(big, bits - 1, n_c).astype(dt)).astype(dt)
-    return np.where(big, dt.type(0), np.right_shift(a, n_c)).astype(dt)
+        return put(np.right_shift(a, np.where(big, bits - 1, n_c).astype(dt)).astype(dt), out)
+    return put(np.where(big, dt.type(0), np.right_shift(a, n_c)).astype(dt), out)
 
 
-def _compare(cmp: str, a, b, t):
+def _into(dtype):
+    """Marks an ALU function that takes `out=`, an array of `dtype` (its result's) to compute into."""
+    def mark(f):
+        f.into = np.dtype(dtype)
+        return f
+    return mark
+
+
+def _compare(cmp: str, a, b, t, out=None):
     if cmp in ("lo", "ls", "hi", "hs"):  # unsigned comparisons of the same bits
         a = np.asarray(a, dtype=t.dtype).view(_u(t.dtype))
         b = np.asarray(b, dtype=t.dtype).view(_u(t.dtype))
@@ -75,16 +84,16 @@ def _compare(cmp: str, a, b, t):
     if t.is_float:
         nan = np.isnan(a) | np.isnan(b)
         if cmp == "num":
-            return ~nan
+            return put(~nan, out)
         if cmp == "nan":
-            return nan
+            return put(nan, out)
         if cmp.endswith("u"):
-            return _compare(cmp[:-1], a, b, t) | nan
+            return put(_compare(cmp[:-1], a, b, t) | nan, out)
         if cmp == "ne":
-            return (a != b) & ~nan
+            return put((a != b) & ~nan, out)
     ops = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
            "gt": np.greater, "ge": np.greater_equal}
-    return ops[cmp](a, b)
+    return ops[cmp](a, b, out=out)
 
 
 def _fminmax(a, b, is_min: bool, dt: np.dtype):
@@ -243,7 +252,7 @@ def _float_alu(ins: Instruction, op: str, dt: np.dtype):
     None for what the rest of `alu` computes."""
     mode, f64 = _mode(ins), dt == np.float64
     if op in ("mad", "fma"):
-        return lambda a, b, c: ieee.fma(a, b, c, mode, dt)
+        return _into(dt)(lambda a, b, c, out=None: ieee.fma(a, b, c, mode, dt, out=out))
     if op == "copysign":  # copysign d, a, b: b's magnitude, a's sign
         return lambda a, b: np.copysign(np.asarray(b, dtype=dt), np.asarray(a, dtype=dt))
     if op == "testp":
@@ -270,6 +279,23 @@ def _float_alu(ins: Instruction, op: str, dt: np.dtype):
     return None
 
 
+# Instructions computed lane by lane in plain numpy, with no lane-by-lane slow path (no exact-rounding fix-ups,
+# no division): a step whose guard keeps many of its lanes computes them on every lane and keeps the guarded
+# ones' results (WarpScheduler._guarded), the same values as on those lanes alone.
+_EVERY_LANE_OPS = frozenset({"mov", "add", "sub", "mul", "shl", "shr", "and", "or", "xor", "not", "setp", "selp",
+                             "neg", "min", "max"})
+
+
+def every_lane_safe(ins: Instruction) -> bool:
+    """May the ALU instruction be computed on every lane of a step, its results kept where its guard holds?"""
+    op, t = ins.opcode, TYPES[ins.types[0]] if ins.types else None
+    if op not in _EVERY_LANE_OPS or t is None or "sat" in ins.quals:
+        return False
+    if t.name not in ("f32", "f64"):
+        return not t.is_float  # (halves and their pairs: converted lane by lane)
+    return _float_alu(ins, op, t.dtype) is None
+
+
 def alu(ins: Instruction):
     """Return f(*sources) -> result for an ALU instruction (everything but memory, control, shfl, vote)."""
     op, t = ins.opcode, TYPES[ins.types[0]] if ins.types else None
@@ -293,16 +319,17 @@ def alu(ins: Instruction):
             return lambda a, b: np.clip(f(a, b, dtype=np.int64), info.min, info.max).astype(dt)
         if "sat" in ins.quals:  # floats: clamp to [0, 1], NaN -> 0
             return lambda a, b: _sat01(f(a, b, dtype=dt), dt)
-        return lambda a, b: f(a, b, dtype=dt)
+        return _into(dt)(lambda a, b, out=None: f(a, b, dtype=dt, out=out))
     if op in ("mul", "fmul"):
         if t.is_float:
-            return lambda a, b: np.multiply(a, b, dtype=dt)
+            return _into(dt)(lambda a, b, out=None: np.multiply(a, b, dtype=dt, out=out))
         if "hi" in ins.quals:
             return lambda a, b: _mul_hi(a, b, dt)
         if "wide" in ins.quals:
             wt = widened(t).dtype
-            return lambda a, b: np.multiply(np.asarray(a).astype(wt), np.asarray(b).astype(wt), dtype=wt)
-        return lambda a, b: np.multiply(a, b, dtype=dt)
+            return _into(wt)(lambda a, b, out=None: np.multiply(np.asarray(a).astype(wt), np.asarray(b).astype(wt),
+                                                                dtype=wt, out=out))
+        return _into(dt)(lambda a, b, out=None: np.multiply(a, b, dtype=dt, out=out))
     if op in ("mad", "fma"):
         if t.is_float:
             if t.bits == 64:
@@ -312,9 +339,9 @@ def alu(ins: Instruction):
             return lambda a, b, c: np.add(_mul_hi(a, b, dt), c, dtype=dt)
         if "wide" in ins.quals:
             wt = widened(t).dtype
-            return lambda a, b, c: np.add(np.multiply(np.asarray(a).astype(wt), np.asarray(b).astype(wt), dtype=wt),
-                                          c, dtype=wt)
-        return lambda a, b, c: np.add(np.multiply(a, b, dtype=dt), c, dtype=dt)
+            return _into(wt)(lambda a, b, c, out=None: np.add(
+                np.multiply(np.asarray(a).astype(wt), np.asarray(b).astype(wt), dtype=wt), c, dtype=wt, out=out))
+        return _into(dt)(lambda a, b, c, out=None: np.add(np.multiply(a, b, dtype=dt), c, dtype=dt, out=out))
     if op in ("div", "rem"):
         if t.is_float:
             return lambda a, b: np.divide(a, b, dtype=dt)
@@ -331,13 +358,13 @@ def alu(ins: Instruction):
         return lambda a: np.negative(a).astype(dt, copy=False)
     if op in ("and", "or", "xor"):
         f = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[op]
-        return lambda a, b: f(a, b, dtype=dt)
+        return _into(dt)(lambda a, b, out=None: f(a, b, dtype=dt, out=out))
     if op == "not":
         if t.kind == "pred":
             return lambda a: np.logical_not(a)
         return lambda a: np.invert(np.asarray(a, dtype=dt))
     if op in ("shl", "shr"):
-        return lambda a, n: _shift(np.asarray(a, dtype=dt), n, dt, op == "shl")
+        return _into(dt)(lambda a, n, out=None: _shift(np.asarray(a, dtype=dt), n, dt, op == "shl", out))
     if op == "popc":
         # count the bits of the pattern: numpy counts those of |a| for signed types
         return lambda a: np.bitwise_count(np.asarray(a, dtype=dt).view(_u(dt))).astype(dt)
@@ -347,7 +374,7 @@ def alu(ins: Instruction):
         if boolop is not None:  # setp.CMP.BOOL p, a, b, q: p = (a CMP b) BOOL q
             f = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[boolop]
             return lambda a, b, q: f(_compare(cmp, a, b, t), q)
-        return lambda a, b: _compare(cmp, a, b, t)
+        return _into(bool)(lambda a, b, out=None: _compare(cmp, a, b, t, out))
     if op == "selp":
         return lambda a, b, p: np.where(p, a, b).astype(dt, copy=False)
     if op == "rcp":

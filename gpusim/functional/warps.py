@@ -19,8 +19,8 @@ import numpy as np
 
 from gpusim.errors import DeadlockError, KernelFault, LaunchError
 from gpusim.functional.batch_shape import BatchShape, batch_shape
-from gpusim.functional.lanes import _aligned, _count_true, _lane_at
-from gpusim.functional.launch import Launch, require_units
+from gpusim.functional.lanes import _aligned, _count_true, _gather, _guard_lanes, _in_window, _lane_at
+from gpusim.functional.launch import Launch, _param_bytes, require_units
 from gpusim.functional.memory import GlobalMemory, host_available_bytes
 from gpusim.functional.runaway import StateWatch, trapped_pcs
 from gpusim.functional.simt_stack import SimtStack
@@ -50,38 +50,6 @@ DEFAULT_BATCH_LANES = 1 << 16
 PROBE_AT_STEPS = 1 << 10
 DEFAULT_CHUNK = 1 << 15  # warp instructions per chunk when the timing model pulls streams
 FULL = slice(None)  # the lanes of a step that every lane of every warp of the batch executes
-
-
-def _param_bytes(program: Program, params: dict) -> bytes:
-    names = {p.name for p in program.params}
-    for key in params:
-        if key not in names:
-            raise LaunchError(f"unknown kernel parameter '{key}'; {program.name} takes "
-                              + (", ".join(p.name for p in program.params) or "none"), field=key)
-    size = max((p.offset + TYPES[p.type].bytes for p in program.params), default=0)
-    buf = bytearray(-(-size // 8) * 8)
-    for p in program.params:
-        if p.name not in params:
-            raise LaunchError(f"missing value for .param .{p.type} {p.name}", field=p.name)
-        t = TYPES[p.type]
-        v = params[p.name]
-        try:
-            if t.is_float or (t.kind == "b" and isinstance(v, float | np.floating) and t.bits in (32, 64)
-                              and getattr(program, "isa", "") == "sass"):
-                # (a SASS kernel's parameter typed by its size only: a float is passed as its bits)
-                t = TYPES[f"f{t.bits}"] if not t.is_float else t
-                arr = np.asarray(float(v), dtype=t.dtype)
-            else:
-                iv = int(v)
-                if iv != v:
-                    raise ValueError
-                if not -(1 << (t.bits - 1)) <= iv < (1 << t.bits):
-                    raise LaunchError(f"{iv} does not fit .{p.type}", field=p.name)
-                arr = np.asarray(iv & ((1 << t.bits) - 1), dtype=np.uint64).astype(np.dtype(f"u{t.bytes}"))
-        except (TypeError, ValueError):
-            raise LaunchError(f"expected a .{p.type} value, got {v!r}", field=p.name) from None
-        buf[p.offset: p.offset + t.bytes] = arr.tobytes()
-    return bytes(buf)
 
 
 class _Batch:
@@ -132,6 +100,13 @@ class _Batch:
         self.cp_groups = np.zeros(W, dtype=np.int64)
         self.rec = BatchRecorder(W, WS) if ex.record else None
         self.scratch = np.empty(L, dtype=np.int64)  # a memory instruction's element indices (ptx_ops._memory)
+        # the lanes a guard keeps in a step of every lane, by (predicate register, negated): kept until an
+        # instruction writes that register (WarpScheduler._guarded, _steps)
+        self.guard_lanes: dict[tuple[int, bool], list] = {}
+        # [lanes, mask]: the lanes of the running step's guard as indices and as a mask over every lane, set
+        # where the guard keeps enough lanes that a writer scatters by the mask (WarpScheduler._writer)
+        self.lane_mask: list = [None, None]
+        self.moved_to = -1  # the pc a control step of every lane moved every warp to (-1: none; _steps)
         if ex.loop_cap is not None:  # iterations of each loop's current instance, per warp
             self.loop_count = np.zeros((W, len(ex.loop_headers)), dtype=np.int64)
 
@@ -271,6 +246,7 @@ class WarpScheduler:
         self.blocks_per_batch = max(1, (batch_lanes or DEFAULT_BATCH_LANES) // lanes_per_block)
         self.nregs = len(program.registers)
         self._shapes: dict[int, BatchShape] = {}  # batch_shape(nblocks), made once
+        self._alus: dict[int, Callable] = {}  # by pc: what an ALU instruction computes (the same in every batch)
         self.probe_after = PROBE_AT_STEPS  # a batch past this many steps is probed (probe_runaway)
 
     def batch_shape(self, nblocks: int) -> BatchShape:
@@ -338,8 +314,13 @@ class WarpScheduler:
         # An instruction that only moves its warps on (`straight`: each decoded closure says so), run by every
         # lane of every warp, leaves them all at the next pc, running every lane (`ahead`): the next step is
         # known without a look at the warps' pcs and states, and none of them reconverges there (a warp whose
-        # stack holds only its bottom entry never does)
+        # stack holds only its bottom entry never does); so does a branch taken by all of them or by none, or a
+        # barrier they all reach (`moved_to`)
         straight = [getattr(op, "straight", False) for op in ops]
+        guards = {i.guard for i in prog.instructions if i.guard >= 0}
+        # (a SASS instruction may write predicates its operands do not list: every one forgets the guards' lanes)
+        forgets = [self.isa == "sass" or not guards.isdisjoint(i.regs_written()) for i in prog.instructions]
+        known = b.guard_lanes
         ahead = -1
         while True:
             if ahead >= 0:
@@ -379,10 +360,14 @@ class WarpScheduler:
             if b.rec is not None:
                 b.rec.step(p, G, mask, lanes is FULL)
             ops[p](G, lanes)
+            if forgets[p] and known:
+                known.clear()
             steps += 1
             if steps > self.max_steps:
                 self._runaway(b, ins)
             ahead = p + 1 if lanes is FULL and straight[p] else -1
+            if b.moved_to >= 0:  # (a branch or barrier that moved every warp, all lanes, to one pc)
+                ahead, b.moved_to = b.moved_to, -1
             if chunk:
                 since += G.size
                 if since >= chunk:
@@ -391,7 +376,7 @@ class WarpScheduler:
                     yield G, steps
             if ahead >= 0:
                 continue
-            reconv = st.pc[G] == st.rpc[G]
+            reconv = st.pc == st.rpc if G.size == b.W else st.pc[G] == st.rpc[G]  # (G: every warp, in order)
             if reconv.any():
                 ws = G[reconv]
                 b.state[ws[~st.pop(ws)]] = DONE
@@ -548,11 +533,9 @@ class WarpScheduler:
         `a` of their block's shared window, each checked for alignment and bounds; in `out` when given (int64,
         as many as `a`)."""
         size = b.smem_size
-        # (as unsigned, a negative address is huge: one comparison checks both ends; the usual access, every
-        # lane in bounds and aligned, is told by two reductions, without a mask)
-        if size >= width and (a.size == 0 or (a.view(np.uint64).max() <= np.uint64(size - width)
-                                              and (width == 1 or _aligned(a, width)))):
-            return np.add(a, b.lane_smem[lanes], out=out)
+        if size >= width and _in_window(a, size, width):
+            smem_at = b.lane_smem[lanes] if lanes.__class__ is slice else b.lane_smem.take(lanes)
+            return np.add(a, smem_at, out=out)
         if size >= width:
             bad = a.view(np.uint64) > np.uint64(size - width)
         else:
@@ -583,25 +566,35 @@ class WarpScheduler:
         else:
             arr = b.R[op.reg]
         if t.kind == "pred":
+            get = _gather(arr)
             if op.negate:
-                return lambda lanes: ~arr[lanes]
-            return lambda lanes: arr[lanes]
+                return lambda lanes: ~get(lanes)
+            return get
         if arr.dtype == t.dtype:
-            return lambda lanes: arr[lanes]
+            return _gather(arr)
         if arr.dtype.itemsize == t.dtype.itemsize:
-            view = arr.view(t.dtype)
-            return lambda lanes: view[lanes]
-        dt = t.dtype
-        return lambda lanes: arr[lanes].astype(dt)
+            return _gather(arr.view(t.dtype))
+        get, dt = _gather(arr), t.dtype
+        return lambda lanes: get(lanes).astype(dt)
 
     def _writer(self, op: Operand, b: _Batch, value_dtype: np.dtype) -> Callable:
         arr = b.R[op.reg]
         if arr.dtype != value_dtype and arr.dtype.itemsize == value_dtype.itemsize and arr.dtype.kind != "b":
             arr = arr.view(value_dtype)
 
-        def write(lanes, value):
-            arr[lanes] = value
+        mask = b.lane_mask
 
+        def write(lanes, value):
+            if lanes is mask[0]:  # (a guard's many lanes: by its mask, a cheaper scatter than by their indices)
+                arr[mask[1]] = value
+            else:
+                arr[lanes] = value
+
+        def write_where(keep, value):  # every lane's value given, kept where `keep` holds
+            np.copyto(arr, value, casting="unsafe", where=keep)
+
+        write.where = write_where
+        write.full = arr if arr.dtype == value_dtype else None  # (every lane's values may go straight into it)
         return write
 
     def _guarded(self, ins: Instruction, b: _Batch, body: Callable) -> Callable:
@@ -611,14 +604,27 @@ class WarpScheduler:
         pred = b.R[ins.guard]
         neg = ins.guard_negate
         stats = self.stats
+        known, key, mask = b.guard_lanes, (ins.guard, neg), b.lane_mask
+        every_lane = getattr(body, "every_lane", None)
 
         def run(G, lanes):
             if isinstance(lanes, slice):
-                if _count_true(pred, neg) == pred.size:  # every lane's guard holds: all lanes, as they are
+                hit = known.get(key)
+                if hit is None:  # (kept until an instruction writes the predicate: WarpScheduler._steps)
+                    hit = known[key] = _guard_lanes(pred, neg)
+                keep, on, n = hit
+                if keep is None:  # every lane's guard holds: all lanes, as they are
                     body(G, lanes)
                     return
-                keep = pred != neg
-                on = np.flatnonzero(keep)
+                if every_lane is not None and 8 * n >= pred.size:  # (many lanes kept: no gather and scatter)
+                    stats.predicated_off += b.full_lanes - n
+                    every_lane(keep)
+                    return
+                if on is None:
+                    on = hit[1] = np.flatnonzero(keep)
+                    on.flags.writeable = False
+                if 8 * n >= pred.size:
+                    mask[0], mask[1] = on, keep
             else:
                 keep = pred[lanes] != neg
                 if keep.all():
@@ -640,8 +646,12 @@ class WarpScheduler:
         if self.loop_cap is not None and target <= ins.pc:
             return self._capped_branch(ins, b)
         if ins.guard < 0 or target == nxt:
+            to = target if ins.guard < 0 else nxt
+
             def run(G, lanes):
-                st.pc[G] = target if ins.guard < 0 else nxt
+                st.pc[G] = to
+                if lanes.__class__ is slice:
+                    b.moved_to = to
             return run
         flat = b.R[ins.guard]
         pred = flat.reshape(b.W, b.ws)
@@ -653,7 +663,7 @@ class WarpScheduler:
             if isinstance(lanes, slice):  # every lane of every warp: taken by all of them or by none, at once
                 n = _count_true(flat, neg)
                 if n == 0 or n == flat.size:
-                    st.pc[G] = target if n else nxt
+                    st.pc[G] = b.moved_to = target if n else nxt
                     stats.branches += G.size
                     return
             act = st.active[G]
@@ -747,7 +757,7 @@ class WarpScheduler:
                 # every lane of every warp arrives (and every thread of each block runs): all go on at once
                 b.bar_pc[G] = ins.pc
                 stats.barriers += G.size
-                st.pc[G] = nxt
+                st.pc[G] = b.moved_to = nxt
                 return
             act = st.active[G]
             if guard is not None:  # lanes whose guard is false do not arrive

@@ -131,6 +131,26 @@ def test_fma_f32_rounds_once_where_two_roundings_differ():
     assert ieee.fma_rn(a, b, c, np.float32) == np.float32(1 + 2.0**-23)
 
 
+def test_fma_f32_midpoints_and_subnormal_sums_exact():
+    # operands of few significant bits put many f64 sums exactly on, or near, a midpoint between two f32, and
+    # small ones put sums in f32's subnormal range: the lanes fma.rn.f32 rounds with care, against Fractions
+    rng = np.random.default_rng(7)
+    n = 3000
+    a = np.ldexp(rng.integers(1, 1 << 12, n), rng.integers(-80, 0, n)).astype(np.float32)
+    b = np.ldexp(rng.integers(1, 1 << 13, n), rng.integers(-80, 0, n)).astype(np.float32)
+    c = np.ldexp(rng.integers(-(1 << 24), 1 << 24, n), rng.integers(-170, 10, n)) * rng.choice([0, 1], n, p=[0.3, 0.7])
+    c = c.astype(np.float32)  # (zero for a third: the product alone, subnormal for many)
+    c[:300] = np.float32(1)  # a product of 2^-24 (1 + small) lands by 1 + 2^-24, the midpoint above 1
+    a[:300], b[:300] = np.float32(2.0**-12), (np.float32(2.0**-12) * (1 + rng.integers(0, 1 << 10, 300) * 2.0**-23)
+                                              ).astype(np.float32)
+
+    def want(x, y, z):
+        v = F(x) * F(y) + F(z)
+        return exact_round(v, np.float32, "rn") if v != 0 else np.float32(x) * np.float32(y) + np.float32(z)
+
+    check(np.float32, ieee.fma_rn(a, b, c, np.float32), want, a, b, c)
+
+
 def test_fma_f64_keeps_the_products_rounding_error():
     x = np.float64(1 + 2.0**-30)
     p = x * x  # 1 + 2^-29 + 2^-60 rounded: the 2^-60 is lost

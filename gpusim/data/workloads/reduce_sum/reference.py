@@ -17,6 +17,10 @@ def inputs(p, rng):
 
 
 def reference(p, inputs):
-    padded = np.zeros(_blocks(p) * p["block"], dtype=np.float64)
-    padded[: p["n"]] = inputs["x"]
-    return {"partial": padded.reshape(-1, p["block"]).sum(axis=1).astype(np.float32)}
+    n, block = p["n"], p["block"]
+    if n % block:  # the last block's elements past n count as zeros
+        padded = np.zeros(_blocks(p) * block, dtype=np.float64)
+        padded[:n] = inputs["x"]
+    else:  # (the same array without the zeros' pass)
+        padded = inputs["x"].astype(np.float64)
+    return {"partial": padded.reshape(-1, block).sum(axis=1).astype(np.float32)}
