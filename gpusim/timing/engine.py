@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from gpusim.timing import l1 as _l1
 from gpusim.timing import sm as _sm
 from gpusim.timing.jit import JIT, NEVER, njit, prefetch, struct_type
 from gpusim.timing.warp import HELD, OFF
@@ -29,16 +30,40 @@ class Events(NamedTuple):
     on: np.ndarray  # per SM (bool): it has one
     counter: np.ndarray  # (1,)
     current: np.ndarray  # (1,) the SM being run when the engine left for the feeder (-1: none)
+    # a tournament tree over the SMs' events: node i (1 .. leaves - 1) holds the SM whose event comes
+    # first among those below it (-1: none), leaf leaves + s SM s if it has one; node 1 is the next event
+    win: np.ndarray
     limit: int
     n: int  # SMs
+    leaves: int
 
 
 struct_type(Events)
 
 
 def make_events(n: int, limit: int) -> Events:
+    leaves = 1
+    while leaves < n:
+        leaves *= 2
     return Events(np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.bool_), np.zeros(1, np.int64),
-                  np.full(1, -1, np.int64), limit, n)
+                  np.full(1, -1, np.int64), np.full(2 * leaves, -1, np.int64), limit, n, leaves)
+
+
+@njit
+def _replay(E, s):
+    """SM `s`'s event was posted or taken: replay its matches up the tree (earlier cycle first, ties
+    to the event posted first: the order the linear search over all SMs found)."""
+    time, seq, win = E.time, E.seq, E.win
+    i = E.leaves + s
+    win[i] = s if E.on[s] else -1
+    i >>= 1
+    while i >= 1:
+        a = win[2 * i]
+        b = win[2 * i + 1]
+        if a < 0 or (b >= 0 and (time[b] < time[a] or (time[b] == time[a] and seq[b] < seq[a]))):
+            a = b
+        win[i] = a
+        i >>= 1
 
 
 @njit
@@ -47,6 +72,7 @@ def post(E, s, at):
     E.seq[s] = E.counter[0]
     E.counter[0] += 1
     E.on[s] = True
+    _replay(E, s)
 
 
 @njit
@@ -126,6 +152,19 @@ def _prefetch_sm(M, s):
             if a >= 0:
                 prefetch(st.a_lo, a, 0)
                 prefetch(st.a_hi, a, 0)
+    _prefetch_deferred(M, s)
+
+
+@njit
+def _prefetch_deferred(M, s):
+    """The global accesses SM `s` deferred until the chip's clock reached them: start loading the lines'
+    L1 and L2 sets (several accesses' misses then overlap rather than follow one another)."""
+    W, st, S_ = M.W, M.streams, M.sms
+    for k in range(S_.ndef[s]):
+        w = S_.deferred[s, k]
+        a = st.acc[st.pos[W.h[w]]]
+        for i in range(st.a_lo[a], st.a_hi[a]):
+            _l1.prefetch_line(M.l1, M.noc, M.l2, s, st.lines[i])
 
 
 @njit
@@ -138,11 +177,7 @@ def run(M, E):
             return DONE
         s = E.current[0]
         if s < 0:
-            best = -1
-            time, seq, on = E.time, E.seq, E.on
-            for i in range(E.n):
-                if on[i] and (best < 0 or time[i] < time[best] or (time[i] == time[best] and seq[i] < seq[best])):
-                    best = i
+            best = E.win[1]
             if best < 0:
                 return STALLED
             if E.time[best] >= E.limit:
@@ -151,7 +186,7 @@ def run(M, E):
             if _sm.needs_feeder(M):
                 return REFILL
             s = best
-            E.on[s] = False
+            E.on[s] = False  # (its leaf is replayed once it posts again or stops: nothing is taken meanwhile)
             S_.now[0] = E.time[s]
             E.current[0] = s
             if JIT:  # (plain Python has no caches to warm)
@@ -160,11 +195,13 @@ def run(M, E):
         if r == _sm.R_REFILL:
             return REFILL
         E.current[0] = -1
-        if r == _sm.R_ERROR:
-            return ERROR
         if r == _sm.R_YIELD:
             # back when the chip's clock reaches its deferred accesses, or (a yield) at once, after the others
             post(E, s, S_.t[s] if S_.stage[s] == _sm.DEFERRED else S_.now[0])
+        else:
+            _replay(E, s)
+            if r == _sm.R_ERROR:
+                return ERROR
 
 
 __all__ = ["DONE", "REFILL", "LIMIT", "ERROR", "STALLED", "NEVER", "Events", "make_events", "start", "run"]

@@ -17,7 +17,7 @@ from gpusim.config.vocab import REPLACEMENT_POLICIES
 from gpusim.timing import interconnect as _noc
 from gpusim.timing import l2 as _l2
 from gpusim.timing import tags as _tags
-from gpusim.timing.jit import njit, struct_type
+from gpusim.timing.jit import njit, prefetch, struct_type
 from gpusim.timing.l2 import popcount
 from gpusim.timing.tags import EMPTY, Tags, make_tags
 
@@ -73,6 +73,19 @@ def _slot(c, sm, line):
         if k == line or k == EMPTY:
             return i
         i = (i + 1) & (cap - 1)
+
+
+@njit
+def prefetch_line(c, noc, l2, sm, line):
+    """Start loading what an access of `line` by SM `sm` will read: its L1 set, its entry in the table
+    of lines in flight, and its L2 sets (a hint: no value changes)."""
+    _tags.prefetch_set(c.tags, sm * c.nsets + line % c.nsets)
+    cap = c.pend_line.shape[1]
+    j = (line ^ (line >> 11) ^ (line >> 23)) & (cap - 1)
+    prefetch(c.pend_line, sm, 8 * j)
+    prefetch(c.pend_fill, sm, 8 * j)
+    prefetch(c.pend_coming, sm, 8 * j)
+    _l2.prefetch_line(l2, noc, line)
 
 
 @njit

@@ -80,6 +80,15 @@ def popcount(x):
 
 
 @njit
+def prefetch_line(c, noc, line):
+    """Start loading `line`'s set in the slice at its home's place in every partition (a read looks in
+    the near one, a write or an atomic in all of them; a hint: no value changes)."""
+    offset = _noc.home_slice(noc, line) % c.per_partition
+    for p in range(c.partitions):
+        _tags.prefetch_set(c.tags, _row(c, p * c.per_partition + offset, line))
+
+
+@njit
 def _lookup(c, d, sl, t, line, mask):
     """Touch `line` in slice `sl` at `t`, allocating it if absent (the victim written back to DRAM
     when dirty), and mark the sectors of `mask` valid. Returns the sectors of `mask` it lacked."""

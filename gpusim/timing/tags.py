@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpusim.timing.jit import njit, struct_type
+from gpusim.timing.jit import njit, prefetch, struct_type
 from gpusim.timing.policies import replacement
 
 EMPTY = np.iinfo(np.int64).min  # no line (line numbers may be negative: the warm L2's foreign lines)
@@ -88,3 +88,13 @@ def invalidate(c, row, way):
     c.tag[row, way] = EMPTY
     c.valid[row, way] = 0
     c.dirty[row, way] = 0
+
+
+@njit
+def prefetch_set(c, row):
+    """Start loading set `row`'s tags, sector masks and replacement state (a hint: no value changes)."""
+    for off in range(0, 8 * c.ways, 64):  # (64-byte lines of int64 ways)
+        prefetch(c.tag, row, off)
+        prefetch(c.valid, row, off)
+        prefetch(c.meta, row, off)
+        prefetch(c.dirty, row, off)
