@@ -167,7 +167,10 @@ def _fma_f32(a, b, c, out=None) -> np.ndarray:
     Into `out` when given (which may be one of the operands: those lanes' operands are read first). Written
     to allocate as little as the plain (a * b + c) would: large temporaries cost page faults (the tests
     read the f64 sum as it is, in booleans and 32-bit words)."""
-    r = np.empty(np.broadcast_shapes(np.shape(a), np.shape(b), np.shape(c)), _F64)
+    shape = np.broadcast_shapes(np.shape(a), np.shape(b), np.shape(c))
+    if out is not None and out.shape != shape:  # (operands all narrower than the register: immediates)
+        return put(_fma_f32(a, b, c), out)
+    r = np.empty(shape, _F64)
     np.multiply(a, b, out=r, dtype=_F64)
     np.add(r, c, out=r, dtype=_F64)
     flat = r.reshape(-1)

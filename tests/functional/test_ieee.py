@@ -171,3 +171,16 @@ def test_f64_approximations():
     assert (r.view(np.uint64) & 0xFFFFFFFF == 0).all()
     assert r[0] == 0.5 and abs(r[1] * 3 - 1) < 2.0**-20 and r[3] == 0.0 and r[4] == np.inf  # (ftz both ways)
     assert ieee.rsqrt_f64(np.float64(4.0)) == 0.5 and ieee.rsqrt_gross_f64(np.array([4.0]))[0] == 0.5
+
+
+def test_fma_f32_of_immediates_into_a_whole_register():
+    """fma.rn.f32 whose three operands are immediates (scalars) writes every lane of the destination register,
+    including where the sum lies in f32's subnormal range and takes the exact path (a property test found
+    fma.rn.f32 %f0, 0.0, 0.0, 0f00000001 raising an IndexError there)."""
+    tiny = float(np.float32(np.uint32(1).view(np.float32)))  # 0f00000001, f32's smallest subnormal
+    for a, b, c, want in ((0.0, 0.0, tiny, np.float32(tiny)), (1.5, 2.0, 0.25, np.float32(3.25)),
+                          (2.0**-70, 2.0**-70, 0.0, np.float32(Fraction(1, 2**140)))):
+        out = np.full(64, np.float32(7.0))
+        got = ieee.fma_rn(np.float64(a), np.float64(b), np.float64(c), np.float32, out=out)
+        assert got is out
+        assert np.array_equal(out.view(np.uint32), np.full(64, want, np.float32).view(np.uint32)), (a, b, c, out[:2])
