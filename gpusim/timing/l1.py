@@ -63,11 +63,17 @@ def make_l1(cfg: Config, sms: int, size_bytes: int) -> L1:
 # -- lines in flight ------------------------------------------------------------------------------
 
 @njit
+def _home(line, cap):
+    """The slot the table of lines in flight (`cap` slots, a power of two) looks in first for `line`."""
+    return (line ^ (line >> 11) ^ (line >> 23)) & (cap - 1)
+
+
+@njit
 def _slot(c, sm, line):
     """The table slot of `line` (or the free slot where it would go)."""
     lines = c.pend_line
     cap = lines.shape[1]
-    i = (line ^ (line >> 11) ^ (line >> 23)) & (cap - 1)
+    i = _home(line, cap)
     while True:
         k = lines[sm, i]
         if k == line or k == EMPTY:
@@ -80,8 +86,7 @@ def prefetch_line(c, noc, l2, sm, line):
     """Start loading what an access of `line` by SM `sm` will read: its L1 set, its entry in the table
     of lines in flight, and its L2 sets (a hint: no value changes)."""
     _tags.prefetch_set(c.tags, sm * c.nsets + line % c.nsets)
-    cap = c.pend_line.shape[1]
-    j = (line ^ (line >> 11) ^ (line >> 23)) & (cap - 1)
+    j = _home(line, c.pend_line.shape[1])
     prefetch(c.pend_line, sm, 8 * j)
     prefetch(c.pend_fill, sm, 8 * j)
     prefetch(c.pend_coming, sm, 8 * j)

@@ -71,7 +71,11 @@ class Runner:
 
     @property
     def spent(self) -> int:
-        return sum(r.warp_instructions for r in [*self.done.values(), *self.on_subsets.values()])
+        return sum(r.warp_instructions for r in self.every_run())
+
+    def every_run(self) -> list[SampleRun]:
+        """The runs made so far: on the whole chip, then on subsets of its SMs."""
+        return [*self.done.values(), *self.on_subsets.values()]
 
     def run(self, purpose: str, blocks: int, cap: int | None, warm: bool = False) -> SampleRun:
         key = (blocks, cap, warm)

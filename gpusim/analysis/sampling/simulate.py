@@ -297,7 +297,7 @@ def _sample(job: _Job, max_sample: int | None, cap_step: int | None, dependent: 
         plan, est, steps = _converge(job, runner, plan, shape, prof, roofs, max(ceiling, plan.cost))
     except KernelFault as e:  # a loop cut short can compute an address the kernel never does
         return job.cannot(f"a sampled run faults, so the kernel is simulated whole ({e})")
-    runs = [*runner.done.values(), *runner.on_subsets.values()]
+    runs = runner.every_run()
     job.more["steps"] = steps
     if job.sample == "auto" and est.confidence > job.bound and full_y <= FULL_AFFORDABLE_WARP_INSTRUCTIONS:
         worst = max(est.bounds, key=est.bounds.get)
@@ -400,7 +400,7 @@ def _sampled(job: _Job, plan: Plan, runner: Runner, prof: KernelProfile, est: Es
     reason = _reason(job, plan, prof, est, dependent)
     result.sampling = {"decision": "sampled", "reason": reason, "confidence": est.confidence,
                        "bound_target": job.bound}
-    runs = [*runner.done.values(), *runner.on_subsets.values()]
+    runs = runner.every_run()
     runner.release()
     return SampledResult(**job.base(), mode="sampled", reason=reason, cycles=est.cycles, confidence=est.confidence,
                          wall_seconds=time.perf_counter() - job.t0, estimate=est, runs=runs, detail=detail,
