@@ -11,6 +11,7 @@ from gpusim.errors import VerificationError
 from gpusim.functional.launch import Launch
 
 MAX_SHOWN = 10  # mismatching indices kept per output
+CHUNK = 1 << 18  # elements compared at a time (their temporaries stay in the caches)
 NOT_CHECKED = "not checked (no reference)"
 
 
@@ -24,30 +25,38 @@ def compare(outputs: dict[str, np.ndarray], expected: dict[str, np.ndarray], *, 
             atol: float) -> dict[str, dict[str, Any]]:
     """{output name: {"count", "first_indices", "got", "expected"}} for every output that differs.
     Floating-point buffers compare like np.allclose (NaN equals NaN); integer buffers exactly.
-    Indices are ints for 1-D buffers, tuples for multi-dimensional ones."""
+    Indices are ints for 1-D buffers, tuples for multi-dimensional ones. Buffers are compared CHUNK
+    elements at a time, so a large output costs no buffer-sized temporaries."""
     out: dict[str, dict[str, Any]] = {}
     for name, got in outputs.items():
-        exp = expected[name]
-        bad = np.asarray(got != exp).reshape(got.shape)
-        if got.dtype.kind in "fc" and bad.any():  # np.isclose only where they are not equal (few, or none)
-            at = np.flatnonzero(bad)
-            e = np.broadcast_to(np.asarray(exp), got.shape).reshape(-1)[at]
-            bad.reshape(-1)[at] = ~np.isclose(got.reshape(-1)[at], e, rtol=rtol, atol=atol, equal_nan=True)
-        count = int(bad.sum())
+        exp = np.broadcast_to(np.asarray(expected[name]), got.shape)
+        g, e = got.reshape(-1), exp.reshape(-1)
+        count = 0
+        first: list[int] = []
+        for i in range(0, g.size, CHUNK):
+            bad = _differs(g[i:i + CHUNK], e[i:i + CHUNK], rtol, atol)
+            n = int(np.count_nonzero(bad))
+            count += n
+            if n and len(first) < MAX_SHOWN:
+                first += (i + np.flatnonzero(bad)[:MAX_SHOWN - len(first)]).tolist()
         if not count:
             continue
-        flat = np.flatnonzero(bad)[:MAX_SHOWN]
         if got.ndim <= 1:
-            idx: list = [int(i) for i in flat]
+            idx: list = first
         else:
-            idx = [tuple(int(c) for c in t) for t in zip(*np.unravel_index(flat, got.shape), strict=True)]
-        out[name] = {
-            "count": count,
-            "first_indices": idx,
-            "got": got.reshape(-1)[flat].tolist(),
-            "expected": np.broadcast_to(np.asarray(exp), got.shape).reshape(-1)[flat].tolist(),
-        }
+            idx = [tuple(int(c) for c in t) for t in zip(*np.unravel_index(first, got.shape), strict=True)]
+        out[name] = {"count": count, "first_indices": idx, "got": g[first].tolist(), "expected": e[first].tolist()}
     return out
+
+
+def _differs(got: np.ndarray, exp: np.ndarray, rtol: float, atol: float) -> np.ndarray:
+    """Where one chunk of an output differs from the reference: np.isclose, asked only where the values
+    are not equal (few, or none), for floating point; exact for integers."""
+    bad = np.asarray(got != exp)
+    if got.dtype.kind in "fc" and bad.any():
+        at = np.flatnonzero(bad)
+        bad[at] = ~np.isclose(got[at], exp[at], rtol=rtol, atol=atol, equal_nan=True)
+    return bad
 
 
 @dataclass(frozen=True)

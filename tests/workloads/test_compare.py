@@ -1,21 +1,24 @@
 """`verify.compare` looks with np.isclose only where the outputs are not equal: the same verdicts as
 np.isclose over the whole buffer (tolerances, NaN equal to NaN, infinities, float32 against float64,
-a broadcast expectation), the same first indices and values."""
+a broadcast expectation), the same first indices and values, whether a buffer is one chunk or many."""
 
 import numpy as np
 import pytest
 
+from gpusim.workloads import verify
 from gpusim.workloads.verify import compare
 
 
 @pytest.mark.parametrize("shape", [(50,), (7, 9), (3, 4, 5)])
 @pytest.mark.parametrize("exp_dtype", [np.float32, np.float64])
-def test_compare_flags_exactly_what_isclose_over_the_whole_buffer_flags(shape, exp_dtype):
+@pytest.mark.parametrize("chunk", [verify.CHUNK, 7, 1])
+def test_compare_flags_exactly_what_isclose_over_the_whole_buffer_flags(shape, exp_dtype, chunk, monkeypatch):
+    monkeypatch.setattr(verify, "CHUNK", chunk)
     rng = np.random.default_rng(sum(shape))
     for trial in range(20):
         got = rng.standard_normal(shape).astype(np.float32)
         exp = got.astype(exp_dtype)
-        k = rng.choice(got.size, 6, replace=False)
+        k = rng.choice(got.size, 16, replace=False)
         flat = exp.reshape(-1)
         flat[k[:2]] += [1e-9, 1e-3][trial % 2], 1.0  # within the tolerance, or not; far off
         flat[k[2]] = np.nan
@@ -23,6 +26,7 @@ def test_compare_flags_exactly_what_isclose_over_the_whole_buffer_flags(shape, e
             got.reshape(-1)[k[2]] = np.nan  # NaN against NaN: equal
         got.reshape(-1)[k[3]] = np.inf
         flat[k[3]] = np.inf if trial % 4 < 2 else -np.inf
+        flat[k[4:]] += 1.0  # more than MAX_SHOWN mismatches, across chunks when chunks are small
         want = ~np.isclose(got, exp, rtol=1e-5, atol=1e-6, equal_nan=True)
         m = compare({"o": got}, {"o": exp}, rtol=1e-5, atol=1e-6)
         assert m["o"]["count"] == int(want.sum()) > 0

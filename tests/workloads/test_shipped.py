@@ -111,3 +111,20 @@ def test_histogram_bytes_drawn_in_chunks_are_those_of_one_draw():
         once = np.minimum(np.random.default_rng(5).exponential(48.0, n), 255).astype(np.uint8)
         assert data.dtype == np.uint8 and data.shape == (n,)
         assert np.array_equal(data, once)
+
+
+def test_softmax_inputs_and_reference_in_row_chunks_are_those_of_one_pass():
+    # reference.py draws and computes CHUNK elements of rows at a time: the same inputs as one draw of
+    # rows x cols and the same outputs as the whole-array formula (fails if a chunk restarts the stream,
+    # drops or repeats rows, or changes the arithmetic)
+    import numpy as np
+
+    wl = load_workload("softmax")
+    for rows, cols in ((3, 5), (257, 4096), (300, 4099), (2, (1 << 20) + 3)):
+        p = {"rows": rows, "cols": cols}
+        x = wl.inputs(p, seed=3)["x"]
+        once = (3.0 * np.random.default_rng(3).standard_normal((rows, cols))).astype(np.float32)
+        assert x.dtype == np.float32 and np.array_equal(x, once)
+        e = np.exp(once.astype(np.float64) - once.max(axis=1, keepdims=True))
+        want = (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
+        assert np.array_equal(wl.reference(p, {"x": x, "y": np.zeros_like(x), "cols": cols})["y"], want)
