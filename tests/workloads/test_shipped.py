@@ -99,7 +99,7 @@ def test_matmul_tiled_matches_naive():
     assert a.result.stats.to_dict() != b.result.stats.to_dict()
 
 
-def test_histogram_bytes_drawn_in_chunks_are_those_of_one_draw():
+def test_histogram_bytes_drawn_and_counted_in_chunks_are_those_of_one_pass():
     # reference.py draws the bytes CHUNK at a time; numpy's Generator draws in sequence, so the values are
     # those of one draw of n (fails if a chunk restarts the stream, or the clip or the cast differ)
     import numpy as np
@@ -111,6 +111,9 @@ def test_histogram_bytes_drawn_in_chunks_are_those_of_one_draw():
         once = np.minimum(np.random.default_rng(5).exponential(48.0, n), 255).astype(np.uint8)
         assert data.dtype == np.uint8 and data.shape == (n,)
         assert np.array_equal(data, once)
+        # and counted a chunk at a time: the counts of one bincount
+        hist = wl.reference({"n": n}, {"data": data})["hist"]
+        assert hist.dtype == np.uint32 and np.array_equal(hist, np.bincount(once, minlength=256))
 
 
 def test_softmax_inputs_and_reference_in_row_chunks_are_those_of_one_pass():
