@@ -49,9 +49,50 @@ def _listed(decorator):
 # Every function is compiled once, on its own, small ones included: none is inlined into its callers by
 # Numba (inline="always", which the issue path's small functions had until 2026-12-06, re-typed and
 # re-lowered each copy of them in every caller: `run_sm` alone took 6 of a first run's 7.8 minutes of
-# compile). LLVM inlines what is small when it optimizes a caller's module; the calls that remain cost the
-# engine 6-12 % of its time on reduce_sum (docs/bench.md, 2026-12-06).
+# compile). LLVM inlines what is small when it optimizes a caller's module, and the functions of INLINE
+# below whatever their size.
 njit = _listed(numba.njit(cache=True, nogil=True, error_model="numpy"))
+
+# The functions of the issue path, once per warp instruction or per sub-partition cycle, which LLVM is told
+# to inline into their callers (alwaysinline): its own cost model left most of them as calls, each passing
+# its arguments, a return-value pointer and an exception pointer through memory and checking a status on
+# return (6-12 % of the engine's time on reduce_sum, docs/bench.md, 2026-12-06). Marked in the LLVM module
+# that links them, after Numba has typed and lowered each once: the compile stays one lowering per
+# function (a first compile about 0.4 CPU s longer), unlike Numba's inline="always". Not listed: what runs
+# once per global access or per block (l1/l2/dram, launch, retire), whose copies would lengthen the
+# compile for no measured gain.
+INLINE = frozenset(f"gpusim.timing.{name}" for name in (
+    "subpartition.begin_cycle", "subpartition.take", "subpartition.still_open", "subpartition.end_cycle",
+    "subpartition.earliest_wake", "subpartition.wait_until", "subpartition._push_wake", "subpartition.dispatch",
+    "subpartition.occupy", "subpartition.log", "subpartition.log_pick", "subpartition.account",
+    "policies.scheduler.pick", "policies.scheduler_gto.pick", "policies.eligible.eligible",
+    "policies.eligible.oldest", "warp.deps_ready", "warp.write_regs", "stream.advance", "stream.check_hunger",
+    "sm.next_instr", "sm.issue", "sm._step"))
+
+
+def _mangled(qualified: str) -> str:
+    """The prefix of the symbol Numba gives a function (Itanium-style nested name; an ABI tag follows)."""
+    return "_ZN" + "".join(f"{len(part)}{part}" for part in qualified.split(".")) + "B"
+
+
+def _mark_inline(prefixes):
+    from numba.core import codegen
+
+    optimize = getattr(codegen.CPUCodeLibrary, "_optimize_final_module", None)
+    if optimize is None:  # (a Numba without this step: LLVM's own choice stands)
+        return
+
+    def optimize_final_module(self):
+        for fn in self._final_module.functions:
+            if not fn.is_declaration and fn.name.startswith(prefixes):
+                fn.add_function_attribute("alwaysinline")
+        optimize(self)
+
+    codegen.CPUCodeLibrary._optimize_final_module = optimize_final_module
+
+
+if not numba.config.DISABLE_JIT:
+    _mark_inline(tuple(_mangled(q) for q in INLINE))
 
 # The cycle the model never reaches: "no event" for a unit or warp. Cycles are 64-bit integers, so no
 # kernel is cut short by the representation (2^62 cycles is about a century at 1.4 GHz).
