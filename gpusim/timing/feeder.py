@@ -167,9 +167,9 @@ class Feeder:
             if 2 * (used + extra) <= size:
                 continue
             cap = max(least, 2 * (used + extra), size + size // 2)  # (at least half again: few regrowths)
-            for name in names:
+            for name in names:  # (past `used` left as it comes: a region's room is cleared when it is taken)
                 old = getattr(st, name)
-                new = np.full(cap, -1 if name == "acc" else 0, old.dtype)
+                new = np.empty(cap, old.dtype)
                 new[:used] = old[:used]
                 moved[name] = new
         if moved:
