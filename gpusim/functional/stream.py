@@ -8,6 +8,8 @@ access row holds `warp_size` per-lane addresses, and an active mask is a uint64 
 
 from __future__ import annotations
 
+import threading
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -111,12 +113,51 @@ def _joined(steps: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
     return sizes, G, pcs, masks
 
 
+class _Buffers:
+    """A chunk's entries (warp, pc, mask) and access rows, in issue order, as a recorder writes them: kept
+    from chunk to chunk (grown when a chunk needs more, never shrunk), so they are neither joined into fresh
+    arrays nor page-faulted in anew at every chunk."""
+
+    def __init__(self, warp_size: int):
+        self.G = np.zeros(0, np.int64)
+        self.pc = np.zeros(0, np.int32)
+        self.m = np.zeros(0, np.uint64)
+        self.rows = np.zeros((0, warp_size), np.int64)
+        self.owner = None  # (the shared set: a weak reference to the recorder writing into it, if any)
+
+    def room(self, n: int, k: int) -> None:
+        """Room for k entries after the first n (which stay)."""
+        if n + k > self.G.size:
+            cap = max(2 * (n + k), 1 << 12)
+            self.G, self.pc, self.m = (np.concatenate([a[:n], np.zeros(cap - n, a.dtype)])
+                                       for a in (self.G, self.pc, self.m))
+
+    def row_room(self, r: int, k: int) -> None:
+        """Room for k access rows after the first r (which stay)."""
+        if r + k > self.rows.shape[0]:
+            grown = np.zeros((max(2 * (r + k), 1 << 10), self.rows.shape[1]), np.int64)
+            grown[:r] = self.rows[:r]
+            self.rows = grown
+
+
+_SHARED = threading.local()  # per thread: the one set of buffers the recorders take turns to write into
+
+
+def _shared_buffers(warp_size: int) -> _Buffers:
+    buf = getattr(_SHARED, "buffers", None)
+    if buf is None or buf.rows.shape[1] != warp_size:
+        buf = _SHARED.buffers = _Buffers(warp_size)
+    return buf
+
+
 class BatchRecorder:
     """Collects, step by step, which warps of a batch issued which pc with which masks. A chunk's steps are
-    written, as they are recorded, into buffers the recorder keeps from chunk to chunk (grown when a chunk
-    needs more, never shrunk): `flush_steps` hands the feeder views of them, so a chunk's entries and access
-    rows are neither joined into fresh arrays nor page-faulted in anew at every chunk. (The views stay
-    valid only until the next step is recorded: the feeder plans a chunk before it pulls the next.)"""
+    written, as they are recorded, into one set of buffers that the recorders take turns to use (a recorder
+    takes it at its chunk's first step when no other holds it, and gives it back at the flush; one that
+    finds it held writes into buffers of its own): `flush_steps` hands the feeder views of them, so a
+    chunk's entries and access rows are not joined into fresh arrays, the pages are not faulted in anew at
+    every chunk, and however many batches run at once only one chunk's worth is held. (The views stay valid
+    until the next step is recorded: the feeder plans a chunk before it pulls the next.)"""
 
     def __init__(self, num_warps: int, warp_size: int = 32):
         self.warp_size = warp_size
@@ -124,14 +165,19 @@ class BatchRecorder:
         self.positions: np.ndarray | None = None  # executing lanes within [len(G), warp_size]; None: all
         self.counts = np.zeros(num_warps, dtype=np.int64)  # instructions already flushed, per warp
         self.full_masks: np.ndarray | None = None  # every lane of every warp active, packed
-        # the buffers: entries (warp, pc, mask) [:n] and access rows [:r] since the last flush, in issue order
-        self._G = np.zeros(0, np.int64)
-        self._pc = np.zeros(0, np.int32)
-        self._m = np.zeros(0, np.uint64)
-        self._rows = np.zeros((0, warp_size), np.int64)
+        self._buf: _Buffers | None = None  # where the steps since the last flush are: entries [:n], rows [:r]
         self._n = 0
         self._r = 0
         self._in_order = True  # every access row since the last flush is its step's, in step order
+
+    def _take(self) -> _Buffers:
+        shared = _shared_buffers(self.warp_size)
+        if shared.owner is None or shared.owner() is None:
+            shared.owner = weakref.ref(self)
+            self._buf = shared
+        else:
+            self._buf = _Buffers(self.warp_size)
+        return self._buf
 
     def step(self, pc: int, G: np.ndarray, active: np.ndarray, full: bool = False) -> None:
         """Warps G issue `pc` with `active` lanes ([len(G), warp_size] bool); `full`: every lane of every
@@ -142,16 +188,14 @@ class BatchRecorder:
             masks = self.full_masks
         else:  # (packed at once: an eighth of the bytes to keep, and no copy of `active`)
             masks = pack_masks(active)
+        buf = self._buf or self._take()
         n, k = self._n, G.size
-        if n + k > self._G.size:
-            cap = max(2 * (n + k), 1 << 12)
-            self._G, self._pc, self._m = (np.concatenate([a[:n], np.zeros(cap - n, a.dtype)])
-                                          for a in (self._G, self._pc, self._m))
-        g = self._G[n:n + k]
+        buf.room(n, k)
+        g = buf.G[n:n + k]
         g[:] = G
-        m = self._m[n:n + k]
+        m = buf.m[n:n + k]
         m[:] = masks
-        self._pc[n:n + k] = pc
+        buf.pc[n:n + k] = pc
         self._n = n + k
         self.steps.append((pc, g, m, None))
 
@@ -162,12 +206,9 @@ class BatchRecorder:
         ws, r, k = self.warp_size, self._r, G.size
         if had is not None:  # (a second access of one step: its rows are no longer in step order)
             self._in_order = False
-        if r + k > self._rows.shape[0]:
-            cap = max(2 * (r + k), 1 << 10)
-            grown = np.zeros((cap, ws), np.int64)
-            grown[:r] = self._rows[:r]
-            self._rows = grown
-        full = self._rows[r:r + k]
+        buf = self._buf
+        buf.row_room(r, k)
+        full = buf.rows[r:r + k]
         if self.positions is None:  # every lane of every warp executes
             full[...] = np.reshape(addr, (k, ws))
         else:
@@ -178,7 +219,12 @@ class BatchRecorder:
         self.steps[-1] = (pc, G, masks, full)
 
     def _reset(self) -> list:
+        """The steps since the last flush; the buffers given back (what was written stays readable until the
+        next step of any recorder)."""
         steps, self.steps = self.steps, []
+        if self._buf is not None and self._buf.owner is not None:
+            self._buf.owner = None
+        self._buf = None
         self._n = self._r = 0
         self._in_order = True
         return steps
@@ -221,12 +267,12 @@ class BatchRecorder:
         """The steps recorded since the last flush as they were issued (no grouping: the timing model's
         feeder appends them to its warps' windows in compiled code): views of the recorder's buffers, valid
         until the next step is recorded."""
-        n, r, in_order = self._n, self._r, self._in_order
+        n, r, in_order, buf = self._n, self._r, self._in_order, self._buf
         steps = self._reset()
         if not steps:
             return StepChunk(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.uint64), None, None,
                              finished.copy())
-        G = self._G[:n]
+        G = buf.G[:n]
         self.counts += np.bincount(G, minlength=W)
         mem_steps = [k for k, st in enumerate(steps) if st[3] is not None]
         rows = entries = None
@@ -235,8 +281,8 @@ class BatchRecorder:
             starts = np.zeros(len(steps) + 1, dtype=np.int64)
             np.cumsum(sizes, out=starts[1:])
             entries = np.concatenate([np.arange(starts[k], starts[k + 1]) for k in mem_steps])
-            rows = self._rows[:r] if in_order else np.concatenate([steps[k][3] for k in mem_steps])
-        return StepChunk(G, self._pc[:n], self._m[:n], rows, entries, finished.copy())
+            rows = buf.rows[:r] if in_order else np.concatenate([steps[k][3] for k in mem_steps])
+        return StepChunk(G, buf.pc[:n], buf.m[:n], rows, entries, finished.copy())
 
     def blocks(self, program, first_block: int, nblocks: int, wpb: int):
         """The whole batch's streams (recorded to its end), block by block."""
