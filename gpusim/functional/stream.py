@@ -8,6 +8,8 @@ access row holds `warp_size` per-lane addresses, and an active mask is a uint64 
 
 from __future__ import annotations
 
+import threading
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -111,8 +113,51 @@ def _joined(steps: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
     return sizes, G, pcs, masks
 
 
+class _Buffers:
+    """A chunk's entries (warp, pc, mask) and access rows, in issue order, as a recorder writes them: kept
+    from chunk to chunk (grown when a chunk needs more, never shrunk), so they are neither joined into fresh
+    arrays nor page-faulted in anew at every chunk."""
+
+    def __init__(self, warp_size: int):
+        self.G = np.zeros(0, np.int64)
+        self.pc = np.zeros(0, np.int32)
+        self.m = np.zeros(0, np.uint64)
+        self.rows = np.zeros((0, warp_size), np.int64)
+        self.owner = None  # (the shared set: a weak reference to the recorder writing into it, if any)
+
+    def room(self, n: int, k: int) -> None:
+        """Room for k entries after the first n (which stay)."""
+        if n + k > self.G.size:
+            cap = max(2 * (n + k), 1 << 12)
+            self.G, self.pc, self.m = (np.concatenate([a[:n], np.zeros(cap - n, a.dtype)])
+                                       for a in (self.G, self.pc, self.m))
+
+    def row_room(self, r: int, k: int) -> None:
+        """Room for k access rows after the first r (which stay)."""
+        if r + k > self.rows.shape[0]:
+            grown = np.zeros((max(2 * (r + k), 1 << 10), self.rows.shape[1]), np.int64)
+            grown[:r] = self.rows[:r]
+            self.rows = grown
+
+
+_SHARED = threading.local()  # per thread: the one set of buffers the recorders take turns to write into
+
+
+def _shared_buffers(warp_size: int) -> _Buffers:
+    buf = getattr(_SHARED, "buffers", None)
+    if buf is None or buf.rows.shape[1] != warp_size:
+        buf = _SHARED.buffers = _Buffers(warp_size)
+    return buf
+
+
 class BatchRecorder:
-    """Collects, step by step, which warps of a batch issued which pc with which masks."""
+    """Collects, step by step, which warps of a batch issued which pc with which masks. A chunk's steps are
+    written, as they are recorded, into one set of buffers that the recorders take turns to use (a recorder
+    takes it at its chunk's first step when no other holds it, and gives it back at the flush; one that
+    finds it held writes into buffers of its own): `flush_steps` hands the feeder views of them, so a
+    chunk's entries and access rows are not joined into fresh arrays, the pages are not faulted in anew at
+    every chunk, and however many batches run at once only one chunk's worth is held. (The views stay valid
+    until the next step is recorded: the feeder plans a chunk before it pulls the next.)"""
 
     def __init__(self, num_warps: int, warp_size: int = 32):
         self.warp_size = warp_size
@@ -120,6 +165,19 @@ class BatchRecorder:
         self.positions: np.ndarray | None = None  # executing lanes within [len(G), warp_size]; None: all
         self.counts = np.zeros(num_warps, dtype=np.int64)  # instructions already flushed, per warp
         self.full_masks: np.ndarray | None = None  # every lane of every warp active, packed
+        self._buf: _Buffers | None = None  # where the steps since the last flush are: entries [:n], rows [:r]
+        self._n = 0
+        self._r = 0
+        self._in_order = True  # every access row since the last flush is its step's, in step order
+
+    def _take(self) -> _Buffers:
+        shared = _shared_buffers(self.warp_size)
+        if shared.owner is None or shared.owner() is None:
+            shared.owner = weakref.ref(self)
+            self._buf = shared
+        else:
+            self._buf = _Buffers(self.warp_size)
+        return self._buf
 
     def step(self, pc: int, G: np.ndarray, active: np.ndarray, full: bool = False) -> None:
         """Warps G issue `pc` with `active` lanes ([len(G), warp_size] bool); `full`: every lane of every
@@ -130,25 +188,52 @@ class BatchRecorder:
             masks = self.full_masks
         else:  # (packed at once: an eighth of the bytes to keep, and no copy of `active`)
             masks = pack_masks(active)
-        self.steps.append((pc, G.copy(), masks, None))
+        buf = self._buf or self._take()
+        n, k = self._n, G.size
+        buf.room(n, k)
+        g = buf.G[n:n + k]
+        g[:] = G
+        m = buf.m[n:n + k]
+        m[:] = masks
+        buf.pc[n:n + k] = pc
+        self._n = n + k
+        self.steps.append((pc, g, m, None))
 
     def memory(self, addr: np.ndarray, copy: bool = True) -> None:
-        """The executing lanes' byte addresses of the last step's access; `copy` False: `addr` (int64) is
-        the recorder's to keep, its caller never writes it again."""
-        pc, G, masks, _ = self.steps[-1]
-        ws = self.warp_size
+        """The executing lanes' byte addresses of the last step's access (written into the recorder's row
+        buffer: `copy` is no longer needed, the caller may write `addr` again)."""
+        pc, G, masks, had = self.steps[-1]
+        ws, r, k = self.warp_size, self._r, G.size
+        if had is not None:  # (a second access of one step: its rows are no longer in step order)
+            self._in_order = False
+        buf = self._buf
+        buf.row_room(r, k)
+        full = buf.rows[r:r + k]
         if self.positions is None:  # every lane of every warp executes
-            full = np.array(addr, dtype=np.int64, copy=copy or None)
+            full[...] = np.reshape(addr, (k, ws))
         else:
-            full = np.full(G.size * ws, -1, dtype=np.int64)
-            full[self.positions] = addr
-        self.steps[-1] = (pc, G, masks, full.reshape(G.size, ws))
+            flat = full.reshape(-1)
+            flat.fill(-1)
+            flat[self.positions] = addr
+        self._r = r + k
+        self.steps[-1] = (pc, G, masks, full)
+
+    def _reset(self) -> list:
+        """The steps since the last flush; the buffers given back (what was written stays readable until the
+        next step of any recorder)."""
+        steps, self.steps = self.steps, []
+        if self._buf is not None and self._buf.owner is not None:
+            self._buf.owner = None
+        self._buf = None
+        self._n = self._r = 0
+        self._in_order = True
+        return steps
 
     def flush(self, W: int, finished: np.ndarray, grouped: bool = True) -> StreamChunk:
         """The steps recorded since the last flush, grouped by warp (a few numpy operations). With
         `grouped` False the access rows stay in issue order (each still names its warp and position;
         `bounds` is None): the timing model's feeder needs no more, and the rows are not copied again."""
-        steps, self.steps = self.steps, []
+        steps = self._reset()
         if not steps:
             off = np.zeros(W + 1, dtype=np.int64)
             return StreamChunk(np.zeros(0, np.int32), np.zeros(0, np.uint64), off, None, finished.copy())
@@ -180,21 +265,24 @@ class BatchRecorder:
 
     def flush_steps(self, W: int, finished: np.ndarray) -> StepChunk:
         """The steps recorded since the last flush as they were issued (no grouping: the timing model's
-        feeder appends them to its warps' windows in compiled code)."""
-        steps, self.steps = self.steps, []
+        feeder appends them to its warps' windows in compiled code): views of the recorder's buffers, valid
+        until the next step is recorded."""
+        n, r, in_order, buf = self._n, self._r, self._in_order, self._buf
+        steps = self._reset()
         if not steps:
             return StepChunk(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.uint64), None, None,
                              finished.copy())
-        sizes, G, pcs, masks = _joined(steps)
+        G = buf.G[:n]
         self.counts += np.bincount(G, minlength=W)
         mem_steps = [k for k, st in enumerate(steps) if st[3] is not None]
         rows = entries = None
         if mem_steps:
+            sizes = np.fromiter((g.size for _, g, _, _ in steps), dtype=np.int64, count=len(steps))
             starts = np.zeros(len(steps) + 1, dtype=np.int64)
             np.cumsum(sizes, out=starts[1:])
             entries = np.concatenate([np.arange(starts[k], starts[k + 1]) for k in mem_steps])
-            rows = steps[mem_steps[0]][3] if len(mem_steps) == 1 else np.concatenate([steps[k][3] for k in mem_steps])
-        return StepChunk(G, pcs, masks, rows, entries, finished.copy())
+            rows = buf.rows[:r] if in_order else np.concatenate([steps[k][3] for k in mem_steps])
+        return StepChunk(G, buf.pc[:n], buf.m[:n], rows, entries, finished.copy())
 
     def blocks(self, program, first_block: int, nblocks: int, wpb: int):
         """The whole batch's streams (recorded to its end), block by block."""

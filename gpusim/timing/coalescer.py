@@ -41,10 +41,19 @@ def _line_arrays(rows, sel, sector_bytes, sectors_per_line):
     """Rows `sel` of `rows` (per-lane byte addresses, -1 inactive) coalesced: each row's distinct lines
     in address order with their sector masks, and where each row's lines start."""
     m = sel.size
-    lanes = rows.shape[1]
-    lines = np.empty(m * lanes, np.int64)
-    masks = np.empty(m * lanes, np.int64)
+    lines = np.empty(m * rows.shape[1], np.int64)
+    masks = np.empty(m * rows.shape[1], np.int64)
     bounds = np.empty(m + 1, np.int64)
+    k = lines_into(rows, sel, sector_bytes, sectors_per_line, lines, masks, bounds)
+    return lines[:k].copy(), masks[:k].copy(), bounds
+
+
+@njit
+def lines_into(rows, sel, sector_bytes, sectors_per_line, lines, masks, bounds):
+    """`_line_arrays` into the caller's arrays (room for every lane of every row): the lines and masks into
+    lines/masks[:k], row i's from bounds[i] to bounds[i + 1]; returns k."""
+    m = sel.size
+    lanes = rows.shape[1]
     sectors = np.empty(lanes, np.int64)
     s_pow2, s_shift = _log2(sector_bytes)
     l_pow2, l_shift = _log2(sectors_per_line)
@@ -82,11 +91,11 @@ def _line_arrays(rows, sel, sector_bytes, sectors_per_line):
             if j == 0 or sectors[j] != sectors[j - 1]:
                 k = _add_sector(lines, masks, k, bounds[i], sectors[j], pow2, l_shift, sectors_per_line)
     bounds[m] = k
-    return lines[:k].copy(), masks[:k].copy(), bounds
+    return k
 
 
 @njit
-def _partial_masks(rows, sel, widths, sector_bytes, sectors_per_line, lines, lo, hi, out):
+def store_partials(rows, sel, widths, sector_bytes, sectors_per_line, lines, lo, hi, out):
     """For the store rows `sel` (bytes per lane `widths`), whose lines are lines[lo[i]:hi[i]]: set
     out[lo[i]:hi[i]] to the mask of the sectors of each line the warp writes only in part (fewer of the
     sector's bytes than it holds: distinct lane addresses in it times the lane's width)."""
@@ -127,6 +136,38 @@ def _partial_masks(rows, sel, widths, sector_bytes, sectors_per_line, lines, lo,
     return out
 
 
+@njit
+def atomic_depths(rows, sel, line_bytes, lines, lo, hi, out):
+    """For the atomic rows `sel`, whose lines are lines[lo[i]:hi[i]]: set out[lo[i]:hi[i]] to how many lanes
+    update each line's busiest address (they serialise at the L2 slice; distinct addresses of one line are
+    updated together)."""
+    addrs = np.empty(rows.shape[1], np.int64)
+    for i in range(sel.size):
+        r = sel[i]
+        n = 0
+        for lane in range(rows.shape[1]):
+            a = rows[r, lane]
+            if a >= 0:
+                addrs[n] = a
+                n += 1
+        sort_prefix(addrs, n)
+        for q in range(lo[i], hi[i]):
+            out[q] = 0
+        j = 0
+        while j < n:
+            k = j
+            while k < n and addrs[k] == addrs[j]:
+                k += 1
+            line = addrs[j] // line_bytes
+            for q in range(lo[i], hi[i]):
+                if lines[q] == line:
+                    if k - j > out[q]:
+                        out[q] = k - j
+                    break
+            j = k
+    return out
+
+
 class Coalescer:
     def __init__(self, line_bytes: int, sector_bytes: int):
         self.sector_bytes = sector_bytes
@@ -147,7 +188,7 @@ class Coalescer:
         lines[lo[i]:hi[i]]: write into out[lo[i]:hi[i]] each line's mask of the sectors written only in
         part, which the L2 has to merge into the sector it holds."""
         rows = np.ascontiguousarray(rows, dtype=np.int64)
-        _partial_masks(rows, np.asarray(sel, dtype=np.int64), np.asarray(widths, dtype=np.int64), self.sector_bytes,
+        store_partials(rows, np.asarray(sel, dtype=np.int64), np.asarray(widths, dtype=np.int64), self.sector_bytes,
                        self.sectors_per_line, lines, np.asarray(lo, np.int64), np.asarray(hi, np.int64), out)
 
     def lines(self, rows: np.ndarray) -> list[list[tuple[int, int]]]:
@@ -157,19 +198,6 @@ class Coalescer:
         pairs = list(zip(line.tolist(), mask.tolist(), strict=True))
         b = bounds.tolist()
         return [pairs[lo:hi] for lo, hi in zip(b, b[1:], strict=False)]
-
-    @staticmethod
-    def max_lanes_per_address(rows: np.ndarray) -> np.ndarray:
-        """Per row of per-lane addresses (-1: inactive): most lanes that access one address (0 for a
-        row with no active lane). Atomics to one address serialise."""
-        lanes = rows.shape[1]
-        s = np.where(rows >= 0, rows, -1 - np.arange(lanes))  # inactive lanes never match
-        s.sort(axis=1)
-        pos = np.arange(1, lanes)
-        start = np.where(s[:, 1:] == s[:, :-1], 0, pos)
-        np.maximum.accumulate(start, axis=1, out=start)
-        longest = (pos - start + 1).max(axis=1, initial=1)
-        return np.where((rows >= 0).any(axis=1), longest, 0)
 
     @staticmethod
     def lanes_per_address(row: np.ndarray) -> int:

@@ -167,9 +167,9 @@ class Feeder:
             if 2 * (used + extra) <= size:
                 continue
             cap = max(least, 2 * (used + extra), size + size // 2)  # (at least half again: few regrowths)
-            for name in names:
+            for name in names:  # (past `used` left as it comes: a region's room is cleared when it is taken)
                 old = getattr(st, name)
-                new = np.full(cap, -1 if name == "acc" else 0, old.dtype)
+                new = np.empty(cap, old.dtype)
                 new[:used] = old[:used]
                 moved[name] = new
         if moved:
@@ -248,9 +248,10 @@ class Feeder:
 
 
 def _make_streams(handles: int, pool: int, plans: int, lines: int) -> Streams:
+    # (an entry's pc and plan, and a plan's bounds, are 32-bit: fewer bytes written and read per instruction)
     return Streams(np.zeros(handles, np.int64), np.zeros(handles, np.int64), np.zeros(handles, np.bool_),
-                   np.zeros(handles, np.bool_), np.zeros(pool, np.int32), np.full(pool, -1, np.int64),
-                   np.zeros(pool, np.bool_), np.zeros(plans, np.int64), np.zeros(plans, np.int64),
+                   np.zeros(handles, np.bool_), np.zeros(pool, np.int32), np.full(pool, -1, np.int32),
+                   np.zeros(pool, np.bool_), np.zeros(plans, np.int32), np.zeros(plans, np.int32),
                    np.zeros(lines, np.int64), np.zeros(lines, np.int64), np.zeros(lines, np.int64),
                    np.zeros(handles, np.int64),
                    np.zeros(1, np.int64))

@@ -77,17 +77,48 @@ class BankMap:
         rows = np.ascontiguousarray(rows, dtype=np.int64)
         sel = np.arange(rows.shape[0]) if sel is None else np.asarray(sel, dtype=np.int64)
         group = self.wide_lanes if width >= 16 and self.wide_lanes else rows.shape[1]
-        return _wavefronts(rows, sel, max(1, width // self.bank_width), self.bank_width, self.banks, width, group)
+        return bank_wavefronts(rows, sel, max(1, width // self.bank_width), self.bank_width, self.banks, width, group)
 
 
-_SLOTS = 256  # the rows `_wavefronts` keeps with their results (a power of two)
+_SLOTS = 256  # the rows `bank_wavefronts` keeps with their results (a power of two)
 # each lane's weight in a row's hash: odd, 16 bits, spread (rows that differ by a constant shift, a block's
 # warps side by side, fall in different slots)
 _LANE_WEIGHTS = ((np.arange(64, dtype=np.int64) * 0x9E3779B1) >> 8 & 0xFFFF) | 1
+_STAMPS = 2048  # the words a group's stamp table tells apart without a clash (8 KiB of 4-byte words)
 
 
 @njit
-def _wavefronts(rows, sel, words_per_lane, bank_width, banks, width, group):
+def _group_stamped(rows, r, g0, g1, shift, banks, count, stamp, key, tag):
+    """Lanes g0 .. g1 of row `r`, one bank word each (word: address >> shift; bank: word mod `banks`, a power
+    of two): the most distinct words any one bank serves, the active lanes, and whether two distinct words
+    fell on one slot of the stamp table (then the caller maps the group the exact way). A word is new to the
+    group where its slot does not hold it under `tag`; `count` (per bank) is left zero."""
+    most = 0
+    n = 0
+    clash = False
+    for lane in range(g0, g1):
+        a = rows[r, lane]
+        if a < 0:
+            continue
+        n += 1
+        w = a >> shift
+        s = w & (_STAMPS - 1)
+        hit = stamp[s] == tag
+        same = hit & (key[s] == w)
+        clash = clash | (hit & (key[s] != w))
+        stamp[s] = tag
+        key[s] = w
+        b = w & (banks - 1)
+        c = count[b] + 1 - int(same)
+        count[b] = c
+        most = max(most, c)
+    for b in range(banks):
+        count[b] = 0
+    return most, n, clash
+
+
+@njit
+def bank_wavefronts(rows, sel, words_per_lane, bank_width, banks, width, group):
     m = sel.size
     lanes = rows.shape[1]
     wave = np.empty(m, np.int64)
@@ -106,6 +137,12 @@ def _wavefronts(rows, sel, words_per_lane, bank_width, banks, width, group):
     slot_hash = np.zeros(_SLOTS, np.int64)
     slot_wave = np.zeros(_SLOTS, np.int64)
     slot_ideal = np.zeros(_SLOTS, np.int64)
+    # one word a lane, banks and their width powers of two (the usual access): repeated words found in a table
+    # of the words a group has read, stamped with the group's tag (no branch on the addresses' values)
+    fast = words_per_lane == 1 and pow2
+    stamp = np.full(_STAMPS, -1, np.int64)
+    key = np.zeros(_STAMPS, np.int64)
+    tag = 0
     for i in range(m):
         r = sel[i]
         h = 0
@@ -125,10 +162,19 @@ def _wavefronts(rows, sel, words_per_lane, bank_width, banks, width, group):
         active = 0
         # the lanes are served `group` at a time, each group's wavefronts its busiest bank's words
         for g0 in range(0, lanes, group):
+            g1 = min(g0 + group, lanes)
             most = 0
+            if fast:
+                most, n, clash = _group_stamped(rows, r, g0, g1, shift, banks, count, stamp, key, tag)
+                tag += 1
+                if not clash:
+                    active += n
+                    total += most
+                    continue
+                most = 0
             nt = 0
             prev = -1
-            for lane in range(g0, min(g0 + group, lanes)):
+            for lane in range(g0, g1):
                 a = rows[r, lane]
                 if a < 0:
                     continue

@@ -25,10 +25,10 @@ class Streams(NamedTuple):
     done: np.ndarray  # per handle (bool): nothing more will come
     hungry_flag: np.ndarray  # per handle (bool): listed in `hungry`
     pc: np.ndarray  # pool: the instruction's pc (int32)
-    acc: np.ndarray  # pool: its access plan, or -1
+    acc: np.ndarray  # pool: its access plan, or -1 (int32)
     flag: np.ndarray  # pool (bool): the warp's active threads differ from its previous instruction's
-    a_lo: np.ndarray  # per access plan
-    a_hi: np.ndarray
+    a_lo: np.ndarray  # per access plan (int32)
+    a_hi: np.ndarray  # (int32)
     lines: np.ndarray
     masks: np.ndarray
     ops: np.ndarray

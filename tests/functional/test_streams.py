@@ -67,3 +67,54 @@ def test_streams_are_produced_on_demand():
     out = mem.read(params["dst"], np.uint32, n)
     assert out[:256].tolist() == list(range(256))  # the first batch ran
     assert not out[-256:].any()  # the last blocks have not run yet
+
+
+def test_recorders_taking_turns_with_the_buffers_each_flush_exactly_their_own_steps():
+    """Recorders write a chunk into buffers they take turns to use: one recording while another still holds
+    unflushed steps, chunks recorded one after another (the feeder's order), steps with some lanes off and
+    steps that outgrow the buffers: every chunk flushed is exactly its own steps in issue order (warps, pcs,
+    masks as bits of the active lanes, access rows with -1 for lanes off, the entries that have them)."""
+    from gpusim.functional.stream import BatchRecorder
+
+    rng = np.random.default_rng(2)
+    W, ws = 64, 32
+
+    def record(rec, nsteps):
+        want = []
+        for _ in range(nsteps):
+            G = np.sort(rng.choice(W, int(rng.integers(1, W + 1)), replace=False)).astype(np.int64)
+            active = rng.random((G.size, ws)) < 0.8
+            pc = int(rng.integers(0, 50))
+            rec.positions = np.flatnonzero(active.ravel())
+            rec.step(pc, G, active)
+            rows = None
+            if rng.random() < 0.5:
+                addr = rng.integers(0, 1 << 30, int(active.sum()))
+                rec.memory(addr)
+                rows = np.full((G.size, ws), -1, np.int64)
+                rows[active] = addr
+            want.append((pc, G, active, rows))
+        return want
+
+    def check(chunk, want):
+        assert chunk.G.tolist() == [int(w) for _, G, _, _ in want for w in G]
+        assert chunk.pcs.tolist() == [pc for pc, G, _, _ in want for _ in G]
+        bits = [sum(1 << j for j in range(ws) if a[j]) for _, _, act, _ in want for a in act]
+        assert chunk.masks.tolist() == bits
+        starts = np.cumsum([0] + [G.size for _, G, _, _ in want])
+        entries = [i for k, (_, _, _, r) in enumerate(want) if r is not None for i in range(starts[k], starts[k + 1])]
+        rows = [r for _, _, _, r in want if r is not None]
+        assert (chunk.entries.tolist() if chunk.entries is not None else []) == entries
+        got = chunk.rows.tolist() if chunk.rows is not None else []
+        assert got == (np.concatenate(rows).tolist() if rows else [])
+
+    a, b = BatchRecorder(W, ws), BatchRecorder(W, ws)
+    done = np.zeros(W, bool)
+    want_a = record(a, 30)
+    want_b = record(b, 200)  # (while a holds its steps; past the buffers' first size)
+    chunk_a = a.flush_steps(W, done)
+    check(chunk_a, want_a)
+    check(b.flush_steps(W, done), want_b)
+    for rec in (b, a, b, b, a):  # one after another, each flushed before the next records
+        want = record(rec, int(rng.integers(1, 120)))
+        check(rec.flush_steps(W, done), want)

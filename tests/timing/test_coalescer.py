@@ -213,3 +213,86 @@ def test_shared_access_serialises_wavefronts(smem):
     assert access(m, 1, 0, 1, 1) == 32 + lat  # waits for the 32 wavefronts ahead of it
     assert (m.requests[1], m.wavefronts[1], m.ideal_wavefronts[1]) == (2, 33, 2)
     assert m.requests[0] == 0  # the other SM's pipe is its own
+
+
+def _bank_model(row, width, banks=32, bank_width=4, wide=16):
+    """Independent reading of the bank rule: lanes served `wide` at a time for 16-byte accesses (else all
+    together), each group's wavefronts the most distinct words any one bank holds among its active lanes'
+    words; at least one wavefront."""
+    group = wide if width >= 16 else len(row)
+    words = max(1, width // bank_width)
+    total = 0
+    for g0 in range(0, len(row), group):
+        per_bank: dict[int, set[int]] = {}
+        for a in row[g0:g0 + group]:
+            if a >= 0:
+                for k in range(words):
+                    w = int(a) // bank_width + k
+                    per_bank.setdefault(w % banks, set()).add(w)
+        total += max((len(s) for s in per_bank.values()), default=0)
+    return max(total, 1)
+
+
+def test_shared_wavefronts_of_data_dependent_rows_match_the_bank_rule(smem):
+    """Rows as data decides them (a histogram's bins: random words, repeats, inactive lanes), rows whose
+    words lie 2,048 words apart (one slot of the table that finds repeated words: the exact way is taken
+    for them), strided and broadcast rows: each row's wavefronts are the bank rule's, for every width."""
+    rng = np.random.default_rng(11)
+    rows = [rng.integers(0, 256, 32) * 4 for _ in range(300)]  # random bins of a 256-word table
+    rows += [np.where(rng.random(32) < 0.3, -1, rng.integers(0, 64, 32) * 4) for _ in range(200)]
+    rows += [(rng.integers(0, 4, 32) * 2048 + rng.integers(0, 8, 32) * 32) * 4 for _ in range(200)]  # clashes
+    rows += [4 * s * LANES for s in (1, 2, 3, 8, 16, 17, 32, 33)] + [np.full(32, 12), np.full(32, -1)]
+    rows = np.stack(rows).astype(np.int64)
+    for width in (4, 8, 16):
+        wave, _ = smem.wavefront_arrays(rows, width)
+        assert wave.tolist() == [_bank_model(r.tolist(), width) for r in rows]
+
+
+def test_a_mixed_chunk_is_planned_row_by_row_as_each_access_alone():
+    """One chunk of loads, stores, global atomics, 4-, 8- and 16-byte shared accesses and a parameter load,
+    in random order: each global row's lines are the coalescer's for it alone, with 1 per line for a load,
+    the lanes on the line's busiest address for an atomic (counted here from the addresses), the sectors
+    written only in part for a store (here: fewer distinct 4-byte words than a sector holds); each shared
+    row's wavefronts are the bank rule's."""
+    from gpusim.timing.decode import ALU, GLOBAL_ATOM, GLOBAL_LD, GLOBAL_ST, SHARED, TimingInfo
+    from gpusim.timing.ldst import AddressStage
+
+    kinds = [(GLOBAL_LD, 4), (GLOBAL_ST, 4), (GLOBAL_ATOM, 4), (SHARED, 4), (SHARED, 8), (SHARED, 16), (ALU, 4)]
+    info = [TimingInfo(k, 0, 1, 1, (), (), 0, 0, w, True, k == GLOBAL_ATOM, (), pc)
+            for pc, (k, w) in enumerate(kinds)]
+    smem = BankMap(config("a100"))
+    stage = AddressStage(info, Coalescer(128, 32), smem)
+    rng = np.random.default_rng(5)
+    pcs = rng.integers(0, len(kinds), 400)
+    rows = []
+    for _ in pcs:  # coalesced, strided, a few repeated words, scattered; a fifth of the lanes off
+        offsets = [4 * LANES, 4 * 32 * LANES, rng.integers(0, 16, 32) * 4, rng.integers(0, 1 << 12, 32) * 4]
+        rows.append(np.where(rng.random(32) < 0.2, -1, BASE + offsets[rng.integers(0, 4)]))
+    rows = np.stack(rows).astype(np.int64)
+    plans = stage.plan(rows, pcs)
+    for j, p in enumerate(pcs.tolist()):
+        kind, width = kinds[p]
+        row = rows[j]
+        if kind == SHARED:
+            assert plans.lo[j] == _bank_model(row.tolist(), width)
+            continue
+        alone = Coalescer(128, 32).lines(row[None, :])[0]
+        got = list(zip(plans.lines[plans.lo[j]:plans.hi[j]].tolist(), plans.masks[plans.lo[j]:plans.hi[j]].tolist(),
+                       strict=True))
+        assert got == alone
+        ops = plans.ops[plans.lo[j]:plans.hi[j]].tolist()
+        a = row[row >= 0]
+        if kind == GLOBAL_ATOM:
+            assert ops == [max(np.unique(a[a // 128 == ln], return_counts=True)[1]) for ln, _ in alone]
+        elif kind == GLOBAL_ST:
+            want = []
+            for ln, mask in alone:
+                part = 0
+                for sec in range(4):
+                    words = np.unique(a[a // 32 == ln * 4 + sec])
+                    if mask >> sec & 1 and words.size * 4 < 32:
+                        part |= 1 << sec
+                want.append(part)
+            assert ops == want
+        else:
+            assert ops == [1] * len(alone)

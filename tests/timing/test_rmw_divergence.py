@@ -337,7 +337,8 @@ def test_compaction_in_place_keeps_every_live_window_with_its_plans():
 def test_pool_growth_fresh_arrays_only_where_room_runs_out_and_never_smaller():
     """The stream pool's compaction copies to fresh arrays only the kind (instructions, plans, lines) that
     the live data and the next chunk would fill more than half of: twice what it needs, at least half again
-    its size; the other kinds keep their arrays (the same objects), and no array ever shrinks."""
+    its size; the other kinds keep their arrays (the same objects), and no array ever shrinks. What the fresh
+    arrays held before never shows in a window."""
     from types import SimpleNamespace
 
     from gpusim.timing.feeder import Feeder
@@ -350,7 +351,17 @@ def test_pool_growth_fresh_arrays_only_where_room_runs_out_and_never_smaller():
     f._compact(100_000, 0, 0)  # instructions: 2 * 100,000 needed
     assert sizes(f.st) == (200_000,) * 3 + (1 << 12,) * 2 + (1 << 14,) * 3
     assert f.st.a_lo is st0.a_lo and f.st.lines is st0.lines and f.grown == 1
-    assert (f.st.acc == -1).all() and not f.st.pc.any()
+    # the fresh arrays are not cleared (their pages are touched as the windows reach them): a region's room is
+    # cleared when a window takes it, so whatever the arrays held never shows in a window
+    f.st.acc[:], f.st.flag[:] = 7, True
+    b = f._new_batch(SimpleNamespace(first_block=0, nblocks=2, wpb=1))
+    f._append(b, np.array([0, 1, 0, 0], np.int64), np.zeros(4, np.int32), np.array([255, 255, 255, 15], np.uint64),
+              None, None, None, np.zeros(2, bool))
+    window = lambda w: slice(f.st.pos[w], f.st.end[w])  # noqa: E731
+    assert f.st.acc[window(0)].tolist() == [-1, -1, -1] and f.st.acc[window(1)].tolist() == [-1]
+    assert f.st.flag[window(0)].tolist() == [False, False, True] and f.st.flag[window(1)].tolist() == [False]
+    room = slice(f.st.end[0], f.cap[0])
+    assert room.stop > room.start and (f.st.acc[room] == -1).all() and not f.st.flag[room].any()
     st1 = f.st
     f._compact(10, 3_000, 0)  # plans: 6,000 needed, half again 4,096 is 6,144; instructions fit (not shrunk)
     assert sizes(f.st) == (200_000,) * 3 + (6_144,) * 2 + (1 << 14,) * 3
