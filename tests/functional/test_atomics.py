@@ -83,3 +83,48 @@ def test_a_journal_puts_back_the_pages_written_and_only_keeps_those():
     assert not np.array_equal(buf, before)
     j.restore()
     assert np.array_equal(buf, before) and not j.saved.any()
+
+
+# every thread loops 6,000 times (18,000 steps; the batch pauses after 16,384, a chunk of 32,768 warp
+# instructions of two warps), then adds to two global counters and stores its loop count plus its old value:
+# past 1,024 steps the block is probed (run ahead alone to its end), and its atomics and stores must not
+# reach the launch's memory
+LONG_THEN_ADD = """
+.kernel long_then_add
+.param .u64 counter
+.param .u64 out
+.reg .u32 %r<4>
+.reg .u64 %rd<4>
+.reg .pred %p
+    mov.u32 %r0, 0
+L:
+    add.u32 %r0, %r0, 1
+    setp.lt.u32 %p, %r0, 6000
+    @%p bra L
+    ld.param.u64 %rd0, [counter]
+    atom.global.add.u32 %r1, [%rd0], 1
+    red.global.add.u32 [%rd0+4], 2
+    mov.u32 %r2, %tid.x
+    mul.wide.u32 %rd1, %r2, 4
+    ld.param.u64 %rd2, [out]
+    add.u64 %rd2, %rd2, %rd1
+    add.u32 %r3, %r0, %r1
+    st.global.u32 [%rd2], %r3
+    exit
+"""
+
+
+@pytest.mark.parametrize("probe_at", [1 << 10, 1 << 40])
+def test_a_probed_block_writes_global_memory_and_the_launch_never_sees_it(monkeypatch, probe_at):
+    from gpusim.functional import executor, warps
+
+    from .kernels import run
+
+    probes = []
+    real = executor.Executor.probe_runaway
+    monkeypatch.setattr(executor.Executor, "probe_runaway", lambda self, *a: probes.append(a[-1]) or real(self, *a))
+    monkeypatch.setattr(warps, "PROBE_AT_STEPS", probe_at)  # where the executor reads it
+    out, _ = run(LONG_THEN_ADD, 1, 64, {"counter": np.zeros(2, np.uint32), "out": np.zeros(64, np.uint32)})
+    assert bool(probes) == (probe_at == 1 << 10)
+    assert out["counter"].tolist() == [64, 128]  # each thread's atomic once: the probe's were put back
+    assert sorted(out["out"].tolist()) == list(range(6000, 6064))  # the old values 0..63, each once
