@@ -101,6 +101,10 @@ class GlobalMemory:
     """Global memory of one device: a growable byte buffer with typed views, plus the list of
     allocations, so that an access outside every allocation is a fault, as under compute-sanitizer."""
 
+    # a run on a shallow copy that must leave the buffer as it found it keeps the bytes it overwrites here (every
+    # global write calls `before_write`); a class attribute, so that a subclass's own __init__ has it too
+    journal: PageJournal | None = None
+
     def __init__(self, capacity: int = 1 << 20):
         # (a whole number of the widest access, 16 bytes: the executor reads the buffer through typed views)
         self._buf = np.zeros(-(-capacity // 16) * 16, dtype=np.uint8)
@@ -108,15 +112,12 @@ class GlobalMemory:
         self.allocations: list[tuple[int, int, str]] = []  # (address, size, name)
         self._starts = np.zeros(0, dtype=np.int64)
         self._ends = np.zeros(0, dtype=np.int64)
-        # a run on a shallow copy that must leave the buffer as it found it keeps the bytes it overwrites here
-        # (every global write calls `before_write`)
-        self.journal: PageJournal | None = None
 
     def journaled(self) -> GlobalMemory:
         """This memory for a run that must leave it as it found it: the same buffer, written through a
         PageJournal (the caller restores it when the run ends)."""
         mem = copy.copy(self)
-        mem.journal = PageJournal(self._buf)
+        mem.journal = PageJournal(self.buffer)
         return mem
 
     def before_write(self, offsets: np.ndarray, width: int) -> None:
