@@ -3,6 +3,7 @@ allocations), and the bounds/alignment check every memory instruction goes throu
 
 from __future__ import annotations
 
+import copy
 import os
 
 import numpy as np
@@ -61,9 +62,48 @@ def check_host_memory(nbytes: float, what: str) -> None:
                           field="host memory")
 
 
+class PageJournal:
+    """The bytes a run writes into a buffer it shares, kept page by page as they were before its first write
+    there, so that `restore()` puts the buffer back as it was: a copy of only the pages written, not of the
+    whole buffer (the runaway-loop probe's block run alone, gpusim.functional.warps, writes a few pages of a
+    memory that may hold gigabytes)."""
+
+    PAGE = 4096  # bytes
+
+    def __init__(self, buf: np.ndarray):
+        self.buf = buf
+        self.saved = np.zeros(-(-buf.size // self.PAGE), dtype=bool)
+        self.copies: list[tuple[np.ndarray, np.ndarray]] = []  # (pages, their bytes before the first write)
+
+    def save(self, offsets: np.ndarray, width: int) -> None:
+        """Before a write of `width` bytes at each byte offset of `offsets`: keep the pages it touches that
+        are not kept already."""
+        first, last = offsets >> 12, (offsets + (width - 1)) >> 12  # (PAGE = 2**12 bytes)
+        pages = np.unique(np.concatenate((first.ravel(), last.ravel())))
+        pages = pages[~self.saved[pages]]
+        if pages.size:
+            self.saved[pages] = True
+            at = self._bytes(pages)
+            self.copies.append((at, self.buf[at]))
+
+    def _bytes(self, pages: np.ndarray) -> np.ndarray:
+        """The byte offsets of `pages` (the last page, which may be partial, clipped to the buffer)."""
+        return np.minimum(pages[:, None] * self.PAGE + np.arange(self.PAGE), self.buf.size - 1).ravel()
+
+    def restore(self) -> None:
+        for at, data in self.copies:
+            self.buf[at] = data
+        self.copies.clear()
+        self.saved[:] = False
+
+
 class GlobalMemory:
     """Global memory of one device: a growable byte buffer with typed views, plus the list of
     allocations, so that an access outside every allocation is a fault, as under compute-sanitizer."""
+
+    # a run on a shallow copy that must leave the buffer as it found it keeps the bytes it overwrites here (every
+    # global write calls `before_write`); a class attribute, so that a subclass's own __init__ has it too
+    journal: PageJournal | None = None
 
     def __init__(self, capacity: int = 1 << 20):
         # (a whole number of the widest access, 16 bytes: the executor reads the buffer through typed views)
@@ -72,6 +112,18 @@ class GlobalMemory:
         self.allocations: list[tuple[int, int, str]] = []  # (address, size, name)
         self._starts = np.zeros(0, dtype=np.int64)
         self._ends = np.zeros(0, dtype=np.int64)
+
+    def journaled(self) -> GlobalMemory:
+        """This memory for a run that must leave it as it found it: the same buffer, written through a
+        PageJournal (the caller restores it when the run ends)."""
+        mem = copy.copy(self)
+        mem.journal = PageJournal(self.buffer)
+        return mem
+
+    def before_write(self, offsets: np.ndarray, width: int) -> None:
+        """Called before `width`-byte writes at the buffer's byte `offsets` (each lane's)."""
+        if self.journal is not None:
+            self.journal.save(offsets, width)
 
     @property
     def buffer(self) -> np.ndarray:

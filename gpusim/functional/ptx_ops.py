@@ -122,26 +122,18 @@ class PtxOps:
         c_reader = self._reader(ins.srcs[2], b) if len(ins.srcs) > 2 else None
 
         def body(G, lanes):
+            if lanes.__class__ is slice and a_arr is not None and uniform(lanes):
+                return
             if a_arr is not None:
                 A = a_arr[G]
             else:
                 A = np.broadcast_to(a_read(slice(None)), (b.W * WS,)).reshape(b.W, WS)[G]
             idx = (G[:, None] * WS + lane_ids).ravel()
-            k = np.asarray(src_reader(idx)).astype(np.int64)
-            k = np.broadcast_to(k, idx.shape).reshape(G.size, WS)
-            if c_reader is None:
-                src = {"up": lane_ids - k, "down": lane_ids + k, "bfly": lane_ids ^ k, "idx": k}[mode]
-                inside = (src >= 0) & (src < WS)
-            else:  # PTX shfl.sync: the clamp c bounds the source lane within a segment of the warp
+            k = np.broadcast_to(np.asarray(src_reader(idx)).astype(np.int64), idx.shape).reshape(G.size, WS)
+            c = None
+            if c_reader is not None:
                 c = np.broadcast_to(np.asarray(c_reader(idx)).astype(np.int64), idx.shape).reshape(G.size, WS)
-                seg, clamp = (c >> 8) & 0x1F, c & 0x1F
-                max_lane = (lane_ids & seg) | (clamp & ~seg)
-                if WS > 32:  # c = 0x1f, one segment of 32 lanes, means the whole warp of a wider one
-                    max_lane = np.where((seg == 0) & (clamp == 31), WS - 1, max_lane)
-                src = {"up": lane_ids - k, "down": lane_ids + k, "bfly": lane_ids ^ k,
-                       "idx": (lane_ids & seg) | (k & ~seg)}[mode]
-                inside = (src >= max_lane) if mode == "up" else (src <= max_lane)
-                inside &= (src >= 0) & (src < WS)
+            src, inside = _shfl_source(mode, lane_ids, k, c, WS)
             srcc = np.clip(src, 0, WS - 1)
             rows = np.arange(G.size)[:, None]
             valid = inside & st.active[G][rows, srcc]
@@ -149,6 +141,20 @@ class PtxOps:
             write(lanes, _select(out, G, lanes, WS))
             if write_p is not None:
                 write_p(lanes, _select(inside.ravel(), G, lanes, WS))
+
+        def uniform(lanes) -> bool:
+            """Every lane of every warp (all active), the shift and clamp the same on every lane (an immediate,
+            or a register that holds one value): the same source lane at each position of every warp, so the
+            shuffle is one gather of columns. False where they differ (the general path then)."""
+            k, c = (np.asarray(r(lanes)) if r is not None else None for r in (src_reader, c_reader))
+            if any(v is not None and v.ndim and not (v == v.flat[0]).all() for v in (k, c)):
+                return False
+            k, c = (np.int64(v.flat[0]) if v is not None else None for v in (k, c))  # (as the .astype(int64) below)
+            src, inside = (np.broadcast_to(v, lane_ids.shape) for v in _shfl_source(mode, lane_ids, k, c, WS))
+            write(lanes, np.where(inside, a_arr[:, np.clip(src, 0, WS - 1)], a_arr).ravel())
+            if write_p is not None:
+                write_p(lanes, np.broadcast_to(inside, a_arr.shape).ravel())
+            return True
 
         return body
 
@@ -431,11 +437,18 @@ class PtxOps:
                     write(lanes, np.take(view, idx))
                 stats.count_bytes(space, read=idx.size * width)
             return body
+        gmem = self.memory if space == "global" else None
+
+        def keep(idx):  # (global memory shared with a run that must leave it as it was: the bytes kept first)
+            if gmem is not None and gmem.journal is not None:
+                gmem.before_write(idx << shift, width)
+
         if op == "st" and vec > 1:
             values = [self._reader(s, b) for s in ins.srcs]
 
             def body(G, lanes):
                 idx = addresses(lanes)
+                keep(idx)
                 for k, value in enumerate(values):
                     if k:
                         np.add(idx, 1, out=idx)
@@ -446,6 +459,7 @@ class PtxOps:
         if op == "st":
             def body(G, lanes):
                 idx = addresses(lanes)
+                keep(idx)
                 view[idx] = value(lanes)
                 stats.count_bytes(space, written=idx.size * width)
             return body
@@ -459,10 +473,29 @@ class PtxOps:
             n = idx.size
             vals = np.broadcast_to(np.asarray(value(lanes), dtype=t.dtype), (n,))
             c = np.broadcast_to(np.asarray(extra(lanes), dtype=t.dtype), (n,)) if extra else None
-            old = atomics.apply(aview, idx, aop, vals, c)
+            keep(idx)
+            old = atomics.apply(aview, idx, aop, vals, c, old=write is not None)
             if write is not None:
                 write(lanes, old)
             stats.atomics += n
         return body
 
 
+
+
+def _shfl_source(mode: str, lane_ids: np.ndarray, k, c, WS: int) -> tuple[np.ndarray, np.ndarray]:
+    """A shuffle's source lane for each lane (`k`: the shift, lane or mask operand; `c`: PTX shfl.sync's
+    clamp, None for none), and whether it lies inside the lane's segment of the warp (else the lane keeps its
+    own value). `k` and `c` are per lane ([warps, WS]) or one value for every lane."""
+    if c is None:
+        src = {"up": lane_ids - k, "down": lane_ids + k, "bfly": lane_ids ^ k, "idx": k}[mode]
+        return src, (src >= 0) & (src < WS)
+    # the clamp c bounds the source lane within a segment of the warp
+    seg, clamp = (c >> 8) & 0x1F, c & 0x1F
+    max_lane = (lane_ids & seg) | (clamp & ~seg)
+    if WS > 32:  # c = 0x1f, one segment of 32 lanes, means the whole warp of a wider one
+        max_lane = np.where((seg == 0) & (clamp == 31), WS - 1, max_lane)
+    src = {"up": lane_ids - k, "down": lane_ids + k, "bfly": lane_ids ^ k, "idx": (lane_ids & seg) | (k & ~seg)}[mode]
+    inside = (src >= max_lane) if mode == "up" else (src <= max_lane)
+    inside &= (src >= 0) & (src < WS)
+    return src, inside

@@ -194,6 +194,8 @@ class SassMemory(SassOperands):
             words = [np.asarray(r(lanes), U32) for r in regs]
             if mask is not None:
                 words = [words[0] & mask]
+            if space == "global":
+                self.memory.before_write(off, width)
             self._store_words(buf, off, width, words)
             if space != "local":
                 stats.count_bytes(space, written=off.size * width)
@@ -240,7 +242,9 @@ class SassMemory(SassOperands):
             c = None
             if aop == "cas":  # (compare value, new value)
                 c = np.broadcast_to(np.asarray(rv[1](lanes)).astype(raw).view(dt), (n,))
-            old = atomics.apply(view, off // width, "add" if popc else aop, v, c)
+            if space == "global":
+                self.memory.before_write(off, width)
+            old = atomics.apply(view, off // width, "add" if popc else aop, v, c, old=rd is not None)
             if rd is not None:
                 rd(lanes, np.asarray(old).view(U64 if width == 8 else U32))
             stats.atomics += n

@@ -21,7 +21,7 @@ from gpusim.errors import DeadlockError, KernelFault, LaunchError
 from gpusim.functional.batch_shape import BatchShape, batch_shape
 from gpusim.functional.lanes import _aligned, _count_true, _gather, _guard_lanes, _in_window, _lane_at
 from gpusim.functional.launch import Launch, _param_bytes, require_units
-from gpusim.functional.memory import GlobalMemory, host_available_bytes
+from gpusim.functional.memory import GlobalMemory
 from gpusim.functional.runaway import StateWatch, trapped_pcs
 from gpusim.functional.simt_stack import SimtStack
 from gpusim.functional.stats import ExecStats
@@ -399,36 +399,37 @@ class WarpScheduler:
         this pace, would need minutes to reach the step limit if it loops forever (all its warps step
         together; in timing mode the timing model simulates every instruction of them first). So the
         block of its first running warp is run on alone, from its present state, on copies of that
-        state and of global memory, without recording: if it passes the limit, the step-limit fault
+        state and of global memory (below), without recording: if it passes the limit, the step-limit fault
         is raised now, naming that warp (steps counted as the batch counts them: the batch's so far,
         then the block's); if it ends, the batch goes on and another probe waits until a batch runs
         twice as long. Other faults are left for the batch to meet. No probe under loop_cap (loops are
-        cut short) or when copying global memory would take more than a quarter of the free host
-        memory. A block that waits for another block (a cross-block spin, racy in any case) may loop
-        in the probe and not in the launch, as it may in functional mode's batches.
+        cut short). Global memory's copy is copy-on-write: pages kept before the probe's first write there,
+        put back when it ends (memory.PageJournal). A block that waits for another block (a cross-block
+        spin, racy in any case) may loop in the probe and not in the launch, as in functional mode's batches.
 
         At default limits (no max_steps_per_warp given) the probe looks for evidence instead of a count
         (gpusim.functional.runaway): first a running warp of the batch in a loop with no way out, then,
         for a quarter of the batch's steps so far, the block run alone coming back to a state it was in;
         either is a fault naming the warp, pc and line. Without evidence the batch goes on."""
         self.probe_after = self.max_steps + 1  # (unless the probe ends below: no other)
-        running = np.flatnonzero(b.state != DONE)
-        if self.loop_cap is not None or steps >= self.max_steps or not running.size:
+        if self.loop_cap is not None or steps >= self.max_steps or (b.state == DONE).all():
             return
         if self.by_evidence:
             self._fault_if_trapped(b, steps)
             self.probe_after = 2 * steps  # (looked at again when the batch has run twice as long)
-        free = host_available_bytes()
-        if free is not None and self.memory.buffer.nbytes > free // 4:
-            return
         probe = copy.copy(self)
-        probe.memory = copy.copy(self.memory)
-        probe.memory._buf = self.memory.buffer.copy()
+        probe.memory = self.memory.journaled()
+        try:
+            self._probe(b, G, steps, probe)
+        finally:
+            probe.memory.journal.restore()
+
+    def _probe(self, b: _Batch, G: np.ndarray, steps: int, probe: WarpScheduler) -> None:  # (probe_runaway's run)
         probe.stats = ExecStats(warp_size=self.warp_size)
         probe.record = False
         probe.max_steps = self.max_steps - steps
         run = np.flatnonzero(b.state == RUN)
-        k = int((run if run.size else running)[0]) // b.wpb
+        k = int((run if run.size else np.flatnonzero(b.state != DONE))[0]) // b.wpb
         one = b.block_copy(k, probe)
         st = one.stack
         g = G[(G >= k * b.wpb) & (G < (k + 1) * b.wpb)] - k * b.wpb
