@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import gc
 import math
+import subprocess
 import sys
 from collections.abc import Iterable
+
+import numba
 
 from gpusim.config import Config
 from gpusim.config.occupancy import occupancy
@@ -96,14 +99,14 @@ class GPU:
         M, stage, occ = self.build(program, launch, regs_per_thread=regs_per_thread, smem_per_block=smem_per_block,
                                    per_pc=per_pc, issue_log=issue_log)
         prefilled = prefill_dirty(M.l2, warm_l2) if warm_l2 is not None else None
-        _announce_compile()
         feeder = Feeder(blocks, stage, M.code)
-        want = M.sms.refill_below
-        gte = feeder.refill(M.gte, cfg.chip.sm_count * M.gte.blocks_per_sm + want)
-        M = M._replace(streams=feeder.st, gte=gte)
         limit = NEVER if max_cycles is None else max_cycles
         events = engine.make_events(cfg.chip.sm_count, limit)
         E = to_struct(events)  # (its arrays live as long as `events`)
+        _announce_compile(M._replace(streams=feeder.st), E)
+        want = M.sms.refill_below
+        gte = feeder.refill(M.gte, cfg.chip.sm_count * M.gte.blocks_per_sm + want)
+        M = M._replace(streams=feeder.st, gte=gte)
         views: dict = {}  # each unit's engine view, reused while the unit is not replaced
         Ms = to_struct(M, views)  # the engine's view: the same arrays (kept alive by M), passed by reference
         engine.start(Ms, E)
@@ -161,9 +164,11 @@ def _drive(program, feeder, M, Ms, E, limit, want, views, on_refill=None):
 _compiled = False
 
 
-def _announce_compile() -> None:
+def _announce_compile(M, E) -> None:
     """Say once, on stderr, that the engine is being compiled, when Numba has no cached machine code
-    for it yet (the first run after installing or upgrading gpusim)."""
+    for it yet (the first run after installing or upgrading gpusim), and compile it now, for machine
+    `M`'s and events `E`'s types, while a second process compiles the LD/ST address stage on the other
+    core (the feeder needs it before the engine first runs; compiled one after the other, 4 s more)."""
     global _compiled
     if _compiled:
         return
@@ -174,6 +179,27 @@ def _announce_compile() -> None:
         print("gpusim: compiling the timing engine (first run only; cached afterwards) ...", file=sys.stderr,
               flush=True)
         watch_compile(engine.run, sys.stderr)
+        aside = _compile_aside()
+        engine.run.compile((numba.typeof(to_struct(M, {})), numba.typeof(E)))
+        if aside is not None:
+            try:
+                aside.wait(timeout=60)
+            except subprocess.TimeoutExpired:  # (this process compiles the address stage itself, when needed)
+                aside.kill()
+
+
+def _compile_aside():
+    """A second process compiling the address stage (`ldst.compile_plan`) into the same cache, or None
+    when it is cached already or cannot be started."""
+    from gpusim.timing import ldst
+
+    if is_cached(ldst._plan):
+        return None
+    try:
+        return subprocess.Popen([sys.executable, "-c", "from gpusim.timing.ldst import compile_plan; compile_plan()"],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError:
+        return None
 
 
 def l1_size(cfg: Config, occ) -> int:

@@ -55,6 +55,14 @@ class AddressStage:
         return Plans(lo[:m], hi[:m], lines[:k], masks[:k], ops[:k])
 
 
+def compile_plan() -> None:
+    """Compile (or load from the cache) `_plan` for the argument types `AddressStage.plan` passes, on an
+    empty chunk: a first run starts this in a second process (gpu.py `_compile_aside`), so that the
+    address stage compiles on the other core while this one compiles the engine."""
+    z = np.zeros(0, np.int64)
+    _plan(np.zeros((0, 32), np.int64), z, z, z, z, z, z, z, z, 32, 4, 128, 4, 32, 0)
+
+
 @njit
 def _plan(rows, pcs, kinds, widths, lo, hi, lines, masks, ops, sector_bytes, sectors_per_line, line_bytes,
           bank_width, banks, wide_lanes):
