@@ -4,7 +4,7 @@ from gpusim.timing.counters import KernelTiming, SMCounters
 from gpusim.timing.decode import WARP_STATES
 from gpusim.timing.gpu import GPU
 
-__all__ = ["GPU", "KernelTiming", "SMCounters", "WARP_STATES", "warm_up"]
+__all__ = ["GPU", "KernelTiming", "SMCounters", "WARP_STATES", "compile_aside", "warm_up"]
 
 
 _WARM_UP = """
@@ -21,13 +21,8 @@ _WARM_UP = """
 """
 
 
-def warm_up() -> float:
-    """Compile (the first run after installing) or load from Numba's on-disk cache the timing engine's
-    machine code, by timing a one-warp kernel; returns the seconds it took. `gpusim bench` reports it
-    and calls it before timing anything; the test session calls it first, so that tests that start
-    gpusim in subprocesses find the engine in the cache."""
-    import time
-
+def _warm_up_kernel():
+    """The one-warp warm-up kernel on a one-SM a100: (gpu, program, launch, its block streams, config)."""
     import numpy as np
 
     from gpusim.config import load_config
@@ -36,20 +31,49 @@ def warm_up() -> float:
     from gpusim.functional.memory import GlobalMemory
     from gpusim.isa import assemble
 
-    t0 = time.perf_counter()
     cfg = load_config("a100", overrides={"chip.sm_count": 1})
     prog = assemble(_WARM_UP, "warm_up.sasm")
     mem = GlobalMemory()
     y = mem.alloc_array(np.zeros(32, np.uint32), "y")
     launch = Launch.make(1, 32)
-    gpu = GPU(cfg)
-    gpu.run(prog, launch, block_streams(prog, launch, {"y": y}, mem, cfg=cfg))
-    # what the one-warp kernel does not reach, compiled (or loaded) here too, not in the first timed run
-    # that needs it: the stream pool's compaction, and the shared-memory banks' wavefronts
+    return GPU(cfg), prog, launch, block_streams(prog, launch, {"y": y}, mem, cfg=cfg), cfg
+
+
+def _compile_unreached(gpu, prog, launch, cfg) -> None:
+    """What the one-warp kernel does not reach, compiled (or loaded) too, not in the first timed run that
+    needs it: the stream pool's compaction, the shared-memory banks' wavefronts, the address stage."""
+    import numpy as np
+
     from gpusim.timing.feeder import Feeder
+    from gpusim.timing.ldst import compile_plan
     from gpusim.timing.shared_memory import BankMap
 
     M, stage, _ = gpu.build(prog, launch)
     Feeder(iter(()), stage, M.code)._compact(0, 0, 0)
     BankMap(cfg).wavefront_arrays(np.zeros((1, 32), np.int64), 4)
+    compile_plan()
+
+
+def warm_up() -> float:
+    """Compile (the first run after installing) or load from Numba's on-disk cache the timing engine's
+    machine code, by timing a one-warp kernel; returns the seconds it took. `gpusim bench` reports it
+    and calls it before timing anything; the test session calls it first, so that tests that start
+    gpusim in subprocesses find the engine in the cache."""
+    import time
+
+    t0 = time.perf_counter()
+    gpu, prog, launch, streams, cfg = _warm_up_kernel()
+    gpu.run(prog, launch, streams)
+    _compile_unreached(gpu, prog, launch, cfg)
     return time.perf_counter() - t0
+
+
+def compile_aside() -> None:
+    """What the second process of a first run does while the first compiles the engine's loop (gpu.py
+    `_announce_compile`): compile into the shared cache everything else a simulation calls compiled — the
+    engine's views of the units (a constructor per unit), its start, the feeder's stream pool, the
+    address stage — by taking the warm-up kernel to cycle 0, short of the loop."""
+    gpu, prog, launch, streams, cfg = _warm_up_kernel()
+    M, stage, _ = gpu.build(prog, launch)
+    gpu.begin(M, stage, streams, compile_engine=False)
+    _compile_unreached(gpu, prog, launch, cfg)

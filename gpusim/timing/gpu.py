@@ -12,8 +12,6 @@ import subprocess
 import sys
 from collections.abc import Iterable
 
-import numba
-
 from gpusim.config import Config
 from gpusim.config.occupancy import occupancy
 from gpusim.errors import DeadlockError, LaunchError
@@ -26,7 +24,7 @@ from gpusim.timing.dispatcher import make_dispatcher
 from gpusim.timing.dram import make_dram
 from gpusim.timing.feeder import Feeder
 from gpusim.timing.interconnect import make_interconnect
-from gpusim.timing.jit import NEVER, is_cached, to_struct, watch_compile
+from gpusim.timing.jit import NEVER, engine_type, is_cached, to_struct, watch_compile
 from gpusim.timing.l1 import make_l1
 from gpusim.timing.l2 import make_l2, prefill_dirty
 from gpusim.timing.ldst import AddressStage
@@ -77,6 +75,25 @@ class GPU:
         )
         return machine, stage, occ
 
+    def begin(self, M: Machine, stage: AddressStage, blocks: Iterable, limit: int = NEVER, *,
+              compile_engine: bool = True) -> tuple:
+        """Cycle 0 of a kernel on machine `M` (from `build`): the feeder stages its first blocks and the
+        GigaThread engine places them. Returns the machine with its stream pool, the engine's views of it
+        and of the events (`Ms`, `E`), the events, the feeder and the views' memo, ready for the engine's
+        loop. On a first run the loop is compiled first (`_announce_compile`), unless `compile_engine` is
+        off (the second process of a first run, which compiles everything else, `compile_aside`)."""
+        feeder = Feeder(blocks, stage, M.code)
+        events = engine.make_events(self.cfg.chip.sm_count, limit)
+        if compile_engine:
+            _announce_compile(M._replace(streams=feeder.st), events)
+        E = to_struct(events)  # (its arrays live as long as `events`)
+        gte = feeder.refill(M.gte, self.cfg.chip.sm_count * M.gte.blocks_per_sm + M.sms.refill_below)
+        M = M._replace(streams=feeder.st, gte=gte)
+        views: dict = {}  # each unit's engine view, reused while the unit is not replaced
+        Ms = to_struct(M, views)  # the engine's view: the same arrays (kept alive by M), passed by reference
+        engine.start(Ms, E)
+        return M, Ms, E, events, feeder, views
+
     def run(self, program: Program, launch, blocks: Iterable, *, regs_per_thread: int | None = None,
             smem_per_block: int | None = None, max_cycles: int | None = None,
             warm_l2: float | None = None, per_pc: bool = False, issue_log: int = 0,
@@ -99,17 +116,9 @@ class GPU:
         M, stage, occ = self.build(program, launch, regs_per_thread=regs_per_thread, smem_per_block=smem_per_block,
                                    per_pc=per_pc, issue_log=issue_log)
         prefilled = prefill_dirty(M.l2, warm_l2) if warm_l2 is not None else None
-        feeder = Feeder(blocks, stage, M.code)
         limit = NEVER if max_cycles is None else max_cycles
-        events = engine.make_events(cfg.chip.sm_count, limit)
-        E = to_struct(events)  # (its arrays live as long as `events`)
-        _announce_compile(M._replace(streams=feeder.st), E)
+        M, Ms, E, events, feeder, views = self.begin(M, stage, blocks, limit)
         want = M.sms.refill_below
-        gte = feeder.refill(M.gte, cfg.chip.sm_count * M.gte.blocks_per_sm + want)
-        M = M._replace(streams=feeder.st, gte=gte)
-        views: dict = {}  # each unit's engine view, reused while the unit is not replaced
-        Ms = to_struct(M, views)  # the engine's view: the same arrays (kept alive by M), passed by reference
-        engine.start(Ms, E)
         # the functional executor and the feeder allocate many short-lived objects and keep no
         # reference cycles alive: collect the young generation less often while the kernel runs
         threshold = gc.get_threshold()
@@ -164,11 +173,12 @@ def _drive(program, feeder, M, Ms, E, limit, want, views, on_refill=None):
 _compiled = False
 
 
-def _announce_compile(M, E) -> None:
+def _announce_compile(M, events) -> None:
     """Say once, on stderr, that the engine is being compiled, when Numba has no cached machine code
-    for it yet (the first run after installing or upgrading gpusim), and compile it now, for machine
-    `M`'s and events `E`'s types, while a second process compiles the LD/ST address stage on the other
-    core (the feeder needs it before the engine first runs; compiled one after the other, 4 s more)."""
+    for it yet (the first run after installing or upgrading gpusim), and compile its loop now, for
+    machine `M`'s and `events`' types, while a second process compiles everything else a run calls
+    (`compile_aside`: the LD/ST address stage, the feeder's stream pool, the engine's views of the units
+    and its start, 11 s of compile) into the same cache on the other core; this one then loads them."""
     global _compiled
     if _compiled:
         return
@@ -180,23 +190,23 @@ def _announce_compile(M, E) -> None:
               flush=True)
         watch_compile(engine.run, sys.stderr)
         aside = _compile_aside()
-        engine.run.compile((numba.typeof(to_struct(M, {})), numba.typeof(E)))
+        engine.run.compile((engine_type(M), engine_type(events)))
         if aside is not None:
             try:
                 aside.wait(timeout=60)
-            except subprocess.TimeoutExpired:  # (this process compiles the address stage itself, when needed)
+            except subprocess.TimeoutExpired:  # (this process compiles what is left itself, when needed)
                 aside.kill()
 
 
 def _compile_aside():
-    """A second process compiling the address stage (`ldst.compile_plan`) into the same cache, or None
-    when it is cached already or cannot be started."""
-    from gpusim.timing import ldst
+    """A second process running `gpusim.timing.compile_aside` into the same cache, or None when what it
+    compiles is cached already or it cannot be started."""
+    from gpusim.timing import feeder, jit, ldst
 
-    if is_cached(ldst._plan):
+    if all(is_cached(f) for f in (ldst._plan, feeder._append_steps, jit._make, engine.start)):
         return None
     try:
-        return subprocess.Popen([sys.executable, "-c", "from gpusim.timing.ldst import compile_plan; compile_plan()"],
+        return subprocess.Popen([sys.executable, "-c", "from gpusim.timing import compile_aside; compile_aside()"],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     except OSError:
         return None

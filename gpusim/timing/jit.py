@@ -46,12 +46,21 @@ def _listed(decorator):
 
 # error_model="numpy": integer division and modulo by zero are not checked (no exception path in every
 # `line % nsets`); every divisor in the model is a configured size, validated non-zero on load.
-# Every function is compiled once, on its own, small ones included: none is inlined into its callers by
-# Numba (inline="always", which the issue path's small functions had until 2026-12-06, re-typed and
-# re-lowered each copy of them in every caller: `run_sm` alone took 6 of a first run's 7.8 minutes of
-# compile). LLVM inlines what is small when it optimizes a caller's module, and the functions of INLINE
-# below whatever their size.
+# Every function with several callers is compiled once, on its own, small ones included: none is inlined
+# into its callers by Numba (inline="always", which the issue path's small functions had until 2026-12-06,
+# re-typed and re-lowered each copy of them in every caller: `run_sm` alone took 6 of a first run's 7.8
+# minutes of compile). LLVM inlines what is small when it optimizes a caller's module, and the functions of
+# INLINE below whatever their size.
 njit = _listed(numba.njit(cache=True, nogil=True, error_model="numpy"))
+
+# A function with a single caller on the issue path (`run_sm` in `run`, `_step` in `run_sm`, `issue` in
+# `_step`, ...), compiled as part of its caller: Numba splices its code into the caller's before typing, so
+# it is typed and lowered once, as before, but is not a separately compiled function of its own. Each such
+# function is optimized and turned into machine code again with everything below it, inside every caller's
+# module: the chain run -> run_sm -> _step -> issue -> _issue_other -> global_access compiled the L1/L2/DRAM
+# code six times over (the loop's compile took 29.1-29.4 CPU s; 23.8-26.1 with the chain spliced, 2026-12-07).
+# Not for a function with many callers: each call site would get a copy to type and lower.
+njit_inline = numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 
 # The functions of the issue path, once per warp instruction or per sub-partition cycle, which LLVM is told
 # to inline into their callers (alwaysinline): its own cost model left most of them as calls, each passing
@@ -67,7 +76,7 @@ INLINE = frozenset(f"gpusim.timing.{name}" for name in (
     "subpartition.occupy", "subpartition.log", "subpartition.log_pick", "subpartition.account",
     "policies.scheduler.pick", "policies.scheduler_gto.pick", "policies.eligible.eligible",
     "policies.eligible.oldest", "warp.deps_ready", "warp.write_regs", "stream.advance", "stream.check_hunger",
-    "sm.next_instr", "sm.issue", "sm._step"))
+    "sm.next_instr"))
 
 
 def _mangled(qualified: str) -> str:
@@ -418,6 +427,15 @@ def _make(tp, values):
     ref = _structref.new(tp)
     _fill(ref, values)
     return ref
+
+
+def engine_type(state):
+    """The Numba type of `to_struct(state)`, worked out without building it (so without compiling the
+    constructors `_make`): what the engine's loop is compiled for before the first machine is wrapped."""
+    cls = type(state)
+    fields = [(name, Borrowed(engine_type(v)) if type(v) in _TYPES else _field_type(v))
+              for name, v in zip(cls._fields, state, strict=True)]
+    return struct_type(cls)(fields)
 
 
 def to_struct(state, memo: dict | None = None):

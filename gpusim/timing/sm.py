@@ -50,7 +50,7 @@ from gpusim.timing.decode import (
     SHFL,
     S,
 )
-from gpusim.timing.jit import NEVER, njit, struct_type
+from gpusim.timing.jit import NEVER, njit, njit_inline, struct_type
 from gpusim.timing.policies import scheduler
 from gpusim.timing.stream import advance, check_hunger
 from gpusim.timing.warp import HELD, OFF, cp_commit, cp_wait, deps_ready, write_regs
@@ -294,7 +294,7 @@ def next_instr(M, w, t, floor, floor_reason):
     _sp.wait_until(M.P, W, w, at)
 
 
-@njit
+@njit_inline
 def issue(M, w, t):
     """Issue `w`'s next instruction at cycle `t` (its sub-partition's scheduler picked it)."""
     W, P, code = M.W, M.P, M.code
@@ -315,7 +315,7 @@ def issue(M, w, t):
         _issue_other(M, w, t, pc, g, kind)
 
 
-@njit
+@njit_inline
 def _issue_other(M, w, t, pc, g, kind):
     """A global or shared-memory access, a shuffle or a barrier (`issue` has taken its unit)."""
     W, P, code, st, S_ = M.W, M.P, M.code, M.streams, M.sms
@@ -362,7 +362,7 @@ def _issue_other(M, w, t, pc, g, kind):
     next_instr(M, w, t, t + code.stall[pc], WAIT_STATE)
 
 
-@njit
+@njit_inline
 def global_access(M, w, t):
     """The L1/L2/DRAM part of a global load, store or atomic `w` issued at cycle `t`."""
     W, P, code, st = M.W, M.P, M.code, M.streams
@@ -422,7 +422,7 @@ def _arrive(M, w, t):
 
 # -- the loop -------------------------------------------------------------------------------------
 
-@njit
+@njit_inline
 def _step(M, g, t):
     """One cycle of sub-partition `g`: issue up to `issue_width` instructions."""
     P = M.P
@@ -473,7 +473,7 @@ def needs_feeder(M):
     return M.streams.nhungry[0] > 0 or (_gte.staged(q) < M.sms.refill_below and not q.exhausted[0])
 
 
-@njit
+@njit_inline
 def run_sm(M, s, now):
     """Run SM `s` from where it stopped until it must wait for the chip's clock (R_YIELD, with its
     resume cycle in `t`/`nxt`/`stage`), has nothing to do (R_IDLE), or needs the feeder (R_REFILL)."""
