@@ -55,8 +55,11 @@ from gpusim.timing.policies import scheduler
 from gpusim.timing.stream import advance, check_hunger
 from gpusim.timing.warp import HELD, OFF, cp_commit, cp_wait, deps_ready, write_regs
 
-BARRIER_STATE, DRAIN, LONG_SB, BRANCH_RESOLVING = S["barrier"], S["drain"], S["long_scoreboard"], S["branch_resolving"]
-WAIT_STATE = S["wait"]  # a warp held by its last instruction's stall count (SASS; 1 cycle, no wait, for PTX)
+# (as int64 values, not Python ints: Numba would compile a function once more for each constant it is
+# passed, next_instr four times over)
+BARRIER_STATE, DRAIN, LONG_SB, BRANCH_RESOLVING = (np.int64(S[k]) for k in ("barrier", "drain", "long_scoreboard",
+                                                                           "branch_resolving"))
+WAIT_STATE = np.int64(S["wait"])  # a warp held by its last instruction's stall count (SASS; 1 cycle, no wait, for PTX)
 LDST = PORT["ldst"]
 
 # Where an SM's loop resumes (`stage`): at the top of a cycle; after waiting for the chip's clock to
@@ -251,7 +254,7 @@ def retire(M, w, t):
     S_.warps_resident[s] -= 1
     S_.free_slots[s, S_.nfree[s]] = w
     S_.nfree[s] += 1
-    b = W.blk[w]
+    b = np.int64(W.blk[w])  # (a 32-bit field; block_done is compiled for the 64-bit slot launch passes)
     S_.blk_live[b] -= 1
     if end > S_.blk_end[b]:
         S_.blk_end[b] = end

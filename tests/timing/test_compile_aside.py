@@ -76,3 +76,23 @@ def test_the_issue_paths_single_callers_are_compiled_inside_their_callers():
     for fn in (sm.run_sm, sm._step, sm.issue, sm._issue_other, sm.global_access):
         assert fn.targetoptions.get("inline") == "always" and id(fn) not in listed
     assert id(engine.run) in listed and id(sm.next_instr) in listed
+
+
+@numba.njit
+def _next_instr_with_each_state(M, w, t):
+    sm.next_instr(M, w, t, t + 1, sm.WAIT_STATE)
+    sm.next_instr(M, w, t, t + 1, sm.LONG_SB)
+    sm.next_instr(M, w, t, t + 1, sm.BARRIER_STATE)
+
+
+def test_next_instr_is_compiled_once_whatever_state_its_callers_pass():
+    """The warp states the issue path passes as constants are 64-bit values, not Python ints, which Numba
+    would compile next_instr for once per constant (four compiles of it and of what it calls, where one
+    does)."""
+    from gpusim.timing import _warm_up_kernel
+
+    g, prog, launch, streams, _ = _warm_up_kernel()
+    M, stage, _ = g.build(prog, launch)
+    M, Ms, E, events, feeder, views = g.begin(M, stage, streams)
+    _next_instr_with_each_state.compile((numba.typeof(Ms), numba.types.int64, numba.types.int64))
+    assert len(sm.next_instr.signatures) == 1
