@@ -8,7 +8,7 @@ import numpy as np
 def inputs(p: dict, rng: np.random.Generator) -> dict:
     rows, cols = int(p["rows"]), int(p["cols"])
     return {
-        "src": rng.standard_normal((rows, cols)).astype(np.float32),
+        "src": rng.standard_normal((rows, cols), dtype=np.float32),
         "dst": np.zeros((cols, rows), dtype=np.float32),
         "rows": rows,
         "cols": cols,
