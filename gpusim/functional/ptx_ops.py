@@ -359,6 +359,36 @@ class PtxOps:
         return body
 
     # ---- memory -----------------------------------------------------------------------------------
+    @staticmethod
+    def _lane_addresses(addr_op, b: _Batch) -> Callable:
+        """lanes -> per-lane byte addresses of the executing lanes of an access at `addr_op` (recorded for the
+        timing model: the array is the recorder's, never written again)."""
+        base = b.R[addr_op.reg] if addr_op.reg >= 0 else None
+        offset = np.int64(addr_op.value)
+        rec = b.rec
+        wide = base is not None and base.dtype.kind in "iu" and base.dtype.itemsize == 8
+        if wide:
+            base = base.view(np.int64)  # (a 64-bit address: its bits as int64, as the widening cast reads them)
+        into = getattr(rec, "memory_into", None) if base is not None and base.dtype.kind in "iu" else None
+
+        def lane_addresses(lanes) -> np.ndarray:
+            if into is not None and lanes.__class__ is slice:  # every lane: straight into the recorder's rows
+                a = into(base.size)
+                if a is not None:
+                    return np.add(base, offset, out=a, dtype=np.int64)
+            if base is None:
+                a = np.full(_count(lanes, b), offset)
+            elif wide and lanes.__class__ is slice:  # (a fresh array: the register's values plus the offset)
+                a = np.add(base, offset)
+            else:  # (the register's values widened to int64 in a fresh array, the offset added in place)
+                a = (base if lanes.__class__ is slice else base.take(lanes)).astype(np.int64, copy=False)
+                np.add(a, offset, out=a)
+            if rec is not None:
+                rec.memory(a, copy=False)
+            return a
+
+        return lane_addresses
+
     def _memory(self, ins: Instruction, b: _Batch) -> Callable:
         op, space = ins.opcode, ins.space
         t = TYPES[ins.types[0]]
@@ -374,27 +404,8 @@ class PtxOps:
                 for write, v in writes:
                     write(lanes, v)
             return body
-        base = b.R[addr_op.reg] if addr_op.reg >= 0 else None
-        offset = np.int64(addr_op.value)
-        rec = b.rec
+        lane_addresses = self._lane_addresses(addr_op, b)
         shift = t.bytes.bit_length() - 1  # byte offset -> index of the (first) element
-        wide = base is not None and base.dtype.kind in "iu" and base.dtype.itemsize == 8
-        if wide:
-            base = base.view(np.int64)  # (a 64-bit address: its bits as int64, as the widening cast reads them)
-
-        def lane_addresses(lanes) -> np.ndarray:
-            """Per-lane byte addresses of the executing lanes (recorded for the timing model: the array is
-            the recorder's, never written again)."""
-            if base is None:
-                a = np.full(_count(lanes, b), offset)
-            elif wide and lanes.__class__ is slice:  # (a fresh array: the register's values plus the offset)
-                a = np.add(base, offset)
-            else:  # (the register's values widened to int64 in a fresh array, the offset added in place)
-                a = (base if lanes.__class__ is slice else base.take(lanes)).astype(np.int64, copy=False)
-                np.add(a, offset, out=a)
-            if rec is not None:
-                rec.memory(a, copy=False)
-            return a
 
         # (shared: the element indices go to the batch's scratch array, used by one instruction body at a time: a
         # fresh array this large would cost fresh pages each time)

@@ -55,6 +55,9 @@ class _Tracer(BatchRecorder):
         self.trace.append(Step(len(self.trace), pc, ws, {w: tuple(bool(x) for x in act[i]) for i, w in enumerate(ws)},
                                {w: stack_of(self.b, w) for w in ws}))
 
+    def memory_into(self, size: int) -> None:
+        return None  # (every access through `memory`, which traces its addresses)
+
     def memory(self, addr: np.ndarray, copy: bool = True) -> None:
         super().memory(addr, copy)
         full = self.steps[-1][3]

@@ -202,21 +202,35 @@ class BatchRecorder:
     def memory(self, addr: np.ndarray, copy: bool = True) -> None:
         """The executing lanes' byte addresses of the last step's access (written into the recorder's row
         buffer: `copy` is no longer needed, the caller may write `addr` again)."""
+        full = self._row()
+        if self.positions is None:  # every lane of every warp executes
+            full[...] = np.reshape(addr, full.shape)
+        else:
+            flat = full.reshape(-1)
+            flat.fill(-1)
+            flat[self.positions] = addr
+
+    def memory_into(self, size: int) -> np.ndarray | None:
+        """Where the last step's access addresses go when every lane of its warps executes (`size` lanes):
+        the recorder's rows for it, flat, for the caller to write the byte addresses into in place, instead of
+        calling `memory` with a fresh array (read, not written again, until the next step); None when some
+        lanes do not execute (then `memory`)."""
+        if self.positions is not None or size != self.steps[-1][1].size * self.warp_size:
+            return None
+        return self._row().reshape(-1)
+
+    def _row(self) -> np.ndarray:
+        """The rows of the last step's access in the row buffer, taken."""
         pc, G, masks, had = self.steps[-1]
-        ws, r, k = self.warp_size, self._r, G.size
+        r, k = self._r, G.size
         if had is not None:  # (a second access of one step: its rows are no longer in step order)
             self._in_order = False
         buf = self._buf
         buf.row_room(r, k)
         full = buf.rows[r:r + k]
-        if self.positions is None:  # every lane of every warp executes
-            full[...] = np.reshape(addr, (k, ws))
-        else:
-            flat = full.reshape(-1)
-            flat.fill(-1)
-            flat[self.positions] = addr
         self._r = r + k
         self.steps[-1] = (pc, G, masks, full)
+        return full
 
     def _reset(self) -> list:
         """The steps since the last flush; the buffers given back (what was written stays readable until the

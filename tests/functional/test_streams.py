@@ -72,8 +72,9 @@ def test_streams_are_produced_on_demand():
 def test_recorders_taking_turns_with_the_buffers_each_flush_exactly_their_own_steps():
     """Recorders write a chunk into buffers they take turns to use: one recording while another still holds
     unflushed steps, chunks recorded one after another (the feeder's order), steps with some lanes off and
-    steps that outgrow the buffers: every chunk flushed is exactly its own steps in issue order (warps, pcs,
-    masks as bits of the active lanes, access rows with -1 for lanes off, the entries that have them)."""
+    steps that outgrow the buffers, addresses given as an array or (every lane on) written in place: every
+    chunk flushed is exactly its own steps in issue order (warps, pcs, masks as bits of the active lanes,
+    access rows with -1 for lanes off, the entries that have them)."""
     from gpusim.functional.stream import BatchRecorder
 
     rng = np.random.default_rng(2)
@@ -83,14 +84,21 @@ def test_recorders_taking_turns_with_the_buffers_each_flush_exactly_their_own_st
         want = []
         for _ in range(nsteps):
             G = np.sort(rng.choice(W, int(rng.integers(1, W + 1)), replace=False)).astype(np.int64)
-            active = rng.random((G.size, ws)) < 0.8
+            every = rng.random() < 0.3  # (every lane executes: the addresses may be written in place)
+            active = np.ones((G.size, ws), bool) if every else rng.random((G.size, ws)) < 0.8
             pc = int(rng.integers(0, 50))
-            rec.positions = np.flatnonzero(active.ravel())
+            rec.positions = None if every else np.flatnonzero(active.ravel())
             rec.step(pc, G, active)
             rows = None
             if rng.random() < 0.5:
                 addr = rng.integers(0, 1 << 30, int(active.sum()))
-                rec.memory(addr)
+                if not every:
+                    assert rec.memory_into(addr.size) is None
+                    rec.memory(addr)
+                elif rng.random() < 0.5:
+                    rec.memory_into(addr.size)[:] = addr
+                else:
+                    rec.memory(addr)
                 rows = np.full((G.size, ws), -1, np.int64)
                 rows[active] = addr
             want.append((pc, G, active, rows))
