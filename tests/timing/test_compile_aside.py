@@ -80,9 +80,10 @@ def test_the_issue_paths_single_callers_are_compiled_inside_their_callers():
 
 @numba.njit
 def _next_instr_with_each_state(M, w, t):
-    sm.next_instr(M, w, t, t + 1, sm.WAIT_STATE)
-    sm.next_instr(M, w, t, t + 1, sm.LONG_SB)
-    sm.next_instr(M, w, t, t + 1, sm.BARRIER_STATE)
+    B = engine.borrow(M)  # (as the loop passes the machine)
+    sm.next_instr(B, w, t, t + 1, sm.WAIT_STATE)
+    sm.next_instr(B, w, t, t + 1, sm.LONG_SB)
+    sm.next_instr(B, w, t, t + 1, sm.BARRIER_STATE)
 
 
 def test_next_instr_is_compiled_once_whatever_state_its_callers_pass():
