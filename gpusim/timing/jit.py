@@ -108,12 +108,44 @@ if not numba.config.DISABLE_JIT:
 NEVER = 1 << 62
 
 
+def loop_functions(entry) -> int:
+    """How many of ENGINE_FUNCTIONS compiled function `entry` calls, directly or through others, itself
+    included: what a first run compiles for the engine's loop (the feeder's and the address stage's
+    functions are compiled by a second process)."""
+    reached = called_by(entry)
+    return sum(1 for d in ENGINE_FUNCTIONS if id(d) in reached)
+
+
+def called_by(entry) -> set[int]:
+    """The ids of the compiled functions `entry` calls, directly or through others, itself included, found
+    in their code: the global names, module attributes and closure variables each reads (a name that is also
+    another module's function counts that one too: an estimate from above)."""
+    from numba.core.registry import CPUDispatcher
+
+    seen: set[int] = set()
+    todo = [entry]
+    while todo:
+        d = todo.pop()
+        if id(d) in seen or not hasattr(d, "py_func"):
+            continue
+        seen.add(id(d))
+        fn = d.py_func
+        code = fn.__code__
+        found = [fn.__globals__.get(n) for n in code.co_names]
+        found += [c.cell_contents for c in fn.__closure__ or ()]
+        for v in list(found):
+            if isinstance(v, type(os)):  # a module: the attributes the code reads
+                found += [getattr(v, n, None) for n in code.co_names]
+        todo += [v for v in found if isinstance(v, CPUDispatcher)]
+    return seen
+
+
 class CompileProgress(numba.core.event.Listener):
     """While the engine compiles (the first run after installing): a progress bar of the engine's
-    functions compiled so far out of ENGINE_FUNCTIONS, naming the one being compiled (gpusim.progress:
-    on a terminal, after its delay), from Numba's "numba:compile" events; when `last` (the dispatcher
-    compiled last: the engine's loop) is done, the bar closes and one line on `stream` says how long it
-    took. Installed by `watch_compile`; it removes itself."""
+    functions compiled so far out of those the loop `last` calls (`loop_functions`), naming the one being
+    compiled (gpusim.progress: on a terminal, after its delay), from Numba's "numba:compile" events; when
+    `last` (the dispatcher compiled last: the engine's loop) is done, the bar closes and one line on
+    `stream` says how long it took. Installed by `watch_compile`; it removes itself."""
 
     def __init__(self, last, stream) -> None:
         from gpusim import progress
@@ -122,8 +154,8 @@ class CompileProgress(numba.core.event.Listener):
         self.mine = {id(d) for d in ENGINE_FUNCTIONS}
         self.done: set[int] = set()
         self.closing = contextlib.ExitStack()
-        self.bar = self.closing.enter_context(progress.bar(total=len(self.mine), desc="compiling the timing engine",
-                                                           unit="function", stream=stream))
+        self.bar = self.closing.enter_context(progress.bar(total=loop_functions(last), unit="function",
+                                                           desc="compiling the timing engine", stream=stream))
 
     def on_start(self, event) -> None:
         self.bar.set_postfix_str(event.data["dispatcher"].py_func.__qualname__)

@@ -59,3 +59,44 @@ def test_no_bar_where_bars_are_off_only_the_line(monkeypatch):
     lines = stream.getvalue().splitlines()
     assert len(lines) == 1 and lines[0].startswith("gpusim: timing engine compiled in ")
     assert "(1 function)" in lines[0]
+
+
+@numba.njit
+def _unit(x):  # (reached through a module global)
+    return x * 3
+
+
+def test_the_bar_counts_only_what_the_loop_calls(monkeypatch):
+    """A listed function the loop never calls (the feeder's, compiled by a first run's second process) is not
+    in the bar's total: the bar of a first run reaches its end rather than stopping short of it. Callees are
+    found through closures and module globals, at any depth."""
+    @numba.njit
+    def step(x):
+        return _unit(x) - 1
+
+    @numba.njit
+    def engine_loop(x):
+        return step(x) + step(x + 1)
+
+    @numba.njit
+    def feeder_only(x):
+        return x // 2
+
+    monkeypatch.setattr(jit, "ENGINE_FUNCTIONS", [_unit, step, engine_loop, feeder_only])
+    assert jit.loop_functions(engine_loop) == 3 and jit.loop_functions(step) == 2
+    assert jit.loop_functions(feeder_only) == 1
+
+
+def test_the_engines_loop_calls_the_units_not_the_feeder():
+    """On the real engine: the walk reaches the issue path (through the functions spliced into their
+    callers), the L1 and the events' tree, and not the feeder, the address stage or the engine's start
+    (which a first run's second process compiles): 106 of them were compiled by the loop's process on
+    2026-12-07, and _replay, which the start compiled first, makes 107."""
+    from gpusim.timing import coalescer, engine, feeder, l1, ldst, sm
+
+    reached = jit.called_by(engine.run)
+    for fn in (sm.next_instr, l1.load, l1.prefetch_line, engine._replay, engine.post):
+        assert id(fn) in reached, fn.py_func.__qualname__
+    for fn in (feeder._append_steps, ldst._plan, coalescer.lines_into, engine.start):
+        assert id(fn) not in reached, fn.py_func.__qualname__
+    assert jit.loop_functions(engine.run) == 107
