@@ -39,16 +39,16 @@ def _warm_up_kernel():
     return GPU(cfg), prog, launch, block_streams(prog, launch, {"y": y}, mem, cfg=cfg), cfg
 
 
-def _compile_unreached(gpu, prog, launch, cfg) -> None:
+def _compile_unreached(M, stage, cfg) -> None:
     """What the one-warp kernel does not reach, compiled (or loaded) too, not in the first timed run that
-    needs it: the stream pool's compaction, the shared-memory banks' wavefronts, the address stage."""
+    needs it: the stream pool's compaction, the shared-memory banks' wavefronts, the address stage (`M`,
+    `stage`: the kernel's machine and address stage, from `GPU.build`)."""
     import numpy as np
 
     from gpusim.timing.feeder import Feeder
     from gpusim.timing.ldst import compile_plan
     from gpusim.timing.shared_memory import BankMap
 
-    M, stage, _ = gpu.build(prog, launch)
     Feeder(iter(()), stage, M.code)._compact(0, 0, 0)
     BankMap(cfg).wavefront_arrays(np.zeros((1, 32), np.int64), 4)
     compile_plan()
@@ -64,7 +64,8 @@ def warm_up() -> float:
     t0 = time.perf_counter()
     gpu, prog, launch, streams, cfg = _warm_up_kernel()
     gpu.run(prog, launch, streams)
-    _compile_unreached(gpu, prog, launch, cfg)
+    M, stage, _ = gpu.build(prog, launch)
+    _compile_unreached(M, stage, cfg)
     return time.perf_counter() - t0
 
 
@@ -76,4 +77,4 @@ def compile_aside() -> None:
     gpu, prog, launch, streams, cfg = _warm_up_kernel()
     M, stage, _ = gpu.build(prog, launch)
     gpu.begin(M, stage, streams, compile_engine=False)
-    _compile_unreached(gpu, prog, launch, cfg)
+    _compile_unreached(M, stage, cfg)

@@ -108,12 +108,11 @@ if not numba.config.DISABLE_JIT:
 NEVER = 1 << 62
 
 
-def loop_functions(entry) -> int:
-    """How many of ENGINE_FUNCTIONS compiled function `entry` calls, directly or through others, itself
+def loop_functions(entry) -> set[int]:
+    """The ids of the ENGINE_FUNCTIONS compiled function `entry` calls, directly or through others, itself
     included: what a first run compiles for the engine's loop (the feeder's and the address stage's
     functions are compiled by a second process)."""
-    reached = called_by(entry)
-    return sum(1 for d in ENGINE_FUNCTIONS if id(d) in reached)
+    return called_by(entry) & {id(d) for d in ENGINE_FUNCTIONS}
 
 
 def called_by(entry) -> set[int]:
@@ -151,11 +150,11 @@ class CompileProgress(numba.core.event.Listener):
         from gpusim import progress
 
         self.last, self.stream, self.t0 = last, stream, time.perf_counter()
-        self.mine = {id(d) for d in ENGINE_FUNCTIONS}
+        self.mine = loop_functions(last)
         self.done: set[int] = set()
         self.closing = contextlib.ExitStack()
-        self.bar = self.closing.enter_context(progress.bar(total=loop_functions(last), unit="function",
-                                                           desc="compiling the timing engine", stream=stream))
+        self.bar = self.closing.enter_context(progress.bar(total=len(self.mine), desc="compiling the timing engine",
+                                                           unit="function", stream=stream))
 
     def on_start(self, event) -> None:
         self.bar.set_postfix_str(event.data["dispatcher"].py_func.__qualname__)
@@ -445,8 +444,6 @@ def _field_type(value):
     """How the engine sees a field: a contiguous one-dimensional array as a pointer to its elements
     (indexing it is all the engine does), another array as a HeldArray, anything else as itself."""
     ty = _types.unliteral(_typeof(value))
-    if isinstance(ty, _types.StructRef):
-        return Borrowed(ty)
     if isinstance(ty, _types.Array) and ty.ndim == 1 and ty.layout == "C" and ty.dtype != _types.boolean:
         return _types.CPointer(ty.dtype)
     if isinstance(ty, _types.Array):
@@ -462,8 +459,9 @@ def _make(tp, values):
 
 
 def engine_type(state):
-    """The Numba type of `to_struct(state)`, worked out without building it (so without compiling the
-    constructors `_make`): what the engine's loop is compiled for before the first machine is wrapped."""
+    """The Numba type of `to_struct(state)`, worked out from the NamedTuples without building a view (so
+    without compiling the constructors `_make`): what `to_struct` builds its view as, and what the engine's
+    loop is compiled for before the first machine is wrapped. A unit inside this one is a Borrowed view."""
     cls = type(state)
     fields = [(name, Borrowed(engine_type(v)) if type(v) in _TYPES else _field_type(v))
               for name, v in zip(cls._fields, state, strict=True)]
@@ -483,10 +481,8 @@ def to_struct(state, memo: dict | None = None):
         if hit is not None and hit[0] is state:
             return hit[1]
     cls = type(state)
-    sr_type = struct_type(cls)
     values = cls(*(to_struct(v, memo) if type(v) in _TYPES else v for v in state))
-    tp = sr_type([(name, _field_type(v)) for name, v in zip(cls._fields, values, strict=True)])
-    ref = _make(tp, values)
+    ref = _make(engine_type(state), values)
     ref._units = values  # the units it borrows live as long as it does
     if memo is not None:
         memo[id(state)] = (state, ref)

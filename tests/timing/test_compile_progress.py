@@ -83,8 +83,8 @@ def test_the_bar_counts_only_what_the_loop_calls(monkeypatch):
         return x // 2
 
     monkeypatch.setattr(jit, "ENGINE_FUNCTIONS", [_unit, step, engine_loop, feeder_only])
-    assert jit.loop_functions(engine_loop) == 3 and jit.loop_functions(step) == 2
-    assert jit.loop_functions(feeder_only) == 1
+    assert len(jit.loop_functions(engine_loop)) == 3 and len(jit.loop_functions(step)) == 2
+    assert jit.loop_functions(feeder_only) == {id(feeder_only)}
 
 
 def test_the_engines_loop_calls_the_units_not_the_feeder():
@@ -99,4 +99,4 @@ def test_the_engines_loop_calls_the_units_not_the_feeder():
         assert id(fn) in reached, fn.py_func.__qualname__
     for fn in (feeder._append_steps, ldst._plan, coalescer.lines_into, engine.start):
         assert id(fn) not in reached, fn.py_func.__qualname__
-    assert jit.loop_functions(engine.run) == 107
+    assert len(jit.loop_functions(engine.run)) == 107
