@@ -492,8 +492,6 @@ class PtxOps:
         return body
 
 
-
-
 def _shfl_source(mode: str, lane_ids: np.ndarray, k, c, WS: int) -> tuple[np.ndarray, np.ndarray]:
     """A shuffle's source lane for each lane (`k`: the shift, lane or mask operand; `c`: PTX shfl.sync's
     clamp, None for none), and whether it lies inside the lane's segment of the warp (else the lane keeps its
