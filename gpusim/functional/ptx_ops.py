@@ -361,8 +361,9 @@ class PtxOps:
     # ---- memory -----------------------------------------------------------------------------------
     @staticmethod
     def _lane_addresses(addr_op, b: _Batch) -> Callable:
-        """lanes -> per-lane byte addresses of the executing lanes of an access at `addr_op` (recorded for the
-        timing model: the array is the recorder's, never written again)."""
+        """lanes -> per-lane byte addresses of the executing lanes of an access at `addr_op`, recorded for the
+        timing model (when every lane executes, the array returned is the recorder's own row: read, never
+        written)."""
         base = b.R[addr_op.reg] if addr_op.reg >= 0 else None
         offset = np.int64(addr_op.value)
         rec = b.rec
@@ -384,7 +385,7 @@ class PtxOps:
                 a = (base if lanes.__class__ is slice else base.take(lanes)).astype(np.int64, copy=False)
                 np.add(a, offset, out=a)
             if rec is not None:
-                rec.memory(a, copy=False)
+                rec.memory(a)
             return a
 
         return lane_addresses

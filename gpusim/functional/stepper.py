@@ -58,8 +58,8 @@ class _Tracer(BatchRecorder):
     def memory_into(self, size: int) -> None:
         return None  # (every access through `memory`, which traces its addresses)
 
-    def memory(self, addr: np.ndarray, copy: bool = True) -> None:
-        super().memory(addr, copy)
+    def memory(self, addr: np.ndarray) -> None:
+        super().memory(addr)
         full = self.steps[-1][3]
         step = self.trace[-1]
         for i, w in enumerate(step.warps):

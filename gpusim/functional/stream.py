@@ -199,9 +199,9 @@ class BatchRecorder:
         self._n = n + k
         self.steps.append((pc, g, m, None))
 
-    def memory(self, addr: np.ndarray, copy: bool = True) -> None:
-        """The executing lanes' byte addresses of the last step's access (written into the recorder's row
-        buffer: `copy` is no longer needed, the caller may write `addr` again)."""
+    def memory(self, addr: np.ndarray) -> None:
+        """The executing lanes' byte addresses of the last step's access (copied into the recorder's row
+        buffer: the caller may write `addr` again)."""
         full = self._row()
         if self.positions is None:  # every lane of every warp executes
             full[...] = np.reshape(addr, full.shape)
