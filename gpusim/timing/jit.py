@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numba
 import numba.core.event
+import numpy as np
 
 
 def _engine_cache_dir() -> str:
@@ -443,6 +444,20 @@ def _fill(typingctx, ref, values):
 def _field_type(value):
     """How the engine sees a field: a contiguous one-dimensional array as a pointer to its elements
     (indexing it is all the engine does), another array as a HeldArray, anything else as itself."""
+    if type(value) is np.ndarray:  # (a machine has hundreds, re-wrapped at every refill that moves one)
+        f = value.flags  # what Numba's type of an array depends on, besides its dtype and rank
+        key = (value.dtype, value.ndim, f.c_contiguous, f.f_contiguous, f.writeable, f.aligned)
+        ty = _ARRAY_FIELDS.get(key)
+        if ty is None:
+            ty = _ARRAY_FIELDS[key] = _type_of_field(value)
+        return ty
+    return _type_of_field(value)
+
+
+_ARRAY_FIELDS: dict = {}
+
+
+def _type_of_field(value):
     ty = _types.unliteral(_typeof(value))
     if isinstance(ty, _types.Array) and ty.ndim == 1 and ty.layout == "C" and ty.dtype != _types.boolean:
         return _types.CPointer(ty.dtype)
@@ -458,13 +473,19 @@ def _make(tp, values):
     return ref
 
 
-def engine_type(state):
+def engine_type(state, memo: dict | None = None):
     """The Numba type of `to_struct(state)`, worked out from the NamedTuples without building a view (so
     without compiling the constructors `_make`): what `to_struct` builds its view as, and what the engine's
-    loop is compiled for before the first machine is wrapped. A unit inside this one is a Borrowed view."""
+    loop is compiled for before the first machine is wrapped. A unit inside this one is a Borrowed view
+    (its type taken from `memo`, to_struct's, where it was converted before)."""
     cls = type(state)
-    fields = [(name, Borrowed(engine_type(v)) if type(v) in _TYPES else _field_type(v))
-              for name, v in zip(cls._fields, state, strict=True)]
+    fields = []
+    for name, v in zip(cls._fields, state, strict=True):
+        if type(v) in _TYPES:
+            hit = memo.get(id(v)) if memo is not None else None
+            fields.append((name, Borrowed(hit[2] if hit is not None and hit[0] is v else engine_type(v, memo))))
+        else:
+            fields.append((name, _field_type(v)))
     return struct_type(cls)(fields)
 
 
@@ -482,10 +503,11 @@ def to_struct(state, memo: dict | None = None):
             return hit[1]
     cls = type(state)
     values = cls(*(to_struct(v, memo) if type(v) in _TYPES else v for v in state))
-    ref = _make(engine_type(state), values)
+    ty = engine_type(state, memo)
+    ref = _make(ty, values)
     ref._units = values  # the units it borrows live as long as it does
     if memo is not None:
-        memo[id(state)] = (state, ref)
+        memo[id(state)] = (state, ref, ty)
     return ref
 
 
