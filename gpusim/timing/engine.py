@@ -133,11 +133,11 @@ _SOON = 64  # cycles
 def _prefetch_sm(M, s):
     """Before SM `s` runs: start loading, all at once, what its warps will read first — their slots'
     fields, its sub-partitions' rows and, for each warp that may issue within _SOON cycles or waits at a
-    barrier or for the chip's clock (HELD), its next instruction's stream entry, access plan and
-    scoreboard — rather than one cache miss after another as each warp issues: the other SMs' turns have
-    evicted them (108 SMs' state is far larger than a core's L2). Prefetches are hints: no value changes.
-    Two passes over the warps: a warp's access plan is found through its stream entry, so the first pass
-    asks for every entry and the second, once they are on their way, reads them for the plans."""
+    barrier or for the chip's clock (HELD), its next instruction's stream entry and scoreboard — rather
+    than one cache miss after another as each warp issues: the other SMs' turns have evicted them (108
+    SMs' state is far larger than a core's L2). Prefetches are hints: no value changes. (Not the entries'
+    access plans: a second pass over the warps to read each entry for its plan cost more than the misses
+    it saved, 5-10 % of the engine's time on transpose_shared, matmul_tiled and saxpy, 2026-12-07.)"""
     W, st, P, S_ = M.W, M.streams, M.P, M.sms
     nregs = W.sb_ready.shape[1]
     mw = S_.max_warps
@@ -174,15 +174,6 @@ def _prefetch_sm(M, s):
                 prefetch(W.sb_ready, w, off)  # (int64)
             prefetch(W.sb_reason, w, 0)  # (int8: the row's first and last byte)
             prefetch(W.sb_reason, w, nregs - 1)
-    for w in range(lo, lo + mw):
-        where = W.where[w]
-        if where == HELD or (where != OFF and W.ready[w] <= soon):
-            h = W.h[w]
-            pos = st.pos[h]
-            a = st.acc[pos] if pos < st.end[h] else -1  # (a window issued to its end holds no entry there)
-            if a >= 0:
-                prefetch(st.a_lo, a, 0)
-                prefetch(st.a_hi, a, 0)
     _prefetch_deferred(M, s)
 
 
