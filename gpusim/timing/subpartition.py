@@ -48,7 +48,7 @@ class SubPartitions(NamedTuple):
     eligible_sum: np.ndarray  # eligible warps summed over cycles
     active_cycles: np.ndarray  # cycles with at least one resident warp
     busy_since: np.ndarray
-    wake_at: np.ndarray  # (sps, max warps): the waiting warps' wake cycles (in no order) ...
+    wake_at: np.ndarray  # (sps, max warps): the waiting warps' wake cycles, latest first ...
     wake_w: np.ndarray  # (sps, max warps): ... and which warp each is
     nwake: np.ndarray  # waiting warps
     soonest: np.ndarray  # the earliest of their wake cycles (NEVER: none waits)
@@ -116,10 +116,18 @@ def wait_until(P, W, w, at):
 
 @njit
 def _push_wake(P, g, at, w):
+    """Insert `w`, waking at `at`, into the list of waiting warps, kept latest first: the warps whose wait
+    is over are then its tail, which `begin_cycle` takes without looking at the others. (Most waits are
+    the shortest, an instruction's issue latency: those go at the tail, past nothing.)"""
+    keys, ws = P.wake_at, P.wake_w
     i = P.nwake[g]
     P.nwake[g] = i + 1
-    P.wake_at[g, i] = at
-    P.wake_w[g, i] = w
+    while i > 0 and keys[g, i - 1] < at:
+        keys[g, i] = keys[g, i - 1]
+        ws[g, i] = ws[g, i - 1]
+        i -= 1
+    keys[g, i] = at
+    ws[g, i] = w
     if at < P.soonest[g]:
         P.soonest[g] = at
 
@@ -165,24 +173,17 @@ def begin_cycle(P, W, g, t):
     lowest = P.soonest[g]
     if lowest <= t:  # (else no waiting warp's wait is over: the ready lists stand)
         where, port, snap, keys, ws = W.where, W.port, W.snap, P.wake_at, P.wake_w
-        lowest = NEVER
-        keep = 0
-        for i in range(P.nwake[g]):  # (the order they join in changes nothing: `seen` stands meanwhile)
-            at = keys[g, i]
-            w = ws[g, i]
-            if at <= t:
-                where[w] = QUEUED
-                p = port[w]
-                snap[w] = seen[g, p]
-                queued[g, p] += 1
-                P.ports[g] |= 1 << p
-            else:
-                keys[g, keep] = at
-                ws[g, keep] = w
-                keep += 1
-                if at < lowest:
-                    lowest = at
-        P.nwake[g] = keep
+        n = P.nwake[g]
+        while n > 0 and keys[g, n - 1] <= t:  # (the list's tail: latest first; the order they join in
+            n -= 1                             # changes nothing, `seen` stands meanwhile)
+            w = ws[g, n]
+            where[w] = QUEUED
+            p = port[w]
+            snap[w] = seen[g, p]
+            queued[g, p] += 1
+            P.ports[g] |= 1 << p
+        P.nwake[g] = n
+        lowest = keys[g, n - 1] if n > 0 else NEVER
         P.soonest[g] = lowest
     n_eligible = 0
     busy_until = NEVER  # the earliest a busy unit with ready warps frees
