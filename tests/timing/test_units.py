@@ -368,3 +368,25 @@ def test_sub_partition_wakes_at_each_waiting_warps_cycle(a100, code):
     P, W = _warps(a100, [(0, 5), (0, 11), (0, 10)])
     assert _run(P, W, code, 5) == ([(0, 5), (2, 10), (1, 12)], [5, 10, 11, 12])
     assert _states(P) == {"math_pipe_throttle": 1}
+
+
+def test_waiting_warps_list_is_latest_first_and_begin_cycle_takes_its_tail(a100, code):
+    # warps 0..3 wait until 9, 4, 12, 4 (pushed in that order): the list holds them latest first (ties in
+    # either order), its soonest is 4; cycle 4 queues warps 1 and 3 only, leaving 12, 9 and a soonest of 9;
+    # a warp pushed to wait until 10 goes between them; cycle 12 queues the other three
+    P, W = _warps(a100, [(0, 9), (0, 4), (0, 12), (0, 4)])
+    n = int(P.nwake[0])
+    assert n == 4 and P.wake_at[0, :n].tolist() == [12, 9, 4, 4]
+    assert sorted(P.wake_w[0, 2:4].tolist()) == [1, 3] and P.wake_w[0, :2].tolist() == [2, 0]
+    assert P.soonest[0] == 4
+    assert _sp.begin_cycle(P, W, 0, 4)
+    assert [int(W.where[w]) for w in range(4)] == [WAITING, QUEUED, WAITING, QUEUED]
+    assert (P.queued[0, FP32], P.nwake[0], P.soonest[0]) == (2, 2, 9)
+    assert P.wake_at[0, :2].tolist() == [12, 9]
+    W.where[1] = 0  # (as `take` leaves a warp it picked)
+    P.queued[0, FP32] -= 1
+    _sp.wait_until(P, W, 1, 10)
+    assert P.wake_at[0, :3].tolist() == [12, 10, 9] and P.wake_w[0, :3].tolist() == [2, 1, 0]
+    assert _sp.begin_cycle(P, W, 0, 12)
+    assert (P.nwake[0], P.soonest[0], P.queued[0, FP32]) == (0, NEVER, 4)
+    assert all(W.where[w] == QUEUED for w in range(4))
