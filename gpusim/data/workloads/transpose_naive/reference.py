@@ -8,7 +8,8 @@ import numpy as np
 def inputs(p: dict, rng: np.random.Generator) -> dict:
     rows, cols = int(p["rows"]), int(p["cols"])
     return {
-        "src": rng.standard_normal((rows, cols), dtype=np.float32),
+        "src": rng.random((rows, cols), dtype=np.float32),  # (what a transpose moves is all that matters: uniform
+        # draws cost a fifth of normal ones, 10 against 55 ms at 2048 x 2048)
         "dst": np.zeros((cols, rows), dtype=np.float32),
         "rows": rows,
         "cols": cols,
