@@ -157,42 +157,60 @@ def fma_rn(a, b, c, dtype=_F64, out=None) -> np.ndarray:
 
 
 _F32_NORMAL = 2.0**-126  # f32's smallest normal number
-_LOW_WORD = 0 if np.little_endian else 1  # the 32-bit half of an f64 that holds its lowest bits
+_DROPPED = np.uint64(0x1FFFFFFF)  # the 29 low bits of an f64 that an f32 drops ...
+_HALF_ULP = np.uint64(0x10000000)  # ... where they are exactly half an f32 ulp
 
 
 def _fma_f32(a, b, c, out=None) -> np.ndarray:
     """fma.rn.f32: the product of two f32 is exact in f64, so p + c rounded to f64 and then to f32 is right
     but where the f64 sum is inexact and falls on a midpoint between two f32 (or in f32's subnormal range,
     whose midpoints lie elsewhere): there the sum is rounded to odd in f64 first (a few lanes in millions).
-    Into `out` when given (which may be one of the operands: those lanes' operands are read first). Written
-    to allocate as little as the plain (a * b + c) would: large temporaries cost page faults (the tests
-    read the f64 sum as it is, in booleans and 32-bit words)."""
+    Into `out` when given (which may be one of the operands: the lanes to fix are left unwritten by the
+    compiled pass, `_fma_f32_lanes`, so their operands are still there to read)."""
     shape = np.broadcast_shapes(np.shape(a), np.shape(b), np.shape(c))
-    if out is not None and out.shape != shape:  # (operands all narrower than the register: immediates)
-        return put(_fma_f32(a, b, c), out)
-    r = np.empty(shape, _F64)
-    np.multiply(a, b, out=r, dtype=_F64)
-    np.add(r, c, out=r, dtype=_F64)
-    flat = r.reshape(-1)
-    # in f32's subnormal range: 0 < |sum| < 2^-126 (not a zero: a sum that rounds to zero in f64 is exactly
-    # zero, signed as IEEE's sum, f32's too; a lane whose operands are zero, such as an inactive lane's, takes
-    # no slow path; a NaN compares false)
-    suspect = flat < _F32_NORMAL
-    suspect &= flat > -_F32_NORMAL
-    suspect &= flat != 0
-    low = flat.view(np.uint32)[_LOW_WORD::2] & np.uint32(0x1FFFFFFF)  # the 29 bits an f32 drops: exactly half
-    suspect |= low == np.uint32(0x10000000)                            # an f32 ulp?
-    if suspect.any():
-        a, b, c = (np.broadcast_to(np.asarray(v, _F64), r.shape).reshape(-1)[suspect] for v in (a, b, c))
-        s, e = _two_sum(a * b, c)
-        fixed = np.where(np.isfinite(s), _round_to_odd(s, e), s).astype(_F32)
-    if out is None:
-        out = r.astype(_F32)
-    else:
-        np.copyto(out, r, casting="same_kind")
-    if suspect.any():
-        out.reshape(-1)[suspect] = fixed
-    return out
+    if out is not None and (out.shape != shape or out.dtype != _F32 or not out.flags.c_contiguous):
+        return put(_fma_f32(a, b, c), out)  # (operands all narrower than the register: immediates)
+    a, b, c = (np.ascontiguousarray(np.broadcast_to(np.asarray(v, _F32), shape)).reshape(-1) for v in (a, b, c))
+    res = np.empty(shape, _F32) if out is None else out
+    flat = res.reshape(-1)
+    found = np.empty(flat.size, np.int64)  # (untouched but for the few lanes to fix: no page is faulted in)
+    n = _compiled_fma_f32()(a, b, c, flat, found)
+    if n:
+        lanes = found[:n]
+        s, e = _two_sum(a[lanes].astype(_F64) * b[lanes].astype(_F64), c[lanes].astype(_F64))
+        flat[lanes] = np.where(np.isfinite(s), _round_to_odd(s, e), s).astype(_F32)
+    return res
+
+
+def _fma_f32_lanes(a, b, c, out, found):
+    """One pass over the lanes: out = a * b + c, the exact product plus c rounded to f64, then to f32, except
+    in the lanes where that may differ from rounding the exact sum once: the 29 bits of the f64 sum that an
+    f32 drops are exactly half an f32 ulp (a midpoint, where the sum may have been rounded onto it), or the
+    sum lies in f32's subnormal range, 0 < |sum| < 2^-126 (a sum that rounds to zero in f64 is exactly zero,
+    signed as IEEE's sum, f32's too; an inactive lane's zero operands make none; a NaN compares false).
+    Those lanes are listed in `found` and left unwritten; returns how many."""
+    n = 0
+    for i in range(out.size):
+        r = np.float64(a[i]) * np.float64(b[i]) + np.float64(c[i])
+        if (np.float64(r).view(np.uint64) & _DROPPED) == _HALF_ULP or (r != 0 and -_F32_NORMAL < r < _F32_NORMAL):
+            found[n] = i
+            n += 1
+        else:
+            out[i] = np.float32(r)
+    return n
+
+
+_COMPILED: list = []
+
+
+def _compiled_fma_f32():
+    """`_fma_f32_lanes` compiled the first time it is asked for (Numba is imported only then: a command that
+    computes nothing does not pay for it); plain Python under NUMBA_DISABLE_JIT=1."""
+    if not _COMPILED:
+        import numba
+
+        _COMPILED.append(numba.njit(cache=True, nogil=True)(_fma_f32_lanes))
+    return _COMPILED[0]
 
 
 def _fma_lane(a: float, b: float, c: float) -> float:
