@@ -27,6 +27,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from gpusim.functional.kernels import lazy_njit
 from gpusim.functional.lanes import put
 
 MODES = ("rn", "rz", "rm", "rp")
@@ -174,7 +175,7 @@ def _fma_f32(a, b, c, out=None) -> np.ndarray:
     res = np.empty(shape, _F32) if out is None else out
     flat = res.reshape(-1)
     found = np.empty(flat.size, np.int64)  # (untouched but for the few lanes to fix: no page is faulted in)
-    n = _compiled_fma_f32()(a, b, c, flat, found)
+    n = _compiled_fma_f32(a, b, c, flat, found)
     if n:
         lanes = found[:n]
         s, e = _two_sum(a[lanes].astype(_F64) * b[lanes].astype(_F64), c[lanes].astype(_F64))
@@ -200,17 +201,7 @@ def _fma_f32_lanes(a, b, c, out, found):
     return n
 
 
-_COMPILED: list = []
-
-
-def _compiled_fma_f32():
-    """`_fma_f32_lanes` compiled the first time it is asked for (Numba is imported only then: a command that
-    computes nothing does not pay for it); plain Python under NUMBA_DISABLE_JIT=1."""
-    if not _COMPILED:
-        import numba
-
-        _COMPILED.append(numba.njit(cache=True, nogil=True)(_fma_f32_lanes))
-    return _COMPILED[0]
+_compiled_fma_f32 = lazy_njit(_fma_f32_lanes)  # (compiled at the first fma.rn.f32)
 
 
 def _fma_lane(a: float, b: float, c: float) -> float:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import numpy as np
 
 from gpusim.functional import atomics, tensor
+from gpusim.functional.kernels import load_shared_lanes
 from gpusim.functional.lanes import _count, _lane_at, _positions, _select
 from gpusim.functional.semantics import alu, every_lane_safe
 from gpusim.functional.warps import _Batch
@@ -390,6 +391,35 @@ class PtxOps:
 
         return lane_addresses
 
+    def _shared_load(self, ins: Instruction, addr_op, b: _Batch, view: np.ndarray, dst, width: int, shift: int
+                     ) -> Callable | None:
+        """lanes -> whether a shared load's every lane was done in one compiled pass (kernels.load_shared_lanes:
+        the addresses into the recorder's rows, checked, and the elements gathered into the destination
+        register), which numpy does in five; None where it never can be (no recorder, an address that is
+        not a register, a destination of another type than the loaded one)."""
+        if dst is None or addr_op.reg < 0 or b.smem_size < width:
+            return None
+        base = b.R[addr_op.reg]
+        into = getattr(b.rec, "memory_into", None)
+        if into is None or base.dtype.kind not in "iu":
+            return None
+        if base.dtype.itemsize == 8:
+            base = base.view(np.int64)  # (as _lane_addresses reads a 64-bit address)
+        offset, size, lane_smem = np.int64(addr_op.value), b.smem_size, b.lane_smem
+
+        def fast(lanes) -> bool:
+            if lanes.__class__ is not slice:
+                return False
+            row = into(base.size)
+            if row is None:
+                return False
+            if not load_shared_lanes(base, offset, row, lane_smem, shift, size, width, view, dst):
+                off = self._shared_offsets(b, ins, lanes, row, width, out=b.scratch[:row.size])  # (names the lane)
+                np.take(view, np.right_shift(off, shift, out=off), out=dst, mode="wrap")
+            return True
+
+        return fast
+
     def _memory(self, ins: Instruction, b: _Batch) -> Callable:
         op, space = ins.opcode, ins.space
         t = TYPES[ins.types[0]]
@@ -440,8 +470,12 @@ class PtxOps:
         if op == "ld":
             write = self._writer(ins.dsts[0], b, t.dtype)
             dst = write.full
+            fast = self._shared_load(ins, addr_op, b, view, dst, width, shift) if space == "shared" else None
 
             def body(G, lanes):
+                if fast is not None and fast(lanes):
+                    stats.count_bytes(space, read=dst.size * width)
+                    return
                 idx = addresses(lanes)
                 if dst is not None and lanes.__class__ is slice:  # (every lane: gathered straight into the
                     np.take(view, idx, out=dst, mode="wrap")     # register; the indices are checked already)
