@@ -41,11 +41,13 @@ def _warm_up_kernel():
 
 def _compile_unreached(M, stage, cfg) -> None:
     """What the one-warp kernel does not reach, compiled (or loaded) too, not in the first timed run that
-    needs it: the stream pool's compaction, the shared-memory banks' wavefronts, the address stage, fma.rn.f32
-    (`M`, `stage`: the kernel's machine and address stage, from `GPU.build`)."""
+    needs it: the stream pool's compaction, the shared-memory banks' wavefronts, the address stage, and the
+    functional executor's compiled passes for fma.rn.f32 and a shared load (`M`, `stage`: the kernel's
+    machine and address stage, from `GPU.build`)."""
     import numpy as np
 
     from gpusim.functional import ieee
+    from gpusim.functional.kernels import load_shared_lanes
     from gpusim.timing.feeder import Feeder
     from gpusim.timing.ldst import compile_plan
     from gpusim.timing.shared_memory import BankMap
@@ -55,6 +57,9 @@ def _compile_unreached(M, stage, cfg) -> None:
     compile_plan()
     one = np.ones(1, np.float32)
     ieee.fma_rn(one, one, one, np.float32)  # (fma.rn.f32's compiled pass over the lanes)
+    lane_smem = np.zeros(1, np.int64)  # a shared load's, of f32 at a 32-bit address (the usual one) ...
+    lane_smem.flags.writeable = False  # ... with the batch's lane offsets, which are read-only
+    load_shared_lanes(np.zeros(1, np.uint32), np.int64(0), np.zeros(1, np.int64), lane_smem, 2, 4, 4, one, one.copy())
 
 
 def warm_up() -> float:

@@ -29,18 +29,20 @@ def test_compile_plan_gives_the_signature_a_simulation_calls():
 def test_after_compile_aside_a_simulation_calls_nothing_new_but_the_loop():
     """In a fresh process: compile_aside, then three kernels (global loads and stores, shared memory,
     barriers); of every compiled function only the engine's loop gains a signature (loaded from the test
-    session's cache). A constructor, feeder step or address stage that compile_aside missed, or compiled
-    for other argument types, would be named here."""
+    session's cache). A constructor, feeder step, address stage or functional lane loop (fma.rn.f32's,
+    a shared load's) that compile_aside missed, or compiled for other argument types, would be named here."""
     code = textwrap.dedent("""
+        from gpusim.functional import ieee, kernels
         from gpusim.timing import compile_aside, jit
         compile_aside()
-        before = {id(d): len(d.signatures) for d in jit.ENGINE_FUNCTIONS + [jit._make]}
+        watched = jit.ENGINE_FUNCTIONS + [jit._make, ieee._compiled_fma_f32.dispatcher,
+                                          kernels.load_shared_lanes.dispatcher]
+        before = {id(d): len(d.signatures) for d in watched}
         from gpusim import simulate
         for name, p in (("saxpy", {"n": 4096}), ("matmul_tiled", {"n": 64}),
                         ("transpose_shared", {"rows": 64, "cols": 64})):
             assert simulate(name, "a100", **p).run.ok
-        print(sorted(d.py_func.__qualname__ for d in jit.ENGINE_FUNCTIONS + [jit._make]
-                     if len(d.signatures) != before[id(d)]))
+        print(sorted(d.py_func.__qualname__ for d in watched if len(d.signatures) != before[id(d)]))
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
