@@ -27,6 +27,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from gpusim.functional import kernels
 from gpusim.functional.kernels import lazy_njit
 from gpusim.functional.lanes import put
 
@@ -160,17 +161,20 @@ def fma_rn(a, b, c, dtype=_F64, out=None) -> np.ndarray:
 _F32_NORMAL = 2.0**-126  # f32's smallest normal number
 _DROPPED = np.uint64(0x1FFFFFFF)  # the 29 low bits of an f64 that an f32 drops ...
 _HALF_ULP = np.uint64(0x10000000)  # ... where they are exactly half an f32 ulp
+_LOW_WORD = 0 if np.little_endian else 1  # the 32-bit half of an f64 that holds its lowest bits
 
 
 def _fma_f32(a, b, c, out=None) -> np.ndarray:
     """fma.rn.f32: the product of two f32 is exact in f64, so p + c rounded to f64 and then to f32 is right
     but where the f64 sum is inexact and falls on a midpoint between two f32 (or in f32's subnormal range,
     whose midpoints lie elsewhere): there the sum is rounded to odd in f64 first (a few lanes in millions).
-    Into `out` when given (which may be one of the operands: the lanes to fix are left unwritten by the
-    compiled pass, `_fma_f32_lanes`, so their operands are still there to read)."""
+    Into `out` when given (which may be one of the operands: those lanes' operands are read first). In one
+    compiled pass over the lanes where Numba is loaded (`_fma_f32_lanes`), else in numpy's passes."""
     shape = np.broadcast_shapes(np.shape(a), np.shape(b), np.shape(c))
     if out is not None and (out.shape != shape or out.dtype != _F32 or not out.flags.c_contiguous):
         return put(_fma_f32(a, b, c), out)  # (operands all narrower than the register: immediates)
+    if not kernels.numba_loaded():
+        return _fma_f32_numpy(a, b, c, shape, out)
     a, b, c = (np.ascontiguousarray(np.broadcast_to(np.asarray(v, _F32), shape)).reshape(-1) for v in (a, b, c))
     res = np.empty(shape, _F32) if out is None else out
     flat = res.reshape(-1)
@@ -181,6 +185,31 @@ def _fma_f32(a, b, c, out=None) -> np.ndarray:
         s, e = _two_sum(a[lanes].astype(_F64) * b[lanes].astype(_F64), c[lanes].astype(_F64))
         flat[lanes] = np.where(np.isfinite(s), _round_to_odd(s, e), s).astype(_F32)
     return res
+
+
+def _fma_f32_numpy(a, b, c, shape, out):
+    """`_fma_f32` in numpy's passes, allocating as little as the plain (a * b + c) would (large temporaries
+    cost page faults): the f64 sum's tests read it as it is, in booleans and 32-bit words."""
+    r = np.empty(shape, _F64)
+    np.multiply(a, b, out=r, dtype=_F64)
+    np.add(r, c, out=r, dtype=_F64)
+    flat = r.reshape(-1)
+    # the lanes `_fma_f32_lanes` says: in f32's subnormal range, or the 29 bits an f32 drops exactly half an ulp
+    suspect = flat < _F32_NORMAL
+    suspect &= flat > -_F32_NORMAL
+    suspect &= flat != 0
+    suspect |= (flat.view(np.uint32)[_LOW_WORD::2] & np.uint32(0x1FFFFFFF)) == np.uint32(0x10000000)
+    if suspect.any():
+        a, b, c = (np.broadcast_to(np.asarray(v, _F64), r.shape).reshape(-1)[suspect] for v in (a, b, c))
+        s, e = _two_sum(a * b, c)
+        fixed = np.where(np.isfinite(s), _round_to_odd(s, e), s).astype(_F32)
+    if out is None:
+        out = r.astype(_F32)
+    else:
+        np.copyto(out, r, casting="same_kind")
+    if suspect.any():
+        out.reshape(-1)[suspect] = fixed
+    return out
 
 
 def _fma_f32_lanes(a, b, c, out, found):

@@ -1,10 +1,20 @@
 """Lane loops that numpy would run as several passes over a batch's lanes (each through memory), written
-once as plain Python and compiled by Numba the first time they are called: Numba is imported only then, so
-a command that computes nothing does not pay for it, and under NUMBA_DISABLE_JIT=1 they run as written."""
+once as plain Python and compiled by Numba the first time they are called, in a process that has Numba
+loaded already (`numba_loaded`: a simulation, whose timing engine needs it); under NUMBA_DISABLE_JIT=1 they
+run as written."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
+
+
+def numba_loaded() -> bool:
+    """Whether Numba is in this process already (the timing engine imports it): only then do the executor's
+    instructions take their compiled loops. A functional-only run (`gpusim run --functional`) does not
+    import Numba for them, and keeps numpy's passes (tests check that both give the same results)."""
+    return "numba" in sys.modules
 
 
 class lazy_njit:  # noqa: N801 - used as a decorator

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gpusim.functional import atomics, tensor
+from gpusim.functional import atomics, kernels, tensor
 from gpusim.functional.kernels import load_shared_lanes
 from gpusim.functional.lanes import _count, _lane_at, _positions, _select
 from gpusim.functional.semantics import alu, every_lane_safe
@@ -396,8 +396,8 @@ class PtxOps:
         """lanes -> whether a shared load's every lane was done in one compiled pass (kernels.load_shared_lanes:
         the addresses into the recorder's rows, checked, and the elements gathered into the destination
         register), which numpy does in five; None where it never can be (no recorder, an address that is
-        not a register, a destination of another type than the loaded one)."""
-        if dst is None or addr_op.reg < 0 or b.smem_size < width:
+        not a register, a destination of another type than the loaded one, no Numba loaded)."""
+        if dst is None or addr_op.reg < 0 or b.smem_size < width or not kernels.numba_loaded():
             return None
         base = b.R[addr_op.reg]
         into = getattr(b.rec, "memory_into", None)

@@ -122,7 +122,14 @@ def test_every_rounding_mode_is_exact(dtype, mode):
     check(dtype, got, sqrt_want, pos)
 
 
-def test_fma_f32_rounds_once_where_two_roundings_differ():
+@pytest.fixture(params=["numpy", "compiled"])
+def fma_path(request, monkeypatch):
+    """fma.rn.f32 both ways: numpy's passes (a functional-only run, no Numba loaded) and the compiled pass."""
+    monkeypatch.setattr(ieee.kernels, "numba_loaded", lambda: request.param == "compiled")
+    return request.param
+
+
+def test_fma_f32_rounds_once_where_two_roundings_differ(fma_path):
     # a * b = 2^-24 (1 + r 2^-47), r = 59287: 1 + a b lies just above the f32 midpoint 1 + 2^-24, but its
     # nearest double is that midpoint, which rounds to even (1.0): rounding twice gives 1.0, once 1 + 2^-23
     a, b, c = np.float32(float.fromhex("0x1.000ff2p-24")), np.float32(float.fromhex("0x1.ffe01ep-1")), np.float32(1)
@@ -131,7 +138,7 @@ def test_fma_f32_rounds_once_where_two_roundings_differ():
     assert ieee.fma_rn(a, b, c, np.float32) == np.float32(1 + 2.0**-23)
 
 
-def test_fma_f32_midpoints_and_subnormal_sums_exact():
+def test_fma_f32_midpoints_and_subnormal_sums_exact(fma_path):
     # operands of few significant bits put many f64 sums exactly on, or near, a midpoint between two f32, and
     # small ones put sums in f32's subnormal range: the lanes fma.rn.f32 rounds with care, against Fractions
     rng = np.random.default_rng(7)
@@ -186,7 +193,7 @@ def test_fma_f32_of_immediates_into_a_whole_register():
         assert np.array_equal(out.view(np.uint32), np.full(64, want, np.float32).view(np.uint32)), (a, b, c, out[:2])
 
 
-def test_fma_f32_into_an_operand_fixes_its_midpoint_lanes_from_their_operands():
+def test_fma_f32_into_an_operand_fixes_its_midpoint_lanes_from_their_operands(fma_path):
     # fma d, a, b, d: the register written is an operand. The lanes to fix (on a midpoint, in the subnormal
     # range) are left unwritten by the compiled pass, so they are fixed from their own operands: the same
     # result as into a fresh array, lane for lane, the fixed lanes included
