@@ -399,6 +399,8 @@ class PtxOps:
         not a register, a destination of another type than the loaded one, no Numba loaded)."""
         if dst is None or addr_op.reg < 0 or b.smem_size < width or not kernels.numba_loaded():
             return None
+        if view.dtype.kind not in "iu" and view.dtype not in (np.float32, np.float64):
+            return None  # (f16, bf16, booleans: numpy's passes)
         base = b.R[addr_op.reg]
         into = getattr(b.rec, "memory_into", None)
         if into is None or base.dtype.kind not in "iu":

@@ -64,3 +64,38 @@ def test_shared_load_out_of_its_window_is_a_fault_naming_the_lane_in_a_timed_run
     with pytest.raises(KernelFault, match=r"out-of-bounds 4-byte shared access \(the block has 512 bytes") as err:
         _timed(src, 1, 128, 128)
     assert err.value.thread == (1, 0, 0)  # (thread 0 reads word 127, the last; thread 1 the first past it)
+
+
+HALVES = """
+.kernel halves
+.param .u64 out
+.shared .f16 buf[64]
+.reg .u32 %t, %a, %r
+.reg .f16 %h
+.reg .f32 %f
+.reg .u64 %rd<3>
+    mov.u32 %t, %tid.x
+    cvt.rn.f16.u32 %h, %t
+    shl.b32 %a, %t, 1
+    st.shared.f16 [%a+buf], %h
+    bar.sync 0
+    sub.u32 %r, 63, %t
+    shl.b32 %a, %r, 1
+    ld.shared.f16 %h, [%a]
+    cvt.f32.f16 %f, %h
+    cvt.rzi.u32.f32 %r, %f
+    ld.param.u64 %rd0, [out]
+    mul.wide.u32 %rd1, %t, 4
+    add.u64 %rd2, %rd0, %rd1
+    st.global.u32 [%rd2], %r
+    exit
+"""
+
+
+def test_a_half_precision_shared_load_keeps_numpys_passes_in_a_timed_run(monkeypatch):
+    calls = []
+    original = kernels.load_shared_lanes
+    monkeypatch.setattr(ptx_ops, "load_shared_lanes", lambda *a: calls.append(1) or original(*a))
+    vals, _ = _timed(HALVES, 2, 64, 64)
+    np.testing.assert_array_equal(vals, np.arange(64)[::-1])
+    assert calls == []  # (f16: the compiled loop is for integer and f32/f64 elements only)
