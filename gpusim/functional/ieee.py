@@ -182,9 +182,15 @@ def _fma_f32(a, b, c, out=None) -> np.ndarray:
     n = _compiled_fma_f32(a, b, c, flat, found)
     if n:
         lanes = found[:n]
-        s, e = _two_sum(a[lanes].astype(_F64) * b[lanes].astype(_F64), c[lanes].astype(_F64))
-        flat[lanes] = np.where(np.isfinite(s), _round_to_odd(s, e), s).astype(_F32)
+        flat[lanes] = _fixed_f32(*(v[lanes].astype(_F64) for v in (a, b, c)))
     return res
+
+
+def _fixed_f32(a, b, c) -> np.ndarray:
+    """fma.rn.f32 of the lanes whose f64 sum may round wrong (f32 operands, given as f64): the sum rounded to
+    odd in f64 first, then to f32 (an infinite or NaN sum as it is)."""
+    s, e = _two_sum(a * b, c)
+    return np.where(np.isfinite(s), _round_to_odd(s, e), s).astype(_F32)
 
 
 def _fma_f32_numpy(a, b, c, shape, out):
@@ -200,9 +206,7 @@ def _fma_f32_numpy(a, b, c, shape, out):
     suspect &= flat != 0
     suspect |= (flat.view(np.uint32)[_LOW_WORD::2] & np.uint32(0x1FFFFFFF)) == np.uint32(0x10000000)
     if suspect.any():
-        a, b, c = (np.broadcast_to(np.asarray(v, _F64), r.shape).reshape(-1)[suspect] for v in (a, b, c))
-        s, e = _two_sum(a * b, c)
-        fixed = np.where(np.isfinite(s), _round_to_odd(s, e), s).astype(_F32)
+        fixed = _fixed_f32(*(np.broadcast_to(np.asarray(v, _F64), r.shape).reshape(-1)[suspect] for v in (a, b, c)))
     if out is None:
         out = r.astype(_F32)
     else:

@@ -361,17 +361,25 @@ class PtxOps:
 
     # ---- memory -----------------------------------------------------------------------------------
     @staticmethod
+    def _address_register(addr_op, b: _Batch) -> tuple:
+        """An access at `addr_op`: its address register's lanes (None for an immediate address; a 64-bit
+        integer register as int64, its bits as the widening cast reads them), its offset, and where the
+        recorder takes a step's addresses when every lane executes (`memory_into`; None: no recorder, or an
+        address that is not an integer)."""
+        base = b.R[addr_op.reg] if addr_op.reg >= 0 else None
+        if base is not None and base.dtype.kind in "iu" and base.dtype.itemsize == 8:
+            base = base.view(np.int64)
+        into = getattr(b.rec, "memory_into", None) if base is not None and base.dtype.kind in "iu" else None
+        return base, np.int64(addr_op.value), into
+
+    @staticmethod
     def _lane_addresses(addr_op, b: _Batch) -> Callable:
         """lanes -> per-lane byte addresses of the executing lanes of an access at `addr_op`, recorded for the
         timing model (when every lane executes, the array returned is the recorder's own row: read, never
         written)."""
-        base = b.R[addr_op.reg] if addr_op.reg >= 0 else None
-        offset = np.int64(addr_op.value)
+        base, offset, into = PtxOps._address_register(addr_op, b)
         rec = b.rec
-        wide = base is not None and base.dtype.kind in "iu" and base.dtype.itemsize == 8
-        if wide:
-            base = base.view(np.int64)  # (a 64-bit address: its bits as int64, as the widening cast reads them)
-        into = getattr(rec, "memory_into", None) if base is not None and base.dtype.kind in "iu" else None
+        wide = base is not None and base.dtype == np.int64
 
         def lane_addresses(lanes) -> np.ndarray:
             if into is not None and lanes.__class__ is slice:  # every lane: straight into the recorder's rows
@@ -391,23 +399,21 @@ class PtxOps:
 
         return lane_addresses
 
-    def _shared_load(self, ins: Instruction, addr_op, b: _Batch, view: np.ndarray, dst, width: int, shift: int
-                     ) -> Callable | None:
+    def _shared_load(self, addr_op, b: _Batch, view: np.ndarray, dst, width: int, shift: int,
+                     indices: Callable) -> Callable | None:
         """lanes -> whether a shared load's every lane was done in one compiled pass (kernels.load_shared_lanes:
         the addresses into the recorder's rows, checked, and the elements gathered into the destination
         register), which numpy does in five; None where it never can be (no recorder, an address that is
-        not a register, a destination of another type than the loaded one, no Numba loaded)."""
-        if dst is None or addr_op.reg < 0 or b.smem_size < width or not kernels.numba_loaded():
+        not a register, a destination of another type than the loaded one, no Numba loaded). A bad address
+        goes to `indices` (lanes, addresses -> element indices), whose checks name the lane."""
+        if dst is None or b.smem_size < width or not kernels.numba_loaded():
             return None
         if view.dtype.kind not in "iu" and view.dtype not in (np.float32, np.float64):
             return None  # (f16, bf16, booleans: numpy's passes)
-        base = b.R[addr_op.reg]
-        into = getattr(b.rec, "memory_into", None)
-        if into is None or base.dtype.kind not in "iu":
+        base, offset, into = self._address_register(addr_op, b)
+        if into is None:
             return None
-        if base.dtype.itemsize == 8:
-            base = base.view(np.int64)  # (as _lane_addresses reads a 64-bit address)
-        offset, size, lane_smem = np.int64(addr_op.value), b.smem_size, b.lane_smem
+        size, lane_smem = b.smem_size, b.lane_smem
 
         def fast(lanes) -> bool:
             if lanes.__class__ is not slice:
@@ -416,8 +422,7 @@ class PtxOps:
             if row is None:
                 return False
             if not load_shared_lanes(base, offset, row, lane_smem, shift, size, width, view, dst):
-                off = self._shared_offsets(b, ins, lanes, row, width, out=b.scratch[:row.size])  # (names the lane)
-                np.take(view, np.right_shift(off, shift, out=off), out=dst, mode="wrap")
+                np.take(view, indices(lanes, row), out=dst, mode="wrap")
             return True
 
         return fast
@@ -453,10 +458,12 @@ class PtxOps:
         else:
             view = b.smem.view(t.dtype)
 
-            def addresses(lanes):
-                a = lane_addresses(lanes)
+            def indices(lanes, a):
                 off = self._shared_offsets(b, ins, lanes, a, width, out=b.scratch[:a.size])
                 return np.right_shift(off, shift, out=off)
+
+            def addresses(lanes):
+                return indices(lanes, lane_addresses(lanes))
 
         if op == "ld" and vec > 1:
             writes = [self._writer(d, b, t.dtype) for d in ins.dsts]
@@ -472,7 +479,7 @@ class PtxOps:
         if op == "ld":
             write = self._writer(ins.dsts[0], b, t.dtype)
             dst = write.full
-            fast = self._shared_load(ins, addr_op, b, view, dst, width, shift) if space == "shared" else None
+            fast = self._shared_load(addr_op, b, view, dst, width, shift, indices) if space == "shared" else None
 
             def body(G, lanes):
                 if fast is not None and fast(lanes):
